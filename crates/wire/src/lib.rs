@@ -191,6 +191,10 @@ pub enum Status {
     TooLarge = 10,
     /// The receiver does not implement this operation.
     Unsupported = 11,
+    /// No reply arrived within the deadline. Only no-flow-control
+    /// operations that expect a reply end this way; reliable ones end with
+    /// [`Status::NodeDown`] when the retry budget runs out.
+    TimedOut = 12,
 }
 
 impl Status {
@@ -209,6 +213,7 @@ impl Status {
             9 => Self::NoSuchGroup,
             10 => Self::TooLarge,
             11 => Self::Unsupported,
+            12 => Self::TimedOut,
             _ => return None,
         })
     }
@@ -250,6 +255,7 @@ impl std::fmt::Display for Status {
             Self::NoSuchGroup => "no such multicast group",
             Self::TooLarge => "too large",
             Self::Unsupported => "unsupported operation",
+            Self::TimedOut => "timed out",
         })
     }
 }
@@ -866,6 +872,36 @@ impl<'a> Packet<'a> {
         };
         p.chunks_exact(8).map(|c| (be32(c, 0), be32(c, 4)))
     }
+}
+
+/// Rewrites the piggybacked acknowledgement of an encoded packet in place
+/// and refreshes its checksum, so a stored packet can be retransmitted with
+/// the current ack without re-encoding. Returns false (leaving `buf` alone)
+/// when `buf` is shorter than a header.
+pub fn patch_ack(buf: &mut [u8], ack: Option<u32>) -> bool {
+    if buf.len() < HEADER_LEN {
+        return false;
+    }
+    match ack {
+        Some(a) => {
+            buf[4] |= FLAG_ACK;
+            put32(buf, 32, a);
+        }
+        None => {
+            buf[4] &= !FLAG_ACK;
+            put32(buf, 32, 0);
+        }
+    }
+    let c = checksum(buf);
+    put32(buf, 60, c);
+    true
+}
+
+/// Reads the kind, sequence number and source of an encoded packet without
+/// verifying it; `None` when `buf` is shorter than a header. For
+/// bookkeeping of packets this side emitted itself.
+pub fn peek_seq(buf: &[u8]) -> Option<u32> {
+    (buf.len() >= HEADER_LEN).then(|| be32(buf, 28))
 }
 
 /// Encodes selective-ack blocks as an ACK payload. Extra blocks beyond

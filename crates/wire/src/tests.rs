@@ -6,7 +6,7 @@ fn task() -> impl Strategy<Value = TaskId> {
 }
 
 fn status() -> impl Strategy<Value = Status> {
-    (0u8..=11).prop_map(|v| Status::from_u8(v).unwrap())
+    (0u8..=12).prop_map(|v| Status::from_u8(v).unwrap())
 }
 
 fn body() -> impl Strategy<Value = Body> {
@@ -241,4 +241,16 @@ fn status_combine_prefers_errors() {
     assert_eq!(Status::Ok.combine(Status::Ok), Status::Ok);
     assert_eq!(Status::Ok.combine(Status::NodeDown), Status::NodeDown);
     assert_eq!(Status::NodeDown.combine(Status::BadKey), Status::BadKey);
+}
+
+#[test]
+fn patch_ack_keeps_packet_valid() {
+    let mut o = sample();
+    o.ack = None;
+    let mut b = o.packet().to_vec().unwrap();
+    assert!(patch_ack(&mut b, Some(99)));
+    assert_eq!(Packet::parse(&b).unwrap().ack, Some(99));
+    assert!(patch_ack(&mut b, None));
+    assert_eq!(Packet::parse(&b).unwrap().ack, None);
+    assert!(!patch_ack(&mut [0u8; 3], None));
 }
