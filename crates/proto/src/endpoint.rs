@@ -1,0 +1,1346 @@
+//! The endpoint: one reliable channel per peer, multicast forwarding, and
+//! the event queue. See the crate docs for the call order.
+
+use crate::rtt::Rtt;
+use crate::{
+    Completion, Config, Event, McastId, Op, OpId, OpOptions, Outcome, Stats, SubmitError, Target,
+    Time,
+};
+use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Sequence numbers are 32 bits on the wire and 64 bits here, so ordering
+/// never has to think about wrap-around. A wire value is read as the 64-bit
+/// number closest to a reference point.
+fn unwrap_seq(reference: u64, wire: u32) -> u64 {
+    let delta = wire.wrapping_sub(reference as u32) as i32 as i64;
+    (reference as i64).saturating_add(delta).max(0) as u64
+}
+
+/// A packet this side keeps until it is acknowledged.
+struct Slot {
+    /// Everything but the payload and the ack, which is filled in anew at
+    /// every transmission.
+    meta: Packet<'static>,
+    payload: Vec<u8>,
+    /// Last transmission, `None` before the first.
+    sent_at: Option<Time>,
+    /// Transmissions beyond the first.
+    retx: u32,
+    /// Reported received by a selective ack.
+    sacked: bool,
+    /// Waiting in the retransmission queue.
+    queued: bool,
+}
+
+impl Slot {
+    fn cost(&self) -> usize {
+        HEADER_LEN + self.payload.len()
+    }
+}
+
+/// What an operation waiting for its reply expects.
+enum Pending {
+    /// A STATUS (ACK/NACK).
+    Status,
+    /// An ATOMIC_REPLY.
+    Atomic,
+    /// READ_REPLY fragments, gathered here.
+    Read { buf: Vec<u8> },
+}
+
+/// State of the channel with one peer.
+struct Channel {
+    peer: TaskId,
+    down: bool,
+
+    // Send side: slots hold sequence numbers base .. next_seq.
+    next_seq: u64,
+    base: u64,
+    slots: VecDeque<Slot>,
+    /// First sequence number never transmitted.
+    next_send: u64,
+    /// Bytes held in slots (header + payload), for back-pressure.
+    buffered: usize,
+    retx: VecDeque<u64>,
+    highest_sacked: u64,
+    rto_at: Option<Time>,
+    retries: u32,
+    rtt: Rtt,
+    /// Operations waiting for a reply, by wire op id.
+    pending: HashMap<u32, Pending>,
+    /// Ask the peer for an ACK (its replies are overdue).
+    probe: bool,
+
+    // Receive side.
+    peer_epoch: Option<u32>,
+    recv_next: u64,
+    ooo: BTreeMap<u64, Vec<u8>>,
+    unacked: u32,
+    ack_now: bool,
+    ack_at: Option<Time>,
+    /// Worst status among the fragments of the incoming operation so far.
+    in_op_status: Status,
+
+    in_ready: bool,
+}
+
+impl Channel {
+    fn new(peer: TaskId, cfg: &Config) -> Self {
+        Self {
+            peer,
+            down: false,
+            next_seq: 1,
+            base: 1,
+            slots: VecDeque::new(),
+            next_send: 1,
+            buffered: 0,
+            retx: VecDeque::new(),
+            highest_sacked: 0,
+            rto_at: None,
+            retries: 0,
+            rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            pending: HashMap::new(),
+            probe: false,
+            peer_epoch: None,
+            recv_next: 1,
+            ooo: BTreeMap::new(),
+            unacked: 0,
+            ack_now: false,
+            ack_at: None,
+            in_op_status: Status::Ok,
+            in_ready: false,
+        }
+    }
+
+    /// Forgets everything but the peer's identity, as after a restart.
+    fn reset(&mut self, cfg: &Config) {
+        let peer = self.peer;
+        let in_ready = self.in_ready;
+        *self = Self::new(peer, cfg);
+        self.in_ready = in_ready;
+    }
+
+    /// Appends a packet to the send stream and returns its sequence number.
+    fn push(&mut self, mut meta: Packet<'static>, payload: Vec<u8>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        meta.seq = seq as u32;
+        let slot = Slot {
+            meta,
+            payload,
+            sent_at: None,
+            retx: 0,
+            sacked: false,
+            queued: false,
+        };
+        self.buffered += slot.cost();
+        self.slots.push_back(slot);
+        seq
+    }
+
+    fn wants_send(&self, window: u32) -> bool {
+        !self.retx.is_empty()
+            || (self.next_send < self.next_seq && self.next_send - self.base < window as u64)
+            || self.ack_now
+            || self.probe
+    }
+
+    fn piggybacked(&mut self) -> Option<u32> {
+        self.ack_now = false;
+        self.ack_at = None;
+        self.unacked = 0;
+        Some(self.recv_next as u32)
+    }
+
+    fn arm_rto(&mut self, now: Time) {
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// Writes the next datagram for this peer into `out`, if any is due.
+    fn next_packet(
+        &mut self,
+        now: Time,
+        local: TaskId,
+        epoch: u32,
+        window: u32,
+        out: &mut Vec<u8>,
+        stats: &mut Stats,
+    ) -> bool {
+        while let Some(seq) = self.retx.pop_front() {
+            if seq < self.base {
+                continue;
+            }
+            let i = (seq - self.base) as usize;
+            self.slots[i].queued = false;
+            if self.slots[i].sacked {
+                continue;
+            }
+            let ack = self.piggybacked();
+            let slot = &mut self.slots[i];
+            emit_slot(slot, ack, out);
+            slot.sent_at = Some(now);
+            slot.retx += 1;
+            stats.retransmissions += 1;
+            self.arm_rto(now);
+            return true;
+        }
+        if self.next_send < self.next_seq && self.next_send - self.base < window as u64 {
+            let ack = self.piggybacked();
+            let slot = &mut self.slots[(self.next_send - self.base) as usize];
+            emit_slot(slot, ack, out);
+            slot.sent_at = Some(now);
+            self.next_send += 1;
+            self.arm_rto(now);
+            return true;
+        }
+        if self.ack_now || self.probe {
+            let probe = std::mem::take(&mut self.probe);
+            let ack = self.piggybacked();
+            let mut blocks: Vec<(u32, u32)> = Vec::new();
+            for &s in self.ooo.keys() {
+                match blocks.last_mut() {
+                    Some((_, e)) if *e == s as u32 => *e = (s + 1) as u32,
+                    _ => {
+                        if blocks.len() == sss_wire::MAX_SACK_BLOCKS {
+                            break;
+                        }
+                        blocks.push((s as u32, (s + 1) as u32));
+                    }
+                }
+            }
+            let mut payload = Vec::with_capacity(blocks.len() * 8);
+            encode_sack(&blocks, &mut payload);
+            let p = Packet {
+                src: local,
+                dst: self.peer,
+                epoch,
+                seq: 0,
+                ack,
+                op: 0,
+                flags: Flags {
+                    nofc: false,
+                    status_return: probe,
+                },
+                status: Status::Ok,
+                key: 0,
+                addr: 0,
+                frag: Frag::SINGLE,
+                body: Body::Ack,
+                payload: &payload,
+            };
+            emit_into(&p, out);
+            stats.acks_sent += 1;
+            return true;
+        }
+        false
+    }
+}
+
+fn emit_into(p: &Packet<'_>, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(p.buffer_len(), 0);
+    // Packets built here always satisfy emit's checks (fragment fields,
+    // arity, payload sizes are validated at submit), so this cannot fail;
+    // an empty datagram would merely be dropped by the peer.
+    if p.emit(out).is_err() {
+        out.clear();
+    }
+}
+
+fn emit_slot(slot: &Slot, ack: Option<u32>, out: &mut Vec<u8>) {
+    let p = Packet {
+        ack,
+        payload: &slot.payload,
+        ..slot.meta
+    };
+    emit_into(&p, out);
+}
+
+/// Multicast forwarding state at an inner member.
+struct Forward {
+    parent: TaskId,
+    group: u32,
+    waiting: Vec<TaskId>,
+    count: u32,
+    status: Status,
+}
+
+/// One task's end of MBCF. See the crate docs.
+pub struct Endpoint {
+    local: TaskId,
+    cfg: Config,
+    chans: Vec<Channel>,
+    index: HashMap<TaskId, usize>,
+    ready: VecDeque<usize>,
+    nofc_out: VecDeque<(TaskId, Vec<u8>)>,
+    nofc_next: u32,
+    nofc_pending: HashMap<u32, (TaskId, Pending)>,
+    nofc_deadlines: VecDeque<(Time, u32)>,
+    events: VecDeque<Event>,
+    groups: HashMap<u32, Vec<TaskId>>,
+    mcast_next: u32,
+    mcast_out: HashMap<u32, (u32, TaskId)>,
+    mcast_fwd: HashMap<(TaskId, u32), Forward>,
+    stats: Stats,
+}
+
+fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'static> {
+    Packet {
+        src: local,
+        dst,
+        epoch,
+        seq: 0,
+        ack: None,
+        op: 0,
+        flags: Flags::default(),
+        status: Status::Ok,
+        key: 0,
+        addr: 0,
+        frag: Frag::SINGLE,
+        body,
+        payload: &[],
+    }
+}
+
+impl Endpoint {
+    /// An endpoint for task `local`.
+    pub fn new(local: TaskId, cfg: Config) -> Self {
+        Self {
+            local,
+            cfg,
+            chans: Vec::new(),
+            index: HashMap::new(),
+            ready: VecDeque::new(),
+            nofc_out: VecDeque::new(),
+            nofc_next: 1,
+            nofc_pending: HashMap::new(),
+            nofc_deadlines: VecDeque::new(),
+            events: VecDeque::new(),
+            groups: HashMap::new(),
+            mcast_next: 1,
+            mcast_out: HashMap::new(),
+            mcast_fwd: HashMap::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// This endpoint's task id.
+    pub fn local(&self) -> TaskId {
+        self.local
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Operations and packets toward `peer` not yet acknowledged or
+    /// answered. Zero means every earlier operation to it completed (FENCE).
+    pub fn in_flight(&self, peer: TaskId) -> usize {
+        self.index.get(&peer).map_or(0, |&i| {
+            let c = &self.chans[i];
+            c.slots.len() + c.pending.len()
+        })
+    }
+
+    /// Everything not yet acknowledged or answered, toward all peers,
+    /// including multicasts (QUIET waits for zero).
+    pub fn total_in_flight(&self) -> usize {
+        self.chans
+            .iter()
+            .map(|c| c.slots.len() + c.pending.len())
+            .sum::<usize>()
+            + self.nofc_pending.len()
+            + self.mcast_out.len()
+    }
+
+    /// True when `peer` was declared down.
+    pub fn is_down(&self, peer: TaskId) -> bool {
+        self.index.get(&peer).is_some_and(|&i| self.chans[i].down)
+    }
+
+    /// Registers multicast group `group` with its members, in an order every
+    /// member must agree on. Replaces an earlier registration.
+    pub fn add_group(&mut self, group: u32, members: Vec<TaskId>) {
+        self.groups.insert(group, members);
+    }
+
+    /// Forgets a multicast group.
+    pub fn remove_group(&mut self, group: u32) {
+        self.groups.remove(&group);
+    }
+
+    /// Declares a down peer reachable again (e.g. its node came back): its
+    /// channel starts afresh.
+    pub fn reset_peer(&mut self, peer: TaskId) {
+        if let Some(&i) = self.index.get(&peer) {
+            self.fail_channel(i);
+            self.chans[i].reset(&self.cfg);
+        }
+    }
+
+    fn channel(&mut self, peer: TaskId) -> Result<usize, SubmitError> {
+        if let Some(&i) = self.index.get(&peer) {
+            return Ok(i);
+        }
+        if self.chans.len() >= self.cfg.max_peers {
+            return Err(SubmitError::TooManyPeers);
+        }
+        self.chans.push(Channel::new(peer, &self.cfg));
+        let i = self.chans.len() - 1;
+        self.index.insert(peer, i);
+        Ok(i)
+    }
+
+    fn mark_ready(&mut self, ci: usize) {
+        let c = &mut self.chans[ci];
+        if !c.in_ready {
+            c.in_ready = true;
+            self.ready.push_back(ci);
+        }
+    }
+
+    fn frags_for(&self, len: usize) -> Option<u16> {
+        let ps = self.cfg.payload_size.max(1);
+        u16::try_from(len.div_ceil(ps).max(1)).ok()
+    }
+
+    /// Submits a reliable or no-flow-control operation toward `dst`. The
+    /// operation's bytes are copied; the caller's buffer is free on return.
+    pub fn submit(
+        &mut self,
+        now: Time,
+        dst: TaskId,
+        op: Op<'_>,
+        opts: OpOptions,
+    ) -> Result<OpId, SubmitError> {
+        let ps = self.cfg.payload_size;
+        let frags = match op {
+            Op::Write { data, .. } => self.frags_for(data.len()).ok_or(SubmitError::Invalid)?,
+            Op::Fifo { data, .. } | Op::Signal { data, .. } if data.len() > ps => {
+                return Err(SubmitError::Invalid)
+            }
+            Op::Read { len, .. } => {
+                if len > self.cfg.max_read || self.frags_for(len as usize).is_none() {
+                    return Err(SubmitError::Invalid);
+                }
+                1
+            }
+            _ => 1,
+        };
+        if opts.nofc {
+            return self.submit_nofc(now, dst, op, opts, frags);
+        }
+        let ci = self.channel(dst)?;
+        let cost = op.payload_len() + HEADER_LEN * frags as usize;
+        let (local, epoch, send_buffer) = (self.local, self.cfg.epoch, self.cfg.send_buffer);
+        let c = &mut self.chans[ci];
+        if c.down {
+            return Err(SubmitError::PeerDown);
+        }
+        if c.buffered > 0 && c.buffered + cost > send_buffer {
+            return Err(SubmitError::WouldBlock);
+        }
+        let id = c.next_seq as u32;
+        let flags = Flags {
+            nofc: false,
+            status_return: opts.status_return,
+        };
+        for (meta, payload) in build_packets(local, dst, epoch, id, flags, op, ps, frags) {
+            c.push(meta, payload);
+        }
+        if op.has_reply() || opts.status_return {
+            let p = match op {
+                Op::Read { len, .. } => Pending::Read {
+                    buf: vec![0; len as usize],
+                },
+                Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. } => Pending::Atomic,
+                _ => Pending::Status,
+            };
+            c.pending.insert(id, p);
+        }
+        self.mark_ready(ci);
+        Ok(OpId {
+            peer: dst,
+            id,
+            nofc: false,
+        })
+    }
+
+    fn submit_nofc(
+        &mut self,
+        now: Time,
+        dst: TaskId,
+        op: Op<'_>,
+        opts: OpOptions,
+        frags: u16,
+    ) -> Result<OpId, SubmitError> {
+        // Unsequenced packets cannot be reassembled in order, so a
+        // no-flow-control operation must fit one packet each way.
+        if frags != 1 {
+            return Err(SubmitError::Invalid);
+        }
+        if let Op::Read { len, .. } = op {
+            if len as usize > self.cfg.payload_size {
+                return Err(SubmitError::Invalid);
+            }
+        }
+        let id = self.nofc_next;
+        self.nofc_next = self.nofc_next.wrapping_add(1).max(1);
+        let flags = Flags {
+            nofc: true,
+            status_return: opts.status_return,
+        };
+        let ps = self.cfg.payload_size;
+        for (meta, payload) in build_packets(self.local, dst, self.cfg.epoch, id, flags, op, ps, 1)
+        {
+            let p = Packet {
+                payload: &payload,
+                ..meta
+            };
+            let mut out = Vec::new();
+            emit_into(&p, &mut out);
+            self.nofc_out.push_back((dst, out));
+        }
+        if op.has_reply() || opts.status_return {
+            let p = match op {
+                Op::Read { len, .. } => Pending::Read {
+                    buf: vec![0; len as usize],
+                },
+                Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. } => Pending::Atomic,
+                _ => Pending::Status,
+            };
+            self.nofc_pending.insert(id, (dst, p));
+            self.nofc_deadlines
+                .push_back((now + self.cfg.nofc_reply_timeout, id));
+        }
+        Ok(OpId {
+            peer: dst,
+            id,
+            nofc: true,
+        })
+    }
+
+    /// Starts a WRITE of `data` at (`key`, `addr`) in every member of
+    /// `group` but this task (which applies its own copy itself, if it is a
+    /// member). Completes with one [`Event::Multicast`].
+    pub fn multicast(
+        &mut self,
+        now: Time,
+        group: u32,
+        key: u64,
+        addr: u64,
+        data: &[u8],
+    ) -> Result<McastId, SubmitError> {
+        let _ = now;
+        let members = self.groups.get(&group).ok_or(SubmitError::UnknownGroup)?;
+        if data.len() > self.cfg.payload_size {
+            return Err(SubmitError::Invalid);
+        }
+        let receivers: Vec<TaskId> = members
+            .iter()
+            .copied()
+            .filter(|&m| m != self.local)
+            .collect();
+        let id = self.mcast_next;
+        self.mcast_next = self.mcast_next.wrapping_add(1);
+        let mcast = McastId { group, id };
+        let Some(&root) = receivers.first() else {
+            self.events.push_back(Event::Multicast {
+                mcast,
+                members: 0,
+                status: Status::Ok,
+            });
+            return Ok(mcast);
+        };
+        let arity = if receivers.len() <= self.cfg.chain_threshold {
+            1
+        } else {
+            self.cfg.multicast_arity.max(1)
+        };
+        let ci = self.channel(root)?;
+        let (local, epoch, send_buffer) = (self.local, self.cfg.epoch, self.cfg.send_buffer);
+        let c = &mut self.chans[ci];
+        if c.down {
+            return Err(SubmitError::PeerDown);
+        }
+        if c.buffered > 0 && c.buffered + data.len() + HEADER_LEN > send_buffer {
+            return Err(SubmitError::WouldBlock);
+        }
+        let mut meta = request_meta(
+            local,
+            root,
+            epoch,
+            Body::Multicast {
+                group,
+                mcast: id,
+                origin: local,
+                arity,
+            },
+        );
+        meta.key = key;
+        meta.addr = addr;
+        meta.op = c.next_seq as u32;
+        c.push(meta, data.to_vec());
+        self.mcast_out.insert(id, (group, root));
+        self.mark_ready(ci);
+        Ok(mcast)
+    }
+
+    /// The next datagram to send, written into `out` (cleared first).
+    /// Returns its destination task, or `None` when nothing is due.
+    pub fn poll_transmit(&mut self, now: Time, out: &mut Vec<u8>) -> Option<TaskId> {
+        if let Some((dst, bytes)) = self.nofc_out.pop_front() {
+            out.clear();
+            out.extend_from_slice(&bytes);
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += out.len() as u64;
+            self.stats.nofc_sent += 1;
+            return Some(dst);
+        }
+        while let Some(ci) = self.ready.pop_front() {
+            let (local, epoch, window) = (self.local, self.cfg.epoch, self.cfg.window);
+            let c = &mut self.chans[ci];
+            c.in_ready = false;
+            if c.down {
+                continue;
+            }
+            if c.next_packet(now, local, epoch, window, out, &mut self.stats) {
+                let peer = c.peer;
+                if c.wants_send(window) {
+                    self.mark_ready(ci);
+                }
+                self.stats.packets_sent += 1;
+                self.stats.bytes_sent += out.len() as u64;
+                return Some(peer);
+            }
+        }
+        None
+    }
+
+    /// The next completion or failure, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Endpoint::handle_timeout`] should next be called.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let mut t: Option<Time> = self.nofc_deadlines.front().map(|d| d.0);
+        for c in &self.chans {
+            for x in [c.rto_at, c.ack_at].into_iter().flatten() {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        }
+        t
+    }
+
+    /// Runs the timers due at `now`: delayed acks, retransmissions, peer
+    /// failure, and no-flow-control reply deadlines.
+    pub fn handle_timeout(&mut self, now: Time) {
+        for ci in 0..self.chans.len() {
+            if self.chans[ci].down {
+                continue;
+            }
+            let c = &mut self.chans[ci];
+            let mut ready = false;
+            if c.ack_at.is_some_and(|t| t <= now) {
+                c.ack_at = None;
+                c.ack_now = true;
+                ready = true;
+            }
+            if c.rto_at.is_some_and(|t| t <= now) {
+                c.retries += 1;
+                if c.retries > self.cfg.max_retries {
+                    self.peer_down(ci);
+                    continue;
+                }
+                c.rtt.back_off();
+                let mut any = false;
+                for seq in c.base..c.next_send {
+                    let s = &mut c.slots[(seq - c.base) as usize];
+                    if !s.sacked && !s.queued {
+                        s.queued = true;
+                        c.retx.push_back(seq);
+                        any = true;
+                    }
+                }
+                if !any && c.slots.is_empty() {
+                    // Only replies are outstanding: make sure the peer is
+                    // still there.
+                    c.probe = true;
+                }
+                c.rto_at = Some(now + c.rtt.rto());
+                ready = true;
+            }
+            if ready {
+                self.mark_ready(ci);
+            }
+        }
+        while let Some(&(t, id)) = self.nofc_deadlines.front() {
+            if t > now {
+                break;
+            }
+            self.nofc_deadlines.pop_front();
+            if let Some((peer, _)) = self.nofc_pending.remove(&id) {
+                self.events.push_back(Event::Completed {
+                    op: OpId {
+                        peer,
+                        id,
+                        nofc: true,
+                    },
+                    result: Err(Status::TimedOut),
+                });
+            }
+        }
+    }
+
+    /// Completes everything outstanding on a channel with `NodeDown`.
+    fn fail_channel(&mut self, ci: usize) {
+        let c = &mut self.chans[ci];
+        let peer = c.peer;
+        let mut failed: Vec<u32> = Vec::new();
+        for s in &c.slots {
+            let user_op = matches!(
+                s.meta.body,
+                Body::Write { .. }
+                    | Body::Read { .. }
+                    | Body::Swap { .. }
+                    | Body::Cas { .. }
+                    | Body::FetchAdd { .. }
+                    | Body::Fifo
+                    | Body::Signal { .. }
+            );
+            if user_op && failed.last() != Some(&s.meta.op) && !c.pending.contains_key(&s.meta.op) {
+                failed.push(s.meta.op);
+            }
+        }
+        let mut pend: Vec<u32> = c.pending.keys().copied().collect();
+        pend.sort_unstable();
+        failed.extend(pend);
+        c.pending.clear();
+        c.slots.clear();
+        c.retx.clear();
+        c.ooo.clear();
+        c.buffered = 0;
+        c.base = c.next_seq;
+        c.next_send = c.next_seq;
+        c.rto_at = None;
+        c.ack_at = None;
+        c.ack_now = false;
+        c.probe = false;
+        for id in failed {
+            self.events.push_back(Event::Completed {
+                op: OpId {
+                    peer,
+                    id,
+                    nofc: false,
+                },
+                result: Err(Status::NodeDown),
+            });
+        }
+        // Multicasts whose root or subtree went through this peer.
+        let mut done: Vec<u32> = self
+            .mcast_out
+            .iter()
+            .filter(|(_, &(_, root))| root == peer)
+            .map(|(&id, _)| id)
+            .collect();
+        done.sort_unstable();
+        for id in done {
+            if let Some((group, _)) = self.mcast_out.remove(&id) {
+                self.events.push_back(Event::Multicast {
+                    mcast: McastId { group, id },
+                    members: 0,
+                    status: Status::NodeDown,
+                });
+            }
+        }
+        self.mcast_fwd.retain(|_, f| f.parent != peer);
+        let mut keys: Vec<(TaskId, u32)> = self
+            .mcast_fwd
+            .iter()
+            .filter(|(_, f)| f.waiting.contains(&peer))
+            .map(|(&k, _)| k)
+            .collect();
+        keys.sort_unstable();
+        for k in keys {
+            self.child_acked(k, peer, 0, Status::NodeDown);
+        }
+    }
+
+    fn peer_down(&mut self, ci: usize) {
+        self.fail_channel(ci);
+        self.chans[ci].down = true;
+        let peer = self.chans[ci].peer;
+        self.events.push_back(Event::PeerDown { peer });
+    }
+
+    /// Handles one received datagram. Incoming operations are applied
+    /// through `target`, in order and exactly once.
+    pub fn handle_datagram<T: Target + ?Sized>(&mut self, now: Time, data: &[u8], target: &mut T) {
+        self.stats.packets_received += 1;
+        self.stats.bytes_received += data.len() as u64;
+        let pkt = match Packet::parse(data) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.bad_packets += 1;
+                return;
+            }
+        };
+        if pkt.dst != self.local {
+            self.stats.misdelivered += 1;
+            return;
+        }
+        let Ok(ci) = self.channel(pkt.src) else {
+            return;
+        };
+        let c = &mut self.chans[ci];
+        match c.peer_epoch {
+            None => c.peer_epoch = Some(pkt.epoch),
+            Some(e) if pkt.epoch < e => {
+                self.stats.stale += 1;
+                return;
+            }
+            Some(e) if pkt.epoch > e => {
+                // The peer restarted: whatever it held of ours is gone.
+                self.fail_channel(ci);
+                let c = &mut self.chans[ci];
+                c.reset(&self.cfg);
+                c.peer_epoch = Some(pkt.epoch);
+            }
+            Some(_) => {}
+        }
+        if self.chans[ci].down {
+            return;
+        }
+        if let Some(a) = pkt.ack {
+            self.process_ack(ci, now, a, &pkt);
+        }
+        if pkt.body == Body::Ack {
+            if pkt.flags.status_return {
+                self.chans[ci].ack_now = true;
+                self.mark_ready(ci);
+            }
+            return;
+        }
+        if pkt.flags.nofc {
+            self.deliver(ci, now, &pkt, target);
+            return;
+        }
+        let c = &mut self.chans[ci];
+        let seq = unwrap_seq(c.recv_next, pkt.seq);
+        if seq < c.recv_next {
+            self.stats.duplicates += 1;
+            c.ack_now = true;
+            self.mark_ready(ci);
+            return;
+        }
+        if seq > c.recv_next {
+            if seq - c.recv_next >= self.cfg.window as u64 {
+                self.stats.out_of_window += 1;
+                return;
+            }
+            match c.ooo.entry(seq) {
+                std::collections::btree_map::Entry::Occupied(_) => self.stats.duplicates += 1,
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(data.to_vec());
+                }
+            }
+            c.ack_now = true;
+            self.mark_ready(ci);
+            return;
+        }
+        self.deliver(ci, now, &pkt, target);
+        self.chans[ci].recv_next += 1;
+        let mut n = 1;
+        loop {
+            let c = &mut self.chans[ci];
+            if c.down {
+                return;
+            }
+            let next = c.recv_next;
+            let Some(buf) = c.ooo.remove(&next) else {
+                break;
+            };
+            c.recv_next += 1;
+            n += 1;
+            // Stored packets were parsed before; parse cannot fail now.
+            if let Ok(p) = Packet::parse(&buf) {
+                self.deliver(ci, now, &p, target);
+            }
+        }
+        let c = &mut self.chans[ci];
+        c.unacked += n;
+        if n > 1 || c.unacked >= self.cfg.ack_every {
+            c.ack_now = true;
+        } else if c.ack_at.is_none() {
+            c.ack_at = Some(now + self.cfg.ack_delay);
+        }
+        if c.ack_now {
+            self.mark_ready(ci);
+        }
+    }
+
+    fn process_ack(&mut self, ci: usize, now: Time, ack_wire: u32, pkt: &Packet<'_>) {
+        let c = &mut self.chans[ci];
+        let ack = unwrap_seq(c.base, ack_wire).min(c.next_send);
+        let mut progress = false;
+        let mut sample = None;
+        while c.base < ack {
+            let Some(s) = c.slots.pop_front() else {
+                break;
+            };
+            c.buffered -= s.cost();
+            if s.retx == 0 {
+                if let Some(t) = s.sent_at {
+                    sample = Some(now.saturating_sub(t));
+                }
+            }
+            c.base += 1;
+            progress = true;
+        }
+        for (s, e) in pkt.sack_blocks() {
+            let s = unwrap_seq(c.base, s).max(c.base);
+            let e = unwrap_seq(c.base, e).min(c.next_send);
+            for seq in s..e {
+                let slot = &mut c.slots[(seq - c.base) as usize];
+                if !slot.sacked {
+                    slot.sacked = true;
+                    progress = true;
+                }
+            }
+            if e > c.highest_sacked {
+                c.highest_sacked = e;
+            }
+        }
+        if let Some(r) = sample {
+            c.rtt.sample(r);
+        }
+        if progress || c.slots.is_empty() {
+            // Hearing from the peer with nothing of ours unacknowledged is
+            // progress too: it is alive and owes only replies.
+            c.retries = 0;
+            c.rtt.reset_backoff();
+            c.rto_at = if c.next_send > c.base || !c.pending.is_empty() {
+                Some(now + c.rtt.rto())
+            } else {
+                None
+            };
+        }
+        // Holes below the highest selectively acked packet that were sent
+        // about a round trip ago are presumed lost.
+        if c.highest_sacked > c.base {
+            let srtt = c.rtt.srtt();
+            let top = c.highest_sacked.min(c.next_send);
+            for seq in c.base..top {
+                let slot = &mut c.slots[(seq - c.base) as usize];
+                if !slot.sacked
+                    && !slot.queued
+                    && slot.sent_at.is_some_and(|t| now.saturating_sub(t) >= srtt)
+                {
+                    slot.queued = true;
+                    c.retx.push_back(seq);
+                }
+            }
+        }
+        if c.wants_send(self.cfg.window) {
+            self.mark_ready(ci);
+        }
+    }
+
+    /// Sends a reply to request `req` from channel `ci`'s peer: reliable for
+    /// a reliable request, no-flow-control for a no-flow-control one.
+    fn reply(&mut self, ci: usize, req: &Packet<'_>, body: Body, status: Status, payload: Vec<u8>) {
+        let mut meta = request_meta(self.local, req.src, self.cfg.epoch, body);
+        meta.op = req.op;
+        meta.status = status;
+        self.send_meta(ci, meta, payload, req.flags.nofc);
+    }
+
+    fn send_meta(&mut self, ci: usize, mut meta: Packet<'static>, payload: Vec<u8>, nofc: bool) {
+        if nofc {
+            meta.flags.nofc = true;
+            let p = Packet {
+                payload: &payload,
+                ..meta
+            };
+            let mut out = Vec::new();
+            emit_into(&p, &mut out);
+            self.nofc_out.push_back((meta.dst, out));
+        } else {
+            self.chans[ci].push(meta, payload);
+            self.mark_ready(ci);
+        }
+    }
+
+    fn deliver<T: Target + ?Sized>(
+        &mut self,
+        ci: usize,
+        now: Time,
+        pkt: &Packet<'_>,
+        target: &mut T,
+    ) {
+        match pkt.body {
+            Body::Write { .. } | Body::Fifo | Body::Signal { .. } => {
+                let status = match self.apply(pkt, target) {
+                    Outcome::Failed(s) => s,
+                    _ => Status::Ok,
+                };
+                let status = if pkt.flags.nofc {
+                    status
+                } else {
+                    let c = &mut self.chans[ci];
+                    if pkt.frag.index == 0 {
+                        c.in_op_status = Status::Ok;
+                    }
+                    c.in_op_status = c.in_op_status.combine(status);
+                    if !pkt.frag.is_last() {
+                        return;
+                    }
+                    c.in_op_status
+                };
+                if !status.is_ok() || pkt.flags.status_return {
+                    self.reply(ci, pkt, Body::Status, status, Vec::new());
+                }
+            }
+            Body::Read { len } => match self.apply(pkt, target) {
+                Outcome::Data(mut v) => {
+                    v.resize(len as usize, 0);
+                    self.send_read_reply(ci, pkt, v);
+                }
+                Outcome::Failed(s) => self.reply(ci, pkt, Body::Status, s, Vec::new()),
+                _ => self.reply(ci, pkt, Body::Status, Status::Unsupported, Vec::new()),
+            },
+            Body::Swap { .. } | Body::Cas { .. } | Body::FetchAdd { .. } => {
+                match self.apply(pkt, target) {
+                    Outcome::Value(old) => {
+                        self.reply(ci, pkt, Body::AtomicReply { old }, Status::Ok, Vec::new())
+                    }
+                    Outcome::Failed(s) => self.reply(ci, pkt, Body::Status, s, Vec::new()),
+                    _ => self.reply(ci, pkt, Body::Status, Status::Unsupported, Vec::new()),
+                }
+            }
+            Body::Multicast { .. } => self.multicast_received(ci, now, pkt, target),
+            Body::McastAck {
+                mcast,
+                origin,
+                count,
+                ..
+            } => {
+                if origin == self.local {
+                    self.stats.mcast_acks += 1;
+                    if let Some((group, _)) = self.mcast_out.remove(&mcast) {
+                        self.events.push_back(Event::Multicast {
+                            mcast: McastId { group, id: mcast },
+                            members: count,
+                            status: pkt.status,
+                        });
+                    }
+                } else {
+                    self.child_acked((origin, mcast), pkt.src, count, pkt.status);
+                }
+            }
+            Body::Status | Body::AtomicReply { .. } | Body::ReadReply => {
+                self.reply_received(ci, pkt)
+            }
+            Body::Ack => {}
+        }
+    }
+
+    fn apply<T: Target + ?Sized>(&mut self, pkt: &Packet<'_>, target: &mut T) -> Outcome {
+        let out = target.apply(pkt);
+        if matches!(out, Outcome::Failed(_)) {
+            self.stats.rejected += 1;
+        } else {
+            self.stats.applied += 1;
+        }
+        out
+    }
+
+    fn send_read_reply(&mut self, ci: usize, req: &Packet<'_>, data: Vec<u8>) {
+        let ps = self.cfg.payload_size.max(1);
+        let count = data.len().div_ceil(ps).max(1);
+        let Ok(count16) = u16::try_from(count) else {
+            self.reply(ci, req, Body::Status, Status::TooLarge, Vec::new());
+            return;
+        };
+        if req.flags.nofc && count16 > 1 {
+            self.reply(ci, req, Body::Status, Status::TooLarge, Vec::new());
+            return;
+        }
+        for i in 0..count {
+            let lo = i * ps;
+            let hi = (lo + ps).min(data.len());
+            let mut meta = request_meta(self.local, req.src, self.cfg.epoch, Body::ReadReply);
+            meta.op = req.op;
+            meta.addr = lo as u64;
+            meta.frag = Frag {
+                index: i as u16,
+                count: count16,
+            };
+            self.send_meta(ci, meta, data[lo..hi].to_vec(), req.flags.nofc);
+        }
+    }
+
+    fn reply_received(&mut self, ci: usize, pkt: &Packet<'_>) {
+        let peer = self.chans[ci].peer;
+        let op = OpId {
+            peer,
+            id: pkt.op,
+            nofc: pkt.flags.nofc,
+        };
+        let pending = if pkt.flags.nofc {
+            self.nofc_pending.get_mut(&pkt.op).map(|(_, p)| p)
+        } else {
+            self.chans[ci].pending.get_mut(&pkt.op)
+        };
+        let Some(p) = pending else {
+            // A NACK for an operation that asked for no reply.
+            if pkt.body == Body::Status && !pkt.status.is_ok() {
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: Err(pkt.status),
+                });
+            }
+            return;
+        };
+        let result = match (p, pkt.body) {
+            (Pending::Read { buf }, Body::ReadReply) => {
+                let off = pkt.addr as usize;
+                if let Some(dst) = off
+                    .checked_add(pkt.payload.len())
+                    .and_then(|end| buf.get_mut(off..end))
+                {
+                    dst.copy_from_slice(pkt.payload);
+                }
+                if !pkt.frag.is_last() {
+                    return;
+                }
+                Ok(Completion::Data(std::mem::take(buf)))
+            }
+            (Pending::Atomic, Body::AtomicReply { old }) => Ok(Completion::Value(old)),
+            (_, Body::Status) if !pkt.status.is_ok() => Err(pkt.status),
+            (Pending::Status, Body::Status) => Ok(Completion::Done),
+            (Pending::Read { buf }, Body::Status) => Ok(Completion::Data(std::mem::take(buf))),
+            _ => Err(Status::Unsupported),
+        };
+        if pkt.flags.nofc {
+            self.nofc_pending.remove(&pkt.op);
+        } else {
+            let c = &mut self.chans[ci];
+            c.pending.remove(&pkt.op);
+            if c.pending.is_empty() && c.slots.is_empty() {
+                c.rto_at = None;
+            }
+        }
+        self.events.push_back(Event::Completed { op, result });
+    }
+
+    fn multicast_received<T: Target + ?Sized>(
+        &mut self,
+        ci: usize,
+        now: Time,
+        pkt: &Packet<'_>,
+        target: &mut T,
+    ) {
+        let _ = now;
+        let Body::Multicast {
+            group,
+            mcast,
+            origin,
+            arity,
+        } = pkt.body
+        else {
+            return;
+        };
+        let parent = pkt.src;
+        let receivers: Option<Vec<TaskId>> = self.groups.get(&group).map(|m| {
+            m.iter()
+                .copied()
+                .filter(|&t| t != origin)
+                .collect::<Vec<_>>()
+        });
+        let me = receivers
+            .as_ref()
+            .and_then(|r| r.iter().position(|&t| t == self.local));
+        let (Some(receivers), Some(me)) = (receivers, me) else {
+            self.send_mcast_ack(ci, group, mcast, origin, 0, Status::NoSuchGroup);
+            return;
+        };
+        let mut status = match self.apply(pkt, target) {
+            Outcome::Failed(s) => s,
+            _ => Status::Ok,
+        };
+        let count = u32::from(status.is_ok());
+        let k = arity.max(1) as usize;
+        let mut waiting = Vec::new();
+        for child in receivers.iter().skip(me * k + 1).take(k).copied() {
+            let Ok(cc) = self.channel(child) else {
+                status = status.combine(Status::NodeDown);
+                continue;
+            };
+            if self.chans[cc].down {
+                status = status.combine(Status::NodeDown);
+                continue;
+            }
+            let mut meta = request_meta(self.local, child, self.cfg.epoch, pkt.body);
+            meta.key = pkt.key;
+            meta.addr = pkt.addr;
+            meta.op = self.chans[cc].next_seq as u32;
+            self.send_meta(cc, meta, pkt.payload.to_vec(), false);
+            waiting.push(child);
+        }
+        if waiting.is_empty() {
+            self.send_mcast_ack(ci, group, mcast, origin, count, status);
+        } else {
+            self.mcast_fwd.insert(
+                (origin, mcast),
+                Forward {
+                    parent,
+                    group,
+                    waiting,
+                    count,
+                    status,
+                },
+            );
+        }
+    }
+
+    fn child_acked(&mut self, key: (TaskId, u32), child: TaskId, count: u32, status: Status) {
+        let Some(f) = self.mcast_fwd.get_mut(&key) else {
+            return;
+        };
+        let Some(pos) = f.waiting.iter().position(|&c| c == child) else {
+            return;
+        };
+        f.waiting.swap_remove(pos);
+        f.count += count;
+        f.status = f.status.combine(status);
+        if !f.waiting.is_empty() {
+            return;
+        }
+        let Some(f) = self.mcast_fwd.remove(&key) else {
+            return;
+        };
+        if let Some(&pi) = self.index.get(&f.parent) {
+            if !self.chans[pi].down {
+                self.send_mcast_ack(pi, f.group, key.1, key.0, f.count, f.status);
+            }
+        }
+    }
+
+    fn send_mcast_ack(
+        &mut self,
+        ci: usize,
+        group: u32,
+        mcast: u32,
+        origin: TaskId,
+        count: u32,
+        status: Status,
+    ) {
+        let peer = self.chans[ci].peer;
+        let mut meta = request_meta(
+            self.local,
+            peer,
+            self.cfg.epoch,
+            Body::McastAck {
+                group,
+                mcast,
+                origin,
+                count,
+            },
+        );
+        meta.status = status;
+        self.send_meta(ci, meta, Vec::new(), false);
+    }
+}
+
+/// Cuts an operation into its packets (all but sequence numbers filled in).
+#[allow(clippy::too_many_arguments)]
+fn build_packets(
+    local: TaskId,
+    dst: TaskId,
+    epoch: u32,
+    id: u32,
+    flags: Flags,
+    op: Op<'_>,
+    ps: usize,
+    frags: u16,
+) -> Vec<(Packet<'static>, Vec<u8>)> {
+    let meta = |body: Body, key: u64, addr: u64| {
+        let mut m = request_meta(local, dst, epoch, body);
+        m.op = id;
+        m.flags = flags;
+        m.key = key;
+        m.addr = addr;
+        m
+    };
+    match op {
+        Op::Write {
+            key,
+            addr,
+            data,
+            notify,
+        } => {
+            let ps = ps.max(1);
+            (0..frags as usize)
+                .map(|i| {
+                    let lo = (i * ps).min(data.len());
+                    let hi = (lo + ps).min(data.len());
+                    let last = i + 1 == frags as usize;
+                    let mut m = meta(
+                        Body::Write {
+                            notify: if last { notify } else { None },
+                        },
+                        key,
+                        addr.wrapping_add(lo as u64),
+                    );
+                    m.frag = Frag {
+                        index: i as u16,
+                        count: frags,
+                    };
+                    (m, data[lo..hi].to_vec())
+                })
+                .collect()
+        }
+        Op::Read { key, addr, len } => vec![(meta(Body::Read { len }, key, addr), Vec::new())],
+        Op::Swap { key, addr, operand } => {
+            vec![(meta(Body::Swap { operand }, key, addr), Vec::new())]
+        }
+        Op::Cas {
+            key,
+            addr,
+            expected,
+            new,
+        } => vec![(meta(Body::Cas { expected, new }, key, addr), Vec::new())],
+        Op::FetchAdd { key, addr, operand } => {
+            vec![(meta(Body::FetchAdd { operand }, key, addr), Vec::new())]
+        }
+        Op::Fifo { key, addr, data } => vec![(meta(Body::Fifo, key, addr), data.to_vec())],
+        Op::Signal { key, handler, data } => {
+            vec![(meta(Body::Signal { handler }, key, 0), data.to_vec())]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwrap_seq;
+
+    #[test]
+    fn unwrap_picks_the_nearest_value() {
+        assert_eq!(unwrap_seq(10, 12), 12);
+        assert_eq!(unwrap_seq(10, 8), 8);
+        assert_eq!(unwrap_seq(0xffff_fff0, 5), 0x1_0000_0005);
+        assert_eq!(unwrap_seq(0x1_0000_0005, 0xffff_fff0), 0xffff_fff0);
+        assert_eq!(unwrap_seq(1, 0xffff_ffff), 0);
+    }
+}
