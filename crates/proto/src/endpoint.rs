@@ -1011,6 +1011,10 @@ impl Endpoint {
                     self.reply(ci, pkt, Body::Status, status, Vec::new());
                 }
             }
+            Body::Read { len } if len > self.cfg.max_read => {
+                self.stats.rejected += 1;
+                self.reply(ci, pkt, Body::Status, Status::TooLarge, Vec::new());
+            }
             Body::Read { len } => match self.apply(pkt, target) {
                 Outcome::Data(mut v) => {
                     v.resize(len as usize, 0);
