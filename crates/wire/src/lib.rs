@@ -82,7 +82,9 @@
 //! - **remote address** (48–55): the virtual address in the destination
 //!   task that this packet's bytes go to (WRITE, FIFO, atomics) or come from
 //!   (READ). In READ_REPLY it is the byte offset of this fragment in the
-//!   read. In SIGNAL it is unused (zero).
+//!   read. In MULTICAST it is a byte offset into the segment the key names
+//!   at each member (members share the key, not the address). In SIGNAL it
+//!   is unused (zero).
 //! - **fragment index / count** (56–59): a large WRITE or READ_REPLY is cut
 //!   into `count` packets, each with consecutive sequence numbers; index
 //!   runs from 0 to count − 1. Unfragmented packets carry 0 / 1.

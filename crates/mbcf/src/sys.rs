@@ -1,0 +1,300 @@
+//! The system calls the runtime needs, each behind a small safe wrapper
+//! that turns -1 into `io::Error`. All `unsafe` of the crate that is not
+//! raw segment memory access lives here.
+
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_isize(r: isize) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// A shared mapping of a file, unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; concurrent access discipline is the
+// business of the code that reads and writes it (atomics or disjoint
+// ranges), exactly as for memory shared with other processes.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared, readable and writable.
+    pub fn shared(fd: RawFd, len: usize) -> io::Result<Self> {
+        // SAFETY: a fresh mapping chosen by the kernel aliases nothing.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            ptr: p.cast(),
+            len: len.max(1),
+        })
+    }
+
+    /// Maps `len` bytes of `fd` shared at exactly `addr`, failing (rather
+    /// than replacing anything) when that range is taken.
+    pub fn shared_at(fd: RawFd, len: usize, addr: u64) -> io::Result<Self> {
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; the
+        // kernel refuses with EEXIST instead.
+        let p = unsafe {
+            libc::mmap(
+                addr as *mut libc::c_void,
+                len.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let m = Self {
+            ptr: p.cast(),
+            len: len.max(1),
+        };
+        // Kernels before 4.17 ignore the flag and may map elsewhere.
+        if m.ptr as u64 != addr {
+            return Err(io::Error::new(io::ErrorKind::AddrInUse, "address taken"));
+        }
+        Ok(m)
+    }
+
+    /// Start of the mapping.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len came from a successful mmap and are unmapped once.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+/// Creates (exclusively) or opens a file under /dev/shm and sizes it.
+pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = format!("/dev/shm/{name}");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(create)
+        .mode(0o600)
+        .open(path)?;
+    if create {
+        f.set_len(len as u64)?;
+    }
+    Ok(OwnedFd::from(f))
+}
+
+/// Removes a /dev/shm file; missing files are fine.
+pub fn shm_unlink(name: &str) {
+    let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+}
+
+/// Blocks while `*word == expected`, at most `timeout`. Spurious returns
+/// are allowed; callers re-check their condition.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: word is a valid, aligned 32-bit location for the duration of
+    // the call; FUTEX_WAIT (shared, as the word may live in shared memory)
+    // only reads it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            tsp,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes every waiter blocked on `word`.
+pub fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: as for futex_wait; FUTEX_WAKE does not touch the word.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// A non-blocking eventfd used to wake a thread blocked in `poll`.
+#[derive(Debug)]
+pub struct EventFd(OwnedFd);
+
+impl EventFd {
+    /// A new eventfd.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: plain syscall; the returned fd is owned by us alone.
+        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        // SAFETY: fd is a fresh, valid descriptor nobody else owns.
+        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes the fd readable.
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64.
+        unsafe {
+            libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+    }
+
+    /// Clears pending notifications.
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a valid u64; non-blocking.
+        unsafe {
+            libc::read(self.0.as_raw_fd(), (&mut v as *mut u64).cast(), 8);
+        }
+    }
+
+    /// The descriptor, for poll.
+    pub fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Waits until one of `fds` is readable or `timeout` passes. Returns the
+/// readiness of each descriptor.
+pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.map_or(-1, |d| {
+        // Round up so a 10 µs deadline does not become a busy loop of
+        // zero-millisecond polls.
+        d.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+    });
+    // SAFETY: p is a valid array of p.len() pollfd structures.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+    if r == -1 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(p.iter().map(|x| x.revents != 0).collect())
+}
+
+/// Writes `data` at `remote_addr` in process `pid` (same user).
+pub fn process_vm_write(pid: i32, remote_addr: u64, data: &[u8]) -> io::Result<usize> {
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: remote_addr as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: the local iovec describes a valid readable buffer; the kernel
+    // checks the remote range against the target's address space.
+    cvt_isize(unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) })
+}
+
+/// Reads `buf.len()` bytes at `remote_addr` in process `pid` (same user).
+pub fn process_vm_read(pid: i32, remote_addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: remote_addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: the local iovec describes a valid writable buffer; the kernel
+    // checks the remote range.
+    cvt_isize(unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) })
+}
+
+/// Random bytes from the OS CSPRNG.
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // getrandom only fails when the OS has no entropy source at all, which
+    // Linux always has; fall back to the clock rather than abort.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        return t ^ 0x9e37_79b9_7f4a_7c15;
+    }
+    u64::from_ne_bytes(b)
+}
+
+/// Sets SO_RCVBUF and SO_SNDBUF (best effort: the kernel caps them).
+pub fn set_socket_buffers(fd: RawFd, bytes: i32) {
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: passes a valid int of the right size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&bytes as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            );
+        }
+    }
+}

@@ -1,0 +1,1326 @@
+//! Tasks: joining a job, the progress thread, and the operation API.
+
+use crate::fifo::{Ring, FIFO_HEADER};
+use crate::mem::Checked;
+use crate::segment::{Perm, SegTable, Segment, SegmentInfo};
+use crate::sys::{self, EventFd};
+use crate::{Error, RemoteAddr};
+use sss_proto::{
+    Body, Completion, Config, Endpoint, Event, McastId, Op, OpId, OpOptions, Outcome, Packet,
+    SubmitError, Target,
+};
+use sss_wire::{Notify, Status, TaskId};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How a task learns its job: rank, size, node, and an all-gather to swap
+/// addresses. Implemented by the launcher's bootstrap and by
+/// [`ThreadBoot`] for tasks that are threads of one process (tests).
+pub trait Bootstrap: Send {
+    /// Job id, equal in every task.
+    fn job(&self) -> u32;
+    /// This task's rank.
+    fn rank(&self) -> u32;
+    /// Tasks in the job.
+    fn size(&self) -> u32;
+    /// This task's node: a host address or name. Equal nodes share memory.
+    fn node(&self) -> String;
+    /// Every task's bytes, by rank; a barrier too.
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String>;
+}
+
+struct TbState {
+    gen: u64,
+    count: u32,
+    data: Vec<Vec<u8>>,
+    result: Arc<Vec<Vec<u8>>>,
+}
+
+struct TbShared {
+    m: Mutex<TbState>,
+    cv: Condvar,
+}
+
+/// A bootstrap for tasks that are threads of one process.
+pub struct ThreadBoot {
+    shared: Arc<TbShared>,
+    job: u32,
+    rank: u32,
+    size: u32,
+    node: String,
+}
+
+impl ThreadBoot {
+    /// `n` bootstraps of one job; rank i sits on `nodes[i % nodes.len()]`.
+    pub fn group(n: u32, nodes: &[&str]) -> Vec<ThreadBoot> {
+        let shared = Arc::new(TbShared {
+            m: Mutex::new(TbState {
+                gen: 0,
+                count: 0,
+                data: vec![Vec::new(); n as usize],
+                result: Arc::new(Vec::new()),
+            }),
+            cv: Condvar::new(),
+        });
+        let job = (sys::random_u64() as u32).max(1);
+        (0..n)
+            .map(|r| ThreadBoot {
+                shared: shared.clone(),
+                job,
+                rank: r,
+                size: n,
+                node: nodes
+                    .get(r as usize % nodes.len().max(1))
+                    .unwrap_or(&"127.0.0.1")
+                    .to_string(),
+            })
+            .collect()
+    }
+}
+
+impl Bootstrap for ThreadBoot {
+    fn job(&self) -> u32 {
+        self.job
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn node(&self) -> String {
+        self.node.clone()
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        let mut st = self.shared.m.lock().map_err(|_| "poisoned")?;
+        let gen = st.gen;
+        st.data[self.rank as usize] = data.to_vec();
+        st.count += 1;
+        if st.count == self.size {
+            st.result = Arc::new(std::mem::take(&mut st.data));
+            st.data = vec![Vec::new(); self.size as usize];
+            st.count = 0;
+            st.gen += 1;
+            self.shared.cv.notify_all();
+            return Ok((*st.result).clone());
+        }
+        while st.gen == gen {
+            st = self.shared.cv.wait(st).map_err(|_| "poisoned")?;
+        }
+        Ok((*st.result).clone())
+    }
+}
+
+/// Tunables of a task, read from the environment by [`TaskConfig::from_env`].
+#[derive(Debug, Clone)]
+pub struct TaskConfig {
+    /// Protocol tunables.
+    pub proto: Config,
+    /// How long a waiter spins before it blocks (`SSS_SPIN_US`, default 50).
+    pub spin: Duration,
+    /// Socket buffer size in bytes (`SSS_SOCKBUF`, default 4 MiB).
+    pub sockbuf: i32,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            proto: Config::default(),
+            spin: Duration::from_micros(50),
+            sockbuf: 4 << 20,
+        }
+    }
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+impl TaskConfig {
+    /// Defaults overridden by `SSS_SPIN_US`, `SSS_SOCKBUF`,
+    /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
+    /// `SSS_WINDOW` and `SSS_PAYLOAD` (bytes per packet).
+    pub fn from_env() -> Self {
+        let mut c = Self::default();
+        if let Some(v) = env_u64("SSS_SPIN_US") {
+            c.spin = Duration::from_micros(v);
+        }
+        if let Some(v) = env_u64("SSS_SOCKBUF") {
+            c.sockbuf = v.min(i32::MAX as u64) as i32;
+        }
+        if let Some(v) = env_u64("SSS_RETRIES") {
+            c.proto.max_retries = v as u32;
+        }
+        if let Some(v) = env_u64("SSS_RTO_MIN_US") {
+            c.proto.min_rto = v * 1000;
+        }
+        if let Some(v) = env_u64("SSS_RTO_MAX_US") {
+            c.proto.max_rto = v * 1000;
+        }
+        if let Some(v) = env_u64("SSS_WINDOW") {
+            c.proto.window = v.clamp(1, 1 << 16) as u32;
+        }
+        if let Some(v) = env_u64("SSS_PAYLOAD") {
+            c.proto.payload_size = v.clamp(64, 65_000) as usize;
+        }
+        c
+    }
+}
+
+/// Options of one operation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Complete the returned [`Request`] when the target applied the
+    /// operation (status return). Without it a WRITE, FIFO push or SIGNAL
+    /// completes locally at once; errors still surface in
+    /// [`Task::fence`] / [`Task::quiet`].
+    pub status_return: bool,
+    /// No flow control: sent once, unordered, never retransmitted.
+    pub nofc: bool,
+    /// WRITE only: after the data, add `addend` to the 8-byte counter at
+    /// (`key`, `addr`) in the same target.
+    pub notify: Option<Notify>,
+}
+
+impl Options {
+    /// Status return on.
+    pub fn status() -> Self {
+        Self {
+            status_return: true,
+            ..Self::default()
+        }
+    }
+
+    /// Bump the target counter at `at` by one after the data.
+    pub fn notify(at: RemoteAddr) -> Self {
+        Self {
+            notify: Some(Notify {
+                key: at.key,
+                addr: at.addr,
+                addend: 1,
+            }),
+            ..Self::default()
+        }
+    }
+}
+
+/// What a completed operation returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Applied.
+    Done,
+    /// The old value of an atomic.
+    Value(u64),
+    /// The bytes of a READ.
+    Data(Vec<u8>),
+    /// Members of a multicast group that applied the write.
+    Members(u32),
+}
+
+struct ReqState {
+    done: AtomicBool,
+    result: Mutex<Option<Result<Reply, Error>>>,
+}
+
+impl ReqState {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+        })
+    }
+
+    fn complete(&self, r: Result<Reply, Error>) {
+        if let Ok(mut g) = self.result.lock() {
+            *g = Some(r);
+        }
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+/// A pending operation. Dropping it does not cancel the operation.
+pub struct Request {
+    state: Option<Arc<ReqState>>,
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
+
+impl Request {
+    /// True once the operation completed (or when it completes locally).
+    pub fn is_done(&self) -> bool {
+        self.state
+            .as_ref()
+            .is_none_or(|s| s.done.load(Ordering::Acquire))
+    }
+
+    /// Waits for completion.
+    pub fn wait(self) -> Result<Reply, Error> {
+        let Some(st) = self.state else {
+            return Ok(Reply::Done);
+        };
+        self.inner
+            .wait_until(|| st.done.load(Ordering::Acquire), None);
+        let r = st
+            .result
+            .lock()
+            .ok()
+            .and_then(|mut g| g.take())
+            .unwrap_or(Err(Error::Shutdown));
+        r
+    }
+
+    /// Waits for the old value of an atomic.
+    pub fn wait_value(self) -> Result<u64, Error> {
+        match self.wait()? {
+            Reply::Value(v) => Ok(v),
+            _ => Err(Error::Invalid("not an atomic")),
+        }
+    }
+
+    /// Waits for the bytes of a READ.
+    pub fn wait_data(self) -> Result<Vec<u8>, Error> {
+        match self.wait()? {
+            Reply::Data(v) => Ok(v),
+            _ => Err(Error::Invalid("not a read")),
+        }
+    }
+}
+
+/// A signal handler: runs in the receiving task's progress thread with the
+/// sender's rank and payload, and may issue operations through the context.
+pub type Handler = Arc<dyn Fn(&SignalContext<'_>, &[u8]) + Send + Sync>;
+
+/// What a signal handler gets besides the payload.
+pub struct SignalContext<'a> {
+    /// The receiving task, to reply or issue operations.
+    pub task: &'a Task,
+    /// The sender's rank.
+    pub from: u32,
+    /// The handler index that was invoked.
+    pub handler: u32,
+}
+
+/// Counters of a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    /// Datagrams sent.
+    pub packets_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Datagrams received.
+    pub packets_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Retransmitted packets.
+    pub retransmissions: u64,
+    /// Incoming operations applied.
+    pub applied: u64,
+    /// Incoming operations refused (bad key, bounds, permission, …).
+    pub rejected: u64,
+    /// Corrupted or malformed datagrams dropped.
+    pub bad_packets: u64,
+}
+
+#[derive(Debug, Clone)]
+struct PeerInfo {
+    addr: SocketAddr,
+    node: String,
+    pid: u32,
+    signal_key: u64,
+}
+
+struct Net {
+    ep: Endpoint,
+    reqs: HashMap<OpId, Arc<ReqState>>,
+    mreqs: HashMap<McastId, Arc<ReqState>>,
+    out: Vec<u8>,
+}
+
+pub(crate) struct Inner {
+    job: u32,
+    rank: u32,
+    size: u32,
+    node: String,
+    peers: Vec<PeerInfo>,
+    segs: RwLock<SegTable>,
+    handlers: RwLock<HashMap<u32, Handler>>,
+    groups: Mutex<HashMap<u32, Vec<u32>>>,
+    signal_key: u64,
+    net: Mutex<Net>,
+    sock: UdpSocket,
+    wake: EventFd,
+    /// Bumped after every batch of incoming work; waiters block on it.
+    events: AtomicU32,
+    waiters: AtomicU32,
+    next_wake: AtomicU64,
+    shutdown: AtomicBool,
+    start: Instant,
+    errors: Mutex<Vec<Error>>,
+    boot: Mutex<Box<dyn Bootstrap>>,
+    cfg: TaskConfig,
+}
+
+struct Owner {
+    inner: Arc<Inner>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // Give operations in flight a bounded chance to be acknowledged so
+        // a task that exits right after writing does not strand its peers.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        self.inner.wait_until(
+            || self.inner.lock_net().ep.total_in_flight() == 0,
+            Some(deadline),
+        );
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        self.inner.wake.notify();
+        if let Ok(mut t) = self.thread.lock() {
+            if let Some(t) = t.take() {
+                let _ = t.join();
+            }
+        }
+        if let Ok(s) = self.inner.segs.read() {
+            s.unlink_all();
+        }
+    }
+}
+
+/// One task of a job. Cheap to clone; the task shuts down (after a bounded
+/// wait for operations in flight) when the last clone made by the
+/// application is dropped.
+#[derive(Clone)]
+pub struct Task {
+    inner: Arc<Inner>,
+    /// Shared by the application's clones; its drop shuts the task down.
+    /// Handlers get a task without one.
+    _owner: Option<Arc<Owner>>,
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("job", &self.inner.job)
+            .field("rank", &self.inner.rank)
+            .field("size", &self.inner.size)
+            .finish()
+    }
+}
+
+fn encode_peer(addr: SocketAddr, node: &str, pid: u32, sk: u64) -> Vec<u8> {
+    format!("{addr}\n{node}\n{pid}\n{sk}").into_bytes()
+}
+
+fn decode_peer(b: &[u8]) -> Option<PeerInfo> {
+    let s = std::str::from_utf8(b).ok()?;
+    let mut it = s.split('\n');
+    Some(PeerInfo {
+        addr: it.next()?.parse().ok()?,
+        node: it.next()?.to_string(),
+        pid: it.next()?.parse().ok()?,
+        signal_key: it.next()?.parse().ok()?,
+    })
+}
+
+fn bind_addr(node: &str) -> IpAddr {
+    if let Ok(ip) = node.parse::<IpAddr>() {
+        return ip;
+    }
+    (node, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip())
+}
+
+impl Task {
+    /// Joins the job described by `boot`: binds a UDP socket on the node's
+    /// address, swaps addresses with every task, starts the progress
+    /// thread.
+    pub fn join(mut boot: Box<dyn Bootstrap>, cfg: TaskConfig) -> Result<Task, Error> {
+        let (job, rank, size, node) = (boot.job(), boot.rank(), boot.size(), boot.node());
+        let sock = UdpSocket::bind((bind_addr(&node), 0))?;
+        sock.set_nonblocking(true)?;
+        sys::set_socket_buffers(sock.as_raw_fd(), cfg.sockbuf);
+        let signal_key = sys::random_u64();
+        let me = encode_peer(sock.local_addr()?, &node, std::process::id(), signal_key);
+        let all = boot.allgather(&me).map_err(Error::Boot)?;
+        if all.len() != size as usize {
+            return Err(Error::Boot(format!("{} answers for {size} tasks", all.len())));
+        }
+        let peers = all
+            .iter()
+            .map(|b| decode_peer(b).ok_or_else(|| Error::Boot("malformed peer record".into())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut pcfg = cfg.proto.clone();
+        pcfg.epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs() as u32);
+        let inner = Arc::new(Inner {
+            job,
+            rank,
+            size,
+            node,
+            peers,
+            segs: RwLock::new(SegTable::new(job, rank)),
+            handlers: RwLock::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
+            signal_key,
+            net: Mutex::new(Net {
+                ep: Endpoint::new(TaskId::new(job, rank), pcfg),
+                reqs: HashMap::new(),
+                mreqs: HashMap::new(),
+                out: Vec::with_capacity(2048),
+            }),
+            sock,
+            wake: EventFd::new()?,
+            events: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+            next_wake: AtomicU64::new(u64::MAX),
+            shutdown: AtomicBool::new(false),
+            start: Instant::now(),
+            errors: Mutex::new(Vec::new()),
+            boot: Mutex::new(boot),
+            cfg,
+        });
+        let i2 = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("sss-progress-{rank}"))
+            .spawn(move || progress(i2))?;
+        Ok(Task {
+            inner: inner.clone(),
+            _owner: Some(Arc::new(Owner {
+                inner,
+                thread: Mutex::new(Some(thread)),
+            })),
+        })
+    }
+
+    /// Job id.
+    pub fn job(&self) -> u32 {
+        self.inner.job
+    }
+    /// This task's rank.
+    pub fn rank(&self) -> u32 {
+        self.inner.rank
+    }
+    /// Tasks in the job.
+    pub fn size(&self) -> u32 {
+        self.inner.size
+    }
+    /// This task's node.
+    pub fn node(&self) -> &str {
+        &self.inner.node
+    }
+    /// The node of task `rank`.
+    pub fn node_of(&self, rank: u32) -> Option<&str> {
+        self.inner.peers.get(rank as usize).map(|p| p.node.as_str())
+    }
+    /// The process id of task `rank`.
+    pub fn pid_of(&self, rank: u32) -> Option<u32> {
+        self.inner.peers.get(rank as usize).map(|p| p.pid)
+    }
+    /// The key that protects this task's signal handlers; peers learn it
+    /// when they join.
+    pub fn signal_key(&self) -> u64 {
+        self.inner.signal_key
+    }
+
+    /// Allocates `len` zeroed bytes of shared memory as a segment.
+    pub fn alloc(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        self.inner
+            .segs
+            .write()
+            .map_err(|_| Error::Shutdown)?
+            .alloc(len, perm)
+    }
+
+    /// Collective: allocates a segment at the same virtual address and
+    /// with the same key in every task, so one (key, address) names it
+    /// everywhere — what multicast and a shared heap need.
+    pub fn alloc_symmetric(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        let mine = if self.inner.rank == 0 {
+            Some(self.alloc(len, perm)?)
+        } else {
+            None
+        };
+        let proposal = mine.as_ref().map(|s| s.info.to_bytes().to_vec()).unwrap_or_default();
+        let all = self.allgather(&proposal)?;
+        let root = SegmentInfo::from_bytes(&all[0]).ok_or(Error::Boot("no proposal".into()))?;
+        let seg = match mine {
+            Some(s) => Ok(s),
+            None => self
+                .inner
+                .segs
+                .write()
+                .map_err(|_| Error::Shutdown)?
+                .alloc_with(len, perm, Some(root.base), Some(root.key)),
+        };
+        let ok = self.allgather(&[seg.is_ok() as u8])?;
+        if ok.iter().all(|b| b.first() == Some(&1)) {
+            return seg;
+        }
+        if let Ok(s) = seg {
+            let _ = self.free(s);
+        }
+        Err(Error::Invalid("address not free in every task"))
+    }
+
+    /// Collective: allocates a segment with the same key in every task (at
+    /// whatever address), for multicast.
+    pub fn alloc_shared_key(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        let proposal = if self.inner.rank == 0 {
+            sys::random_u64().max(1).to_le_bytes().to_vec()
+        } else {
+            Vec::new()
+        };
+        let all = self.allgather(&proposal)?;
+        let key = all[0]
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .ok_or(Error::Boot("no key proposal".into()))?;
+        let seg = self
+            .inner
+            .segs
+            .write()
+            .map_err(|_| Error::Shutdown)?
+            .alloc_with(len, perm, None, Some(key));
+        let ok = self.allgather(&[seg.is_ok() as u8])?;
+        if ok.iter().all(|b| b.first() == Some(&1)) {
+            return seg;
+        }
+        if let Ok(s) = seg {
+            let _ = self.free(s);
+        }
+        Err(Error::Invalid("key in use in some task"))
+    }
+
+    /// Registers existing memory as a segment.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len` must stay valid, writable memory until the
+    /// segment is freed, and the caller must tolerate remote writes into it
+    /// at any time (use atomics or synchronize through flags).
+    #[allow(unsafe_code)]
+    pub unsafe fn register(&self, ptr: *mut u8, len: usize, perm: Perm) -> Result<Segment, Error> {
+        if ptr.is_null() {
+            return Err(Error::Invalid("null pointer"));
+        }
+        Ok(self
+            .inner
+            .segs
+            .write()
+            .map_err(|_| Error::Shutdown)?
+            .register(ptr as u64, len, perm))
+    }
+
+    /// Frees a segment: its key stops working at once.
+    pub fn free(&self, seg: Segment) -> Result<(), Error> {
+        let ok = self
+            .inner
+            .segs
+            .write()
+            .map_err(|_| Error::Shutdown)?
+            .free(seg.info.key);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Invalid("unknown segment"))
+        }
+    }
+
+    /// Collective: every task passes one segment and gets every task's, by
+    /// rank.
+    pub fn exchange(&self, seg: &Segment) -> Result<Vec<SegmentInfo>, Error> {
+        self.allgather(&seg.info.to_bytes())?
+            .iter()
+            .map(|b| SegmentInfo::from_bytes(b).ok_or_else(|| Error::Boot("bad segment".into())))
+            .collect()
+    }
+
+    /// Collective: every task's bytes, by rank.
+    pub fn allgather(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
+        self.inner
+            .boot
+            .lock()
+            .map_err(|_| Error::Shutdown)?
+            .allgather(data)
+            .map_err(Error::Boot)
+    }
+
+    /// Collective barrier (through the bootstrap; for hot loops build one
+    /// from MBCF atomics).
+    pub fn barrier(&self) -> Result<(), Error> {
+        self.allgather(&[]).map(|_| ())
+    }
+
+    /// Stores `data` at `at`. See the crate docs for buffer reuse and
+    /// visibility.
+    pub fn write(&self, at: RemoteAddr, data: &[u8], opts: Options) -> Result<Request, Error> {
+        let op = Op::Write {
+            key: at.key,
+            addr: at.addr,
+            data,
+            notify: opts.notify,
+        };
+        self.submit(at.rank, op, opts)
+    }
+
+    /// Fetches `len` bytes at `at`.
+    pub fn read(&self, at: RemoteAddr, len: usize, opts: Options) -> Result<Request, Error> {
+        let len = u32::try_from(len).map_err(|_| Error::Invalid("read too large"))?;
+        let op = Op::Read {
+            key: at.key,
+            addr: at.addr,
+            len,
+        };
+        self.submit(at.rank, op, opts)
+    }
+
+    /// Atomically stores `value` at `at` (8-byte aligned); the request
+    /// yields the old value.
+    pub fn swap(&self, at: RemoteAddr, value: u64, opts: Options) -> Result<Request, Error> {
+        let op = Op::Swap {
+            key: at.key,
+            addr: at.addr,
+            operand: value,
+        };
+        self.submit(at.rank, op, opts)
+    }
+
+    /// Atomically replaces `expected` by `new` at `at`; yields the old value.
+    pub fn cas(
+        &self,
+        at: RemoteAddr,
+        expected: u64,
+        new: u64,
+        opts: Options,
+    ) -> Result<Request, Error> {
+        let op = Op::Cas {
+            key: at.key,
+            addr: at.addr,
+            expected,
+            new,
+        };
+        self.submit(at.rank, op, opts)
+    }
+
+    /// Atomically adds `value` at `at`; yields the old value.
+    pub fn fetch_add(&self, at: RemoteAddr, value: u64, opts: Options) -> Result<Request, Error> {
+        let op = Op::FetchAdd {
+            key: at.key,
+            addr: at.addr,
+            operand: value,
+        };
+        self.submit(at.rank, op, opts)
+    }
+
+    /// Pushes `msg` into the FIFO queue at `queue`.
+    pub fn fifo_push(&self, queue: RemoteAddr, msg: &[u8], opts: Options) -> Result<Request, Error> {
+        let op = Op::Fifo {
+            key: queue.key,
+            addr: queue.addr,
+            data: msg,
+        };
+        self.submit(queue.rank, op, opts)
+    }
+
+    /// Runs handler `handler` of task `rank` with `payload`.
+    pub fn signal(
+        &self,
+        rank: u32,
+        handler: u32,
+        payload: &[u8],
+        opts: Options,
+    ) -> Result<Request, Error> {
+        let key = self
+            .inner
+            .peers
+            .get(rank as usize)
+            .ok_or(Error::NoSuchTask(rank))?
+            .signal_key;
+        let op = Op::Signal {
+            key,
+            handler,
+            data: payload,
+        };
+        self.submit(rank, op, opts)
+    }
+
+    /// Registers handler `index` of this task.
+    pub fn set_handler(&self, index: u32, h: Handler) -> Result<(), Error> {
+        self.inner
+            .handlers
+            .write()
+            .map_err(|_| Error::Shutdown)?
+            .insert(index, h);
+        Ok(())
+    }
+
+    /// Creates a FIFO queue of `slots` (a power of two) messages of at
+    /// most `max_msg` bytes at `offset` (64-byte aligned) in `seg`.
+    pub fn fifo_create(
+        &self,
+        seg: &Segment,
+        offset: usize,
+        slots: u32,
+        max_msg: usize,
+    ) -> Result<Fifo, Error> {
+        let bytes = crate::fifo::fifo_bytes(slots, max_msg);
+        if offset.checked_add(bytes).is_none_or(|e| e > seg.len()) {
+            return Err(Error::Invalid("queue does not fit in the segment"));
+        }
+        let mem = Checked {
+            ptr: seg.as_ptr().wrapping_add(offset),
+            len: bytes,
+        };
+        Ring::create(mem, slots, max_msg).map_err(Error::Invalid)?;
+        Ok(Fifo {
+            base: mem.ptr as usize,
+            at: seg.info.at(offset as u64),
+            _seg: seg.clone(),
+        })
+    }
+
+    /// Declares a multicast group; every member must declare it with the
+    /// same ranks in the same order.
+    pub fn group_create(&self, group: u32, ranks: &[u32]) -> Result<(), Error> {
+        if ranks.iter().any(|&r| r >= self.inner.size) {
+            return Err(Error::Invalid("rank outside the job"));
+        }
+        let members = ranks.iter().map(|&r| TaskId::new(self.inner.job, r)).collect();
+        self.inner.lock_net().ep.add_group(group, members);
+        self.inner
+            .groups
+            .lock()
+            .map_err(|_| Error::Shutdown)?
+            .insert(group, ranks.to_vec());
+        Ok(())
+    }
+
+    /// WRITEs `data` at byte `offset` of the segment with key `key` in
+    /// every member of `group` (the caller included, if it is a member);
+    /// members hold such a segment from [`Task::alloc_shared_key`] or
+    /// [`Task::alloc_symmetric`]. Completes with the number of other
+    /// members that applied it.
+    pub fn multicast(&self, group: u32, key: u64, offset: u64, data: &[u8]) -> Result<Request, Error> {
+        let addr = offset;
+        let member = self
+            .inner
+            .groups
+            .lock()
+            .map_err(|_| Error::Shutdown)?
+            .get(&group)
+            .ok_or(Error::Invalid("unknown group"))?
+            .contains(&self.inner.rank);
+        if member {
+            let segs = self.inner.segs.read().map_err(|_| Error::Shutdown)?;
+            segs.check_offset(key, addr, data.len(), Perm::WRITE)
+                .map_err(Error::Remote)?
+                .write(data);
+        }
+        let st = ReqState::new();
+        let mut net = self.inner.lock_net();
+        loop {
+            let now = self.inner.now();
+            match net.ep.multicast(now, group, key, addr, data) {
+                Ok(id) => {
+                    net.mreqs.insert(id, st.clone());
+                    break;
+                }
+                Err(SubmitError::WouldBlock) => {
+                    drop(net);
+                    self.inner.wait_progress();
+                    net = self.inner.lock_net();
+                }
+                Err(SubmitError::PeerDown) => return Err(Error::Remote(Status::NodeDown)),
+                Err(_) => return Err(Error::Invalid("multicast too large or unknown group")),
+            }
+        }
+        self.inner.flush(&mut net);
+        drop(net);
+        self.inner.wake_if_needed();
+        Ok(Request {
+            state: Some(st),
+            inner: self.inner.clone(),
+        })
+    }
+
+    fn submit(&self, rank: u32, op: Op<'_>, opts: Options) -> Result<Request, Error> {
+        self.inner.submit(rank, op, opts)
+    }
+
+    /// Waits until every earlier operation to `rank` is acknowledged, then
+    /// reports the first asynchronous error, if any.
+    pub fn fence(&self, rank: u32) -> Result<(), Error> {
+        let peer = TaskId::new(self.inner.job, rank);
+        self.inner
+            .wait_until(|| self.inner.lock_net().ep.in_flight(peer) == 0, None);
+        self.take_error()
+    }
+
+    /// Waits until every earlier operation to every task is acknowledged,
+    /// then reports the first asynchronous error, if any.
+    pub fn quiet(&self) -> Result<(), Error> {
+        self.inner
+            .wait_until(|| self.inner.lock_net().ep.total_in_flight() == 0, None);
+        self.take_error()
+    }
+
+    fn take_error(&self) -> Result<(), Error> {
+        let mut e = self.inner.errors.lock().map_err(|_| Error::Shutdown)?;
+        if e.is_empty() {
+            Ok(())
+        } else {
+            Err(e.remove(0))
+        }
+    }
+
+    /// Waits until `pred` holds for `word` (a flag or counter that remote
+    /// operations update). Spins briefly, then blocks until the progress
+    /// thread applies something.
+    pub fn wait_word(&self, word: &AtomicU64, pred: impl Fn(u64) -> bool) -> u64 {
+        let mut v = 0;
+        self.inner.wait_until(
+            || {
+                v = word.load(Ordering::Acquire);
+                pred(v)
+            },
+            None,
+        );
+        v
+    }
+
+    /// Like [`Task::wait_word`] with a deadline; `None` when it passed.
+    pub fn wait_word_timeout(
+        &self,
+        word: &AtomicU64,
+        pred: impl Fn(u64) -> bool,
+        timeout: Duration,
+    ) -> Option<u64> {
+        let mut v = 0;
+        let ok = self.inner.wait_until(
+            || {
+                v = word.load(Ordering::Acquire);
+                pred(v)
+            },
+            Some(Instant::now() + timeout),
+        );
+        ok.then_some(v)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> TaskStats {
+        let net = self.inner.lock_net();
+        let s = net.ep.stats();
+        TaskStats {
+            packets_sent: s.packets_sent,
+            bytes_sent: s.bytes_sent,
+            packets_received: s.packets_received,
+            bytes_received: s.bytes_received,
+            retransmissions: s.retransmissions,
+            applied: s.applied,
+            rejected: s.rejected,
+            bad_packets: s.bad_packets,
+        }
+    }
+
+    /// True once `rank` was declared down.
+    pub fn is_down(&self, rank: u32) -> bool {
+        self.inner
+            .lock_net()
+            .ep
+            .is_down(TaskId::new(self.inner.job, rank))
+    }
+}
+
+/// A FIFO queue this task created; pop messages from it here.
+pub struct Fifo {
+    base: usize,
+    at: RemoteAddr,
+    _seg: Segment,
+}
+
+impl Fifo {
+    /// Where peers push.
+    pub fn addr(&self) -> RemoteAddr {
+        self.at
+    }
+
+    fn ring(&self) -> Ring {
+        Ring::at(self.base as *mut u8)
+    }
+
+    /// Pops the oldest message into `out`; returns the sender's rank.
+    pub fn pop(&mut self, out: &mut Vec<u8>) -> Option<u32> {
+        self.ring().pop(out)
+    }
+
+    /// Messages waiting.
+    pub fn len(&self) -> usize {
+        self.ring().len()
+    }
+
+    /// True when no message waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Waits for a message and pops it.
+    pub fn wait_pop(&mut self, task: &Task, out: &mut Vec<u8>) -> u32 {
+        let mut from = None;
+        task.inner.wait_until(
+            || {
+                from = self.ring().pop(out);
+                from.is_some()
+            },
+            None,
+        );
+        from.unwrap_or(u32::MAX)
+    }
+}
+
+impl Inner {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    fn lock_net(&self) -> MutexGuard<'_, Net> {
+        // A panic while holding the lock leaves consistent-enough state for
+        // shutdown; keep going rather than poison the whole task.
+        self.net.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn submit(self: &Arc<Self>, rank: u32, op: Op<'_>, opts: Options) -> Result<Request, Error> {
+        if self.shutdown.load(Ordering::Relaxed) {
+            return Err(Error::Shutdown);
+        }
+        if rank >= self.size {
+            return Err(Error::NoSuchTask(rank));
+        }
+        let popts = OpOptions {
+            status_return: opts.status_return,
+            nofc: opts.nofc,
+        };
+        let tracked = opts.status_return
+            || matches!(
+                op,
+                Op::Read { .. } | Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. }
+            );
+        let dst = TaskId::new(self.job, rank);
+        let mut net = self.lock_net();
+        let id = loop {
+            match net.ep.submit(self.now(), dst, op, popts) {
+                Ok(id) => break id,
+                Err(SubmitError::WouldBlock) => {
+                    drop(net);
+                    self.wait_progress();
+                    net = self.lock_net();
+                }
+                Err(SubmitError::PeerDown) => return Err(Error::PeerDown(rank)),
+                Err(SubmitError::Invalid) => {
+                    return Err(Error::Invalid("operation too large or malformed"))
+                }
+                Err(_) => return Err(Error::Invalid("operation refused")),
+            }
+        };
+        let state = tracked.then(|| {
+            let st = ReqState::new();
+            net.reqs.insert(id, st.clone());
+            st
+        });
+        self.flush(&mut net);
+        drop(net);
+        self.wake_if_needed();
+        Ok(Request {
+            state,
+            inner: self.clone(),
+        })
+    }
+
+    /// Sends everything the endpoint has due, from the calling thread.
+    fn flush(&self, net: &mut Net) {
+        let now = self.now();
+        let Net { ep, out, .. } = net;
+        while let Some(dst) = ep.poll_transmit(now, out) {
+            if dst.job != self.job {
+                continue;
+            }
+            if let Some(p) = self.peers.get(dst.rank as usize) {
+                // A full socket buffer drops the datagram like the network
+                // would; retransmission covers it.
+                let _ = self.sock.send_to(out, p.addr);
+            }
+        }
+    }
+
+    /// Wakes the progress thread when the endpoint's next timer is earlier
+    /// than the one it sleeps on.
+    fn wake_if_needed(&self) {
+        let t = self.lock_net().ep.poll_timeout().unwrap_or(u64::MAX);
+        if t < self.next_wake.load(Ordering::Acquire) {
+            self.wake.notify();
+        }
+    }
+
+    /// Blocks until the progress thread did some work (or a short while).
+    fn wait_progress(&self) {
+        let seq = self.events.load(Ordering::SeqCst);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        sys::futex_wait(&self.events, seq, Some(Duration::from_millis(1)));
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Spins for the configured time, then blocks on the event word until
+    /// `cond` holds or `deadline` passes. Returns whether `cond` held.
+    fn wait_until(&self, mut cond: impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        let spin_end = Instant::now() + self.cfg.spin;
+        loop {
+            if cond() {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return false;
+            }
+            if now < spin_end {
+                std::hint::spin_loop();
+                continue;
+            }
+            let seq = self.events.load(Ordering::SeqCst);
+            if cond() {
+                return true;
+            }
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            // The timeout is a safety net only: every applied operation and
+            // completion bumps `events` and wakes us.
+            let mut t = Duration::from_millis(20);
+            if let Some(d) = deadline {
+                t = t.min(d.saturating_duration_since(now));
+            }
+            sys::futex_wait(&self.events, seq, Some(t));
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn notify_waiters(&self) {
+        self.events.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            sys::futex_wake_all(&self.events);
+        }
+    }
+
+    fn handle_events(&self, net: &mut Net) {
+        while let Some(ev) = net.ep.poll_event() {
+            match ev {
+                Event::Completed { op, result } => {
+                    let r = result
+                        .map(|c| match c {
+                            Completion::Done => Reply::Done,
+                            Completion::Value(v) => Reply::Value(v),
+                            Completion::Data(d) => Reply::Data(d),
+                        })
+                        .map_err(|s| status_error(s, op.peer.rank));
+                    match net.reqs.remove(&op) {
+                        Some(st) => st.complete(r),
+                        None => {
+                            if let Err(e) = r {
+                                if let Ok(mut errs) = self.errors.lock() {
+                                    errs.push(e);
+                                }
+                            }
+                        }
+                    }
+                }
+                Event::Multicast {
+                    mcast,
+                    members,
+                    status,
+                } => {
+                    if let Some(st) = net.mreqs.remove(&mcast) {
+                        st.complete(if status.is_ok() {
+                            Ok(Reply::Members(members))
+                        } else {
+                            Err(Error::Remote(status))
+                        });
+                    }
+                }
+                Event::PeerDown { .. } => {}
+            }
+        }
+    }
+}
+
+fn status_error(s: Status, rank: u32) -> Error {
+    if s == Status::NodeDown {
+        Error::PeerDown(rank)
+    } else {
+        Error::Remote(s)
+    }
+}
+
+/// Applies incoming operations to this task's memory after checking them.
+struct Applier<'a> {
+    segs: &'a SegTable,
+    handlers: &'a HashMap<u32, Handler>,
+    signal_key: u64,
+    signals: &'a mut Vec<(u32, u32, Vec<u8>)>,
+}
+
+impl Target for Applier<'_> {
+    fn apply(&mut self, p: &Packet<'_>) -> Outcome {
+        match self.apply_checked(p) {
+            Ok(o) => o,
+            Err(s) => Outcome::Failed(s),
+        }
+    }
+}
+
+impl Applier<'_> {
+    fn apply_checked(&mut self, p: &Packet<'_>) -> Result<Outcome, Status> {
+        let segs = self.segs;
+        match p.body {
+            Body::Write { notify } => {
+                let dst = segs.check(p.key, p.addr, p.payload.len(), Perm::WRITE)?;
+                // Check the counter before storing, so a bad notify leaves
+                // memory untouched.
+                let counter = match notify {
+                    Some(n) => Some((segs.check_word(n.key, n.addr, Perm::WRITE)?, n.addend)),
+                    None => None,
+                };
+                dst.write(p.payload);
+                if let Some((c, add)) = counter {
+                    // Release: the data above is visible before the bump.
+                    c.word().fetch_add(add, Ordering::Release);
+                }
+                Ok(Outcome::Done)
+            }
+            Body::Multicast { .. } => {
+                segs.check_offset(p.key, p.addr, p.payload.len(), Perm::WRITE)?
+                    .write(p.payload);
+                Ok(Outcome::Done)
+            }
+            Body::Read { len } => Ok(Outcome::Data(
+                segs.check(p.key, p.addr, len as usize, Perm::READ)?.to_vec(),
+            )),
+            Body::Swap { operand } => Ok(Outcome::Value(
+                segs.check_word(p.key, p.addr, Perm::ATOMIC)?
+                    .word()
+                    .swap(operand, Ordering::AcqRel),
+            )),
+            Body::Cas { expected, new } => {
+                let w = segs.check_word(p.key, p.addr, Perm::ATOMIC)?.word();
+                Ok(Outcome::Value(
+                    match w.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
+                        Ok(v) | Err(v) => v,
+                    },
+                ))
+            }
+            Body::FetchAdd { operand } => Ok(Outcome::Value(
+                segs.check_word(p.key, p.addr, Perm::ATOMIC)?
+                    .word()
+                    .fetch_add(operand, Ordering::AcqRel),
+            )),
+            Body::Fifo => {
+                let head = segs.check(p.key, p.addr, FIFO_HEADER, Perm::WRITE)?;
+                let (ring, total) = Ring::open(head)?;
+                segs.check(p.key, p.addr, total, Perm::WRITE)?;
+                ring.push(p.src.rank, p.payload)?;
+                Ok(Outcome::Done)
+            }
+            Body::Signal { handler } => {
+                if p.key != self.signal_key {
+                    return Err(Status::BadKey);
+                }
+                if !self.handlers.contains_key(&handler) {
+                    return Err(Status::NoSuchHandler);
+                }
+                self.signals
+                    .push((p.src.rank, handler, p.payload.to_vec()));
+                Ok(Outcome::Done)
+            }
+            _ => Err(Status::Unsupported),
+        }
+    }
+}
+
+/// The progress thread: receives, applies, acknowledges, retransmits, and
+/// runs signal handlers. Blocks in poll when there is nothing to do.
+fn progress(inner: Arc<Inner>) {
+    let sock_fd = inner.sock.as_raw_fd();
+    let wake_fd = inner.wake.fd();
+    let mut buf = vec![0u8; 65_536];
+    let mut signals: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+    let handler_task = Task {
+        inner: inner.clone(),
+        _owner: None,
+    };
+    while !inner.shutdown.load(Ordering::SeqCst) {
+        let next = inner.lock_net().ep.poll_timeout();
+        inner.next_wake.store(next.unwrap_or(u64::MAX), Ordering::Release);
+        let timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(inner.now())));
+        if timeout.is_none_or(|t| !t.is_zero()) {
+            let _ = sys::poll_readable(&[sock_fd, wake_fd], timeout);
+        }
+        inner.wake.drain();
+        if inner.shutdown.load(Ordering::SeqCst) {
+            break;
+        }
+        {
+            let segs = inner.segs.read().unwrap_or_else(|e| e.into_inner());
+            let handlers = inner.handlers.read().unwrap_or_else(|e| e.into_inner());
+            let mut net = inner.lock_net();
+            let mut applier = Applier {
+                segs: &segs,
+                handlers: &handlers,
+                signal_key: inner.signal_key,
+                signals: &mut signals,
+            };
+            for _ in 0..256 {
+                match inner.sock.recv_from(&mut buf) {
+                    Ok((n, _)) => {
+                        let now = inner.now();
+                        net.ep.handle_datagram(now, &buf[..n], &mut applier);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let now = inner.now();
+            if net.ep.poll_timeout().is_some_and(|t| t <= now) {
+                net.ep.handle_timeout(now);
+            }
+            inner.flush(&mut net);
+            inner.handle_events(&mut net);
+        }
+        for (from, h, payload) in signals.drain(..) {
+            let f = inner
+                .handlers
+                .read()
+                .ok()
+                .and_then(|hs| hs.get(&h).cloned());
+            if let Some(f) = f {
+                let ctx = SignalContext {
+                    task: &handler_task,
+                    from,
+                    handler: h,
+                };
+                f(&ctx, &payload);
+            }
+        }
+        inner.notify_waiters();
+    }
+}

@@ -1,0 +1,287 @@
+//! Conformance suite: every operation, option and error case, run over
+//! each transport. Tasks are threads of this process, each with its own
+//! socket and progress thread; "nodes" are loopback addresses.
+
+use sss_mbcf::{
+    Error, Notify, Options, Perm, RemoteAddr, Reply, Status, Task, TaskConfig, ThreadBoot,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Starts `n` tasks, rank i on `nodes[i % len]`.
+fn cluster(n: u32, nodes: &[&str]) -> Vec<Task> {
+    let boots = ThreadBoot::group(n, nodes);
+    let hs: Vec<_> = boots
+        .into_iter()
+        .map(|b| std::thread::spawn(move || Task::join(Box::new(b), TaskConfig::default())))
+        .collect();
+    hs.into_iter()
+        .map(|h| h.join().unwrap().expect("join"))
+        .collect()
+}
+
+/// Runs `f` once per transport configuration.
+fn each_transport(n: u32, f: impl Fn(&[Task])) {
+    for nodes in [&["127.0.0.2", "127.0.0.3"][..]] {
+        let tasks = cluster(n, nodes);
+        f(&tasks);
+    }
+}
+
+fn seg_all(tasks: &[Task], len: usize) -> (Vec<sss_mbcf::Segment>, Vec<sss_mbcf::SegmentInfo>) {
+    let segs: Vec<_> = tasks.iter().map(|t| t.alloc(len, Perm::ALL).unwrap()).collect();
+    let infos = segs.iter().map(|s| s.info()).collect();
+    (segs, infos)
+}
+
+#[test]
+fn write_with_notify_is_visible_after_the_counter() {
+    each_transport(2, |t| {
+        let (segs, info) = seg_all(t, 1 << 16);
+        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let target = info[1].at(64);
+        t[0].write(target, &data, Options::notify(info[1].at(0)))
+            .unwrap();
+        let c = segs[1].word(0).unwrap();
+        t[1].wait_word(c, |v| v == 1);
+        let mut got = vec![0; 5000];
+        segs[1].read_bytes(64, &mut got).unwrap();
+        assert_eq!(got, data);
+        t[0].quiet().unwrap();
+    });
+}
+
+#[test]
+fn read_returns_remote_bytes() {
+    each_transport(2, |t| {
+        let (segs, info) = seg_all(t, 1 << 20);
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        segs[1].write_bytes(0, &data).unwrap();
+        let got = t[0].read(info[1].at(0), data.len(), Options::default()).unwrap().wait_data().unwrap();
+        assert_eq!(got, data);
+    });
+}
+
+#[test]
+fn atomics_from_every_task_add_up() {
+    each_transport(4, |t| {
+        let (segs, info) = seg_all(t, 4096);
+        std::thread::scope(|s| {
+            for task in t {
+                let at = info[0].at(0);
+                s.spawn(move || {
+                    for _ in 0..200 {
+                        task.fetch_add(at, 1, Options::default()).unwrap().wait_value().unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(segs[0].word(0).unwrap().load(Ordering::Acquire), 800);
+        let old = t[1].swap(info[0].at(8), 42, Options::default()).unwrap().wait_value().unwrap();
+        assert_eq!(old, 0);
+        let r = t[2].cas(info[0].at(8), 41, 7, Options::default()).unwrap().wait_value().unwrap();
+        assert_eq!(r, 42, "failed CAS returns the current value");
+        let r = t[2].cas(info[0].at(8), 42, 7, Options::default()).unwrap().wait_value().unwrap();
+        assert_eq!(r, 42);
+        assert_eq!(segs[0].word(8).unwrap().load(Ordering::Acquire), 7);
+    });
+}
+
+#[test]
+fn fifo_many_to_one_and_full_queue_pushes_back() {
+    each_transport(4, |t| {
+        let seg = t[0].alloc(1 << 16, Perm::ALL).unwrap();
+        let mut q = t[0].fifo_create(&seg, 0, 64, 32).unwrap();
+        let at = q.addr();
+        std::thread::scope(|s| {
+            for task in &t[1..] {
+                s.spawn(move || {
+                    for i in 0..10u32 {
+                        let msg = [task.rank().to_le_bytes(), i.to_le_bytes()].concat();
+                        task.fifo_push(at, &msg, Options::status()).unwrap().wait().unwrap();
+                    }
+                });
+            }
+        });
+        let mut seen = vec![Vec::new(); 4];
+        let mut buf = Vec::new();
+        for _ in 0..30 {
+            let from = q.wait_pop(&t[0], &mut buf);
+            let r = u32::from_le_bytes(buf[0..4].try_into().unwrap());
+            assert_eq!(r, from);
+            seen[from as usize].push(u32::from_le_bytes(buf[4..8].try_into().unwrap()));
+        }
+        for s in &seen[1..] {
+            assert_eq!(*s, (0..10).collect::<Vec<_>>(), "per-sender order kept");
+        }
+        // Fill the queue: the 65th push is refused, nothing is lost.
+        for i in 0..64u32 {
+            t[1].fifo_push(at, &i.to_le_bytes(), Options::status()).unwrap().wait().unwrap();
+        }
+        let e = t[1].fifo_push(at, b"x", Options::status()).unwrap().wait();
+        assert!(matches!(e, Err(Error::Remote(Status::FifoFull))), "{e:?}");
+        let e = t[1].fifo_push(at, &[0; 100], Options::status()).unwrap().wait();
+        assert!(matches!(e, Err(Error::Remote(Status::TooLarge))), "{e:?}");
+        for i in 0..64u32 {
+            assert!(q.pop(&mut buf).is_some());
+            assert_eq!(buf, i.to_le_bytes());
+        }
+        assert!(q.pop(&mut buf).is_none());
+    });
+}
+
+#[test]
+fn signal_round_trip_runs_handlers_that_reply() {
+    each_transport(2, |t| {
+        // Task 1 answers signal 3 by signalling handler 4 of the sender
+        // with the payload reversed.
+        t[1].set_handler(
+            3,
+            Arc::new(|ctx, payload: &[u8]| {
+                let mut p = payload.to_vec();
+                p.reverse();
+                ctx.task.signal(ctx.from, 4, &p, Options::default()).unwrap();
+            }),
+        )
+        .unwrap();
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let flag = Arc::new(AtomicU64::new(0));
+        {
+            let got = got.clone();
+            let flag = flag.clone();
+            t[0].set_handler(
+                4,
+                Arc::new(move |_ctx, payload: &[u8]| {
+                    got.lock().unwrap().extend_from_slice(payload);
+                    flag.store(1, Ordering::Release);
+                }),
+            )
+            .unwrap();
+        }
+        t[0].signal(1, 3, b"hello", Options::status()).unwrap().wait().unwrap();
+        t[0].wait_word(&flag, |v| v == 1);
+        assert_eq!(&*got.lock().unwrap(), b"olleh");
+        let e = t[0].signal(1, 99, b"", Options::status()).unwrap().wait();
+        assert!(matches!(e, Err(Error::Remote(Status::NoSuchHandler))));
+    });
+}
+
+#[test]
+fn refused_operations_are_reported_counted_and_not_applied() {
+    each_transport(2, |t| {
+        let seg = t[1].alloc(4096, Perm::READ | Perm::WRITE).unwrap();
+        let ro = t[1].alloc(4096, Perm::READ).unwrap();
+        let i = seg.info();
+        let bad_key = RemoteAddr { key: i.key ^ 1, ..i.at(0) };
+        let cases: Vec<(Box<dyn Fn() -> Result<Reply, Error>>, Status)> = vec![
+            (Box::new(|| t[0].write(bad_key, &[1; 8], Options::status())?.wait()), Status::BadKey),
+            (Box::new(|| t[0].write(i.at(4090), &[1; 8], Options::status())?.wait()), Status::OutOfBounds),
+            (Box::new(|| t[0].write(ro.info().at(0), &[1; 8], Options::status())?.wait()), Status::NoPermission),
+            (Box::new(|| t[0].fetch_add(i.at(0), 1, Options::default())?.wait()), Status::NoPermission),
+            (Box::new(|| t[0].read(i.at(4000), 200, Options::default())?.wait()), Status::OutOfBounds),
+            (Box::new(|| t[0].write(i.at(0), &[1; 8], Options { notify: Some(Notify { key: i.key, addr: i.base + 3, addend: 1 }), ..Options::status() })?.wait()), Status::Misaligned),
+        ];
+        for (k, (f, want)) in cases.iter().enumerate() {
+            let got = f();
+            assert!(matches!(got, Err(Error::Remote(s)) if s == *want), "case {k}: {got:?}");
+        }
+        // An error without status return surfaces in quiet.
+        t[0].write(bad_key, &[1; 8], Options::default()).unwrap();
+        let e = t[0].quiet();
+        assert!(matches!(e, Err(Error::Remote(Status::BadKey))), "{e:?}");
+        let mut b = vec![0u8; 4096];
+        seg.read_bytes(0, &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 0), "nothing applied");
+        assert_eq!(t[1].stats().rejected, cases.len() as u64 + 1);
+    });
+}
+
+#[test]
+fn multicast_reaches_every_member_with_one_completion() {
+    each_transport(6, |t| {
+        let ranks: Vec<u32> = (0..t.len() as u32).collect();
+        for task in t {
+            task.group_create(9, &ranks).unwrap();
+        }
+        let segs = shared_key(t, 1 << 16);
+        let info = segs[0].info();
+        for round in 0..5u8 {
+            let data = vec![round + 1; 1408];
+            let r = t[2].multicast(9, info.key, 4096 * round as u64, &data).unwrap().wait().unwrap();
+            assert_eq!(r, Reply::Members(5));
+        }
+        for s in &segs {
+            for round in 0..5u8 {
+                let mut b = vec![0; 1408];
+                s.read_bytes(4096 * round as usize, &mut b).unwrap();
+                assert!(b.iter().all(|&x| x == round + 1));
+            }
+        }
+    });
+}
+
+/// One segment per task with the same key.
+fn shared_key(t: &[Task], len: usize) -> Vec<sss_mbcf::Segment> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = t.iter().map(|task| s.spawn(move || task.alloc_shared_key(len, Perm::ALL).unwrap())).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn fence_and_quiet_wait_for_acknowledgements() {
+    each_transport(3, |t| {
+        let (segs, info) = seg_all(t, 1 << 20);
+        for k in 0..100u64 {
+            t[0].write(info[1].at(k * 8), &k.to_le_bytes(), Options::default()).unwrap();
+            t[0].write(info[2].at(k * 8), &k.to_le_bytes(), Options::default()).unwrap();
+        }
+        t[0].fence(1).unwrap();
+        assert_eq!(segs[1].word(99 * 8).unwrap().load(Ordering::Acquire), 99);
+        t[0].quiet().unwrap();
+        assert_eq!(segs[2].word(99 * 8).unwrap().load(Ordering::Acquire), 99);
+    });
+}
+
+#[test]
+fn no_flow_control_write_arrives_on_a_clean_network() {
+    each_transport(2, |t| {
+        let (segs, info) = seg_all(t, 4096);
+        t[0].write(info[1].at(0), &7u64.to_le_bytes(), Options { nofc: true, ..Options::default() })
+            .unwrap();
+        let v = t[1].wait_word_timeout(segs[1].word(0).unwrap(), |v| v == 7, Duration::from_secs(5));
+        assert_eq!(v, Some(7));
+        assert_eq!(t[0].stats().retransmissions, 0);
+    });
+}
+
+/// CPU time of this process's progress threads, in clock ticks.
+fn progress_ticks() -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("sss-progress") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let after = stat.rsplit(')').next().unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        total += f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    }
+    total
+}
+
+#[test]
+fn idle_progress_threads_use_no_cpu() {
+    let t = cluster(2, &["127.0.0.2", "127.0.0.3"]);
+    let (_segs, info) = seg_all(&t, 4096);
+    t[0].write(info[1].at(0), &[1; 8], Options::status()).unwrap().wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = progress_ticks();
+    std::thread::sleep(Duration::from_secs(1));
+    let used = progress_ticks() - before;
+    // Clock ticks are 10 ms; an idle second must cost at most one.
+    assert!(used <= 1, "idle progress threads used {used} ticks in 1 s");
+}
