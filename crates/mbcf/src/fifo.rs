@@ -150,10 +150,12 @@ impl Ring {
             let seq = self.seq(pos, ss, slots).load(Ordering::Acquire);
             let dif = seq as i64 - pos as i64;
             if dif == 0 {
-                match h
-                    .tail
-                    .compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
-                {
+                match h.tail.compare_exchange_weak(
+                    pos,
+                    pos + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => break,
                     Err(p) => pos = p,
                 }

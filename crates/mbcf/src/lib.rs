@@ -33,15 +33,17 @@
 mod fifo;
 mod mem;
 mod segment;
+mod shm;
 mod sys;
 mod task;
 
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
+pub use shm::{Ctl, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{
     Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Task, TaskConfig, TaskStats,
-    ThreadBoot,
+    ThreadBoot, Transport,
 };
 
 /// An address in another task: (rank, segment key, virtual address).

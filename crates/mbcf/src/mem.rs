@@ -32,7 +32,9 @@ impl Checked {
     pub fn read(self, out: &mut [u8]) {
         debug_assert_eq!(out.len(), self.len);
         // SAFETY: as for write; `out` is caller memory, not the segment.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), out.len().min(self.len)) }
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), out.len().min(self.len))
+        }
     }
 
     /// The checked range as a vector.
@@ -107,5 +109,26 @@ pub(crate) fn slot_take(base: *mut u8, off: usize, max: usize, out: &mut Vec<u8>
         out.clear();
         out.extend_from_slice(std::slice::from_raw_parts(p.add(16), len));
         from
+    }
+}
+
+use crate::shm::Ctl;
+
+/// The control block at `base` (start of a mapped control file).
+pub(crate) fn ctl_at<'a>(base: *mut u8) -> &'a Ctl {
+    // SAFETY: `base` is the start of a live mapping of at least
+    // size_of::<Ctl>() bytes (CtlMap owns it), page aligned; every field
+    // others write is atomic.
+    unsafe { &*(base as *const Ctl) }
+}
+
+/// Writes the constant fields of a fresh control block.
+pub(crate) fn ctl_init(base: *mut u8, pid: u32) {
+    // SAFETY: as for ctl_at; the file was just created and nobody else
+    // reads it before `magic` is published.
+    unsafe {
+        let c = base as *mut Ctl;
+        std::ptr::addr_of_mut!((*c).version).write(1);
+        std::ptr::addr_of_mut!((*c).pid).write(pid);
     }
 }

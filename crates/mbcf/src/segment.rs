@@ -103,7 +103,10 @@ impl SegmentInfo {
 
 pub(crate) enum Backing {
     /// The mapping is held so it outlives every use through the table.
-    Shared { _map: Arc<Mapping>, name: String },
+    Shared {
+        _map: Arc<Mapping>,
+        name: String,
+    },
     Registered,
 }
 
@@ -314,15 +317,17 @@ impl SegTable {
         }
     }
 
+    /// Every segment, for publishing to same-node peers.
+    pub fn infos(&self) -> Vec<SegmentInfo> {
+        self.segs.iter().map(|s| s.info).collect()
+    }
+
     /// The receiver's check of an incoming operation.
     pub fn check(&self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Checked, Status> {
         let &i = self.by_key.get(&key).ok_or(Status::BadKey)?;
         let info = &self.segs[i].info;
         let off = addr.checked_sub(info.base).ok_or(Status::OutOfBounds)?;
-        if off
-            .checked_add(len as u64)
-            .is_none_or(|end| end > info.len)
-        {
+        if off.checked_add(len as u64).is_none_or(|end| end > info.len) {
             return Err(Status::OutOfBounds);
         }
         if !info.perm.contains(need) {
@@ -336,10 +341,21 @@ impl SegTable {
 
     /// The check of a multicast write, addressed by offset into the
     /// segment the key names.
-    pub fn check_offset(&self, key: u64, off: u64, len: usize, need: Perm) -> Result<Checked, Status> {
+    pub fn check_offset(
+        &self,
+        key: u64,
+        off: u64,
+        len: usize,
+        need: Perm,
+    ) -> Result<Checked, Status> {
         let &i = self.by_key.get(&key).ok_or(Status::BadKey)?;
         let base = self.segs[i].info.base;
-        self.check(key, base.checked_add(off).ok_or(Status::OutOfBounds)?, len, need)
+        self.check(
+            key,
+            base.checked_add(off).ok_or(Status::OutOfBounds)?,
+            len,
+            need,
+        )
     }
 
     /// Checks an 8-byte atomic target.

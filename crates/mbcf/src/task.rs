@@ -3,6 +3,7 @@
 use crate::fifo::{Ring, FIFO_HEADER};
 use crate::mem::Checked;
 use crate::segment::{Perm, SegTable, Segment, SegmentInfo};
+use crate::shm::{ctl_name, CtlMap, Direct, Peer};
 use crate::sys::{self, EventFd};
 use crate::{Error, RemoteAddr};
 use sss_proto::{
@@ -13,7 +14,7 @@ use sss_wire::{Notify, Status, TaskId};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -125,6 +126,18 @@ pub struct TaskConfig {
     pub spin: Duration,
     /// Socket buffer size in bytes (`SSS_SOCKBUF`, default 4 MiB).
     pub sockbuf: i32,
+    /// Transport choice (`SSS_TRANSPORT=auto|udp|shm`).
+    pub transport: Transport,
+}
+
+/// Which transport carries operations to a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// `shm` for tasks on the same node, `udp` for the others.
+    #[default]
+    Auto,
+    /// `udp` for everyone, even on one node.
+    Udp,
 }
 
 impl Default for TaskConfig {
@@ -133,6 +146,7 @@ impl Default for TaskConfig {
             proto: Config::default(),
             spin: Duration::from_micros(50),
             sockbuf: 4 << 20,
+            transport: Transport::Auto,
         }
     }
 }
@@ -142,13 +156,20 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 impl TaskConfig {
-    /// Defaults overridden by `SSS_SPIN_US`, `SSS_SOCKBUF`,
+    /// Defaults overridden by `SSS_TRANSPORT` (`auto`: shm within a node,
+    /// udp across; `udp`: udp everywhere; `shm` means `auto`, as shm cannot
+    /// reach other nodes), `SSS_SPIN_US`, `SSS_SOCKBUF`,
     /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
     /// `SSS_WINDOW` and `SSS_PAYLOAD` (bytes per packet).
     pub fn from_env() -> Self {
         let mut c = Self::default();
         if let Some(v) = env_u64("SSS_SPIN_US") {
             c.spin = Duration::from_micros(v);
+        }
+        match std::env::var("SSS_TRANSPORT").as_deref() {
+            Ok("udp") => c.transport = Transport::Udp,
+            Ok("shm") | Ok("auto") => c.transport = Transport::Auto,
+            _ => {}
         }
         if let Some(v) = env_u64("SSS_SOCKBUF") {
             c.sockbuf = v.min(i32::MAX as u64) as i32;
@@ -361,9 +382,11 @@ pub(crate) struct Inner {
     net: Mutex<Net>,
     sock: UdpSocket,
     wake: EventFd,
-    /// Bumped after every batch of incoming work; waiters block on it.
-    events: AtomicU32,
-    waiters: AtomicU32,
+    /// Our control block: waiters' futex word, published segments,
+    /// signal ring.
+    ctl: CtlMap,
+    /// Same-node peers reached through shared memory, by rank.
+    shm_peers: Vec<Option<Mutex<Peer>>>,
     next_wake: AtomicU64,
     shutdown: AtomicBool,
     start: Instant,
@@ -396,6 +419,7 @@ impl Drop for Owner {
         if let Ok(s) = self.inner.segs.read() {
             s.unlink_all();
         }
+        sys::shm_unlink(&ctl_name(self.inner.job, self.inner.rank));
     }
 }
 
@@ -456,15 +480,28 @@ impl Task {
         sock.set_nonblocking(true)?;
         sys::set_socket_buffers(sock.as_raw_fd(), cfg.sockbuf);
         let signal_key = sys::random_u64();
+        let ctl = CtlMap::create(job, rank)?;
         let me = encode_peer(sock.local_addr()?, &node, std::process::id(), signal_key);
         let all = boot.allgather(&me).map_err(Error::Boot)?;
         if all.len() != size as usize {
-            return Err(Error::Boot(format!("{} answers for {size} tasks", all.len())));
+            return Err(Error::Boot(format!(
+                "{} answers for {size} tasks",
+                all.len()
+            )));
         }
         let peers = all
             .iter()
             .map(|b| decode_peer(b).ok_or_else(|| Error::Boot("malformed peer record".into())))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut shm_peers = Vec::with_capacity(peers.len());
+        for (r, p) in peers.iter().enumerate() {
+            let local = cfg.transport == Transport::Auto && p.node == node;
+            shm_peers.push(if local {
+                Some(Mutex::new(Peer::open(job, r as u32, p.pid)?))
+            } else {
+                None
+            });
+        }
         let mut pcfg = cfg.proto.clone();
         pcfg.epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -487,8 +524,8 @@ impl Task {
             }),
             sock,
             wake: EventFd::new()?,
-            events: AtomicU32::new(0),
-            waiters: AtomicU32::new(0),
+            ctl,
+            shm_peers,
             next_wake: AtomicU64::new(u64::MAX),
             shutdown: AtomicBool::new(false),
             start: Instant::now(),
@@ -541,11 +578,10 @@ impl Task {
 
     /// Allocates `len` zeroed bytes of shared memory as a segment.
     pub fn alloc(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
-        self.inner
-            .segs
-            .write()
-            .map_err(|_| Error::Shutdown)?
-            .alloc(len, perm)
+        let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+        let s = segs.alloc(len, perm)?;
+        self.inner.publish(&segs);
+        Ok(s)
     }
 
     /// Collective: allocates a segment at the same virtual address and
@@ -557,17 +593,20 @@ impl Task {
         } else {
             None
         };
-        let proposal = mine.as_ref().map(|s| s.info.to_bytes().to_vec()).unwrap_or_default();
+        let proposal = mine
+            .as_ref()
+            .map(|s| s.info.to_bytes().to_vec())
+            .unwrap_or_default();
         let all = self.allgather(&proposal)?;
         let root = SegmentInfo::from_bytes(&all[0]).ok_or(Error::Boot("no proposal".into()))?;
         let seg = match mine {
             Some(s) => Ok(s),
-            None => self
-                .inner
-                .segs
-                .write()
-                .map_err(|_| Error::Shutdown)?
-                .alloc_with(len, perm, Some(root.base), Some(root.key)),
+            None => {
+                let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+                let s = segs.alloc_with(len, perm, Some(root.base), Some(root.key));
+                self.inner.publish(&segs);
+                s
+            }
         };
         let ok = self.allgather(&[seg.is_ok() as u8])?;
         if ok.iter().all(|b| b.first() == Some(&1)) {
@@ -593,12 +632,12 @@ impl Task {
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
             .ok_or(Error::Boot("no key proposal".into()))?;
-        let seg = self
-            .inner
-            .segs
-            .write()
-            .map_err(|_| Error::Shutdown)?
-            .alloc_with(len, perm, None, Some(key));
+        let seg = {
+            let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+            let s = segs.alloc_with(len, perm, None, Some(key));
+            self.inner.publish(&segs);
+            s
+        };
         let ok = self.allgather(&[seg.is_ok() as u8])?;
         if ok.iter().all(|b| b.first() == Some(&1)) {
             return seg;
@@ -620,22 +659,17 @@ impl Task {
         if ptr.is_null() {
             return Err(Error::Invalid("null pointer"));
         }
-        Ok(self
-            .inner
-            .segs
-            .write()
-            .map_err(|_| Error::Shutdown)?
-            .register(ptr as u64, len, perm))
+        let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+        let s = segs.register(ptr as u64, len, perm);
+        self.inner.publish(&segs);
+        Ok(s)
     }
 
     /// Frees a segment: its key stops working at once.
     pub fn free(&self, seg: Segment) -> Result<(), Error> {
-        let ok = self
-            .inner
-            .segs
-            .write()
-            .map_err(|_| Error::Shutdown)?
-            .free(seg.info.key);
+        let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+        let ok = segs.free(seg.info.key);
+        self.inner.publish(&segs);
         if ok {
             Ok(())
         } else {
@@ -730,7 +764,12 @@ impl Task {
     }
 
     /// Pushes `msg` into the FIFO queue at `queue`.
-    pub fn fifo_push(&self, queue: RemoteAddr, msg: &[u8], opts: Options) -> Result<Request, Error> {
+    pub fn fifo_push(
+        &self,
+        queue: RemoteAddr,
+        msg: &[u8],
+        opts: Options,
+    ) -> Result<Request, Error> {
         let op = Op::Fifo {
             key: queue.key,
             addr: queue.addr,
@@ -768,6 +807,7 @@ impl Task {
             .write()
             .map_err(|_| Error::Shutdown)?
             .insert(index, h);
+        self.inner.ctl.set_handler(index);
         Ok(())
     }
 
@@ -802,7 +842,10 @@ impl Task {
         if ranks.iter().any(|&r| r >= self.inner.size) {
             return Err(Error::Invalid("rank outside the job"));
         }
-        let members = ranks.iter().map(|&r| TaskId::new(self.inner.job, r)).collect();
+        let members = ranks
+            .iter()
+            .map(|&r| TaskId::new(self.inner.job, r))
+            .collect();
         self.inner.lock_net().ep.add_group(group, members);
         self.inner
             .groups
@@ -817,7 +860,13 @@ impl Task {
     /// members hold such a segment from [`Task::alloc_shared_key`] or
     /// [`Task::alloc_symmetric`]. Completes with the number of other
     /// members that applied it.
-    pub fn multicast(&self, group: u32, key: u64, offset: u64, data: &[u8]) -> Result<Request, Error> {
+    pub fn multicast(
+        &self,
+        group: u32,
+        key: u64,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Request, Error> {
         let addr = offset;
         let member = self
             .inner
@@ -933,8 +982,8 @@ impl Task {
             packets_received: s.packets_received,
             bytes_received: s.bytes_received,
             retransmissions: s.retransmissions,
-            applied: s.applied,
-            rejected: s.rejected,
+            applied: s.applied + self.inner.ctl.ctl().applied.load(Ordering::Relaxed),
+            rejected: s.rejected + self.inner.ctl.ctl().rejected.load(Ordering::Relaxed),
             bad_packets: s.bad_packets,
         }
     }
@@ -1022,6 +1071,41 @@ impl Inner {
                 Op::Read { .. } | Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. }
             );
         let dst = TaskId::new(self.job, rank);
+        if let Some(peer) = &self.shm_peers[rank as usize] {
+            // Keep issue order with earlier operations that went over udp.
+            if self.lock_net().ep.in_flight(dst) > 0 {
+                self.wait_until(|| self.lock_net().ep.in_flight(dst) == 0, None);
+            }
+            let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
+            if let Direct::Done(r) = p.apply(self.rank, &op) {
+                if matches!(op, Op::Signal { .. }) && p.asleep() {
+                    // Doorbell: a zero-length datagram wakes its poll.
+                    let _ = self.sock.send_to(&[], self.peers[rank as usize].addr);
+                }
+                drop(p);
+                let r = r.map_err(|s| status_error(s, rank));
+                let state = match r {
+                    Ok(Reply::Done) if !tracked => None,
+                    Err(e) if !tracked => {
+                        // Like a NACK for an operation without status
+                        // return: reported by fence/quiet.
+                        if let Ok(mut errs) = self.errors.lock() {
+                            errs.push(e);
+                        }
+                        None
+                    }
+                    r => {
+                        let st = ReqState::new();
+                        st.complete(r);
+                        Some(st)
+                    }
+                };
+                return Ok(Request {
+                    state,
+                    inner: self.clone(),
+                });
+            }
+        }
         let mut net = self.lock_net();
         let id = loop {
             match net.ep.submit(self.now(), dst, op, popts) {
@@ -1079,10 +1163,10 @@ impl Inner {
 
     /// Blocks until the progress thread did some work (or a short while).
     fn wait_progress(&self) {
-        let seq = self.events.load(Ordering::SeqCst);
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        sys::futex_wait(&self.events, seq, Some(Duration::from_millis(1)));
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
+        self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
+        sys::futex_wait(&self.ctl.ctl().events, seq, Some(Duration::from_millis(1)));
+        self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Spins for the configured time, then blocks on the event word until
@@ -1101,27 +1185,29 @@ impl Inner {
                 std::hint::spin_loop();
                 continue;
             }
-            let seq = self.events.load(Ordering::SeqCst);
+            let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
             if cond() {
                 return true;
             }
-            self.waiters.fetch_add(1, Ordering::SeqCst);
+            self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
             // The timeout is a safety net only: every applied operation and
             // completion bumps `events` and wakes us.
             let mut t = Duration::from_millis(20);
             if let Some(d) = deadline {
                 t = t.min(d.saturating_duration_since(now));
             }
-            sys::futex_wait(&self.events, seq, Some(t));
-            self.waiters.fetch_sub(1, Ordering::SeqCst);
+            sys::futex_wait(&self.ctl.ctl().events, seq, Some(t));
+            self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
     fn notify_waiters(&self) {
-        self.events.fetch_add(1, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            sys::futex_wake_all(&self.events);
-        }
+        self.ctl.wake();
+    }
+
+    /// Republishes the segment table for same-node peers.
+    fn publish(&self, segs: &SegTable) {
+        self.ctl.publish(&segs.infos());
     }
 
     fn handle_events(&self, net: &mut Net) {
@@ -1215,7 +1301,8 @@ impl Applier<'_> {
                 Ok(Outcome::Done)
             }
             Body::Read { len } => Ok(Outcome::Data(
-                segs.check(p.key, p.addr, len as usize, Perm::READ)?.to_vec(),
+                segs.check(p.key, p.addr, len as usize, Perm::READ)?
+                    .to_vec(),
             )),
             Body::Swap { operand } => Ok(Outcome::Value(
                 segs.check_word(p.key, p.addr, Perm::ATOMIC)?
@@ -1249,8 +1336,7 @@ impl Applier<'_> {
                 if !self.handlers.contains_key(&handler) {
                     return Err(Status::NoSuchHandler);
                 }
-                self.signals
-                    .push((p.src.rank, handler, p.payload.to_vec()));
+                self.signals.push((p.src.rank, handler, p.payload.to_vec()));
                 Ok(Outcome::Done)
             }
             _ => Err(Status::Unsupported),
@@ -1271,10 +1357,22 @@ fn progress(inner: Arc<Inner>) {
     };
     while !inner.shutdown.load(Ordering::SeqCst) {
         let next = inner.lock_net().ep.poll_timeout();
-        inner.next_wake.store(next.unwrap_or(u64::MAX), Ordering::Release);
+        inner
+            .next_wake
+            .store(next.unwrap_or(u64::MAX), Ordering::Release);
         let timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(inner.now())));
         if timeout.is_none_or(|t| !t.is_zero()) {
-            let _ = sys::poll_readable(&[sock_fd, wake_fd], timeout);
+            let c = inner.ctl.ctl();
+            c.progress_asleep.store(1, Ordering::SeqCst);
+            // Pairs with the fence in Peer::asleep: either the sender sees
+            // the flag or we see its message.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            // A signal queued before the flag was visible gets no doorbell:
+            // look at the ring once more before sleeping.
+            if inner.ctl.signal_ring().len() == 0 {
+                let _ = sys::poll_readable(&[sock_fd, wake_fd], timeout);
+            }
+            c.progress_asleep.store(0, Ordering::SeqCst);
         }
         inner.wake.drain();
         if inner.shutdown.load(Ordering::SeqCst) {
@@ -1292,6 +1390,7 @@ fn progress(inner: Arc<Inner>) {
             };
             for _ in 0..256 {
                 match inner.sock.recv_from(&mut buf) {
+                    Ok((0, _)) => {}
                     Ok((n, _)) => {
                         let now = inner.now();
                         net.ep.handle_datagram(now, &buf[..n], &mut applier);
@@ -1305,6 +1404,14 @@ fn progress(inner: Arc<Inner>) {
             }
             inner.flush(&mut net);
             inner.handle_events(&mut net);
+        }
+        let ring = inner.ctl.signal_ring();
+        let mut msg = Vec::new();
+        while let Some(from) = ring.pop(&mut msg) {
+            if msg.len() >= 4 {
+                let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
+                signals.push((from, h, msg[4..].to_vec()));
+            }
         }
         for (from, h, payload) in signals.drain(..) {
             let f = inner

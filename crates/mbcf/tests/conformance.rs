@@ -23,14 +23,19 @@ fn cluster(n: u32, nodes: &[&str]) -> Vec<Task> {
 
 /// Runs `f` once per transport configuration.
 fn each_transport(n: u32, f: impl Fn(&[Task])) {
-    for nodes in [&["127.0.0.2", "127.0.0.3"][..]] {
+    // Two nodes: every pair of distinct parity talks udp (and the others
+    // too when SSS_TRANSPORT forces it); one node: shm throughout.
+    for nodes in [&["127.0.0.2", "127.0.0.3"][..], &["127.0.0.1"][..]] {
         let tasks = cluster(n, nodes);
         f(&tasks);
     }
 }
 
 fn seg_all(tasks: &[Task], len: usize) -> (Vec<sss_mbcf::Segment>, Vec<sss_mbcf::SegmentInfo>) {
-    let segs: Vec<_> = tasks.iter().map(|t| t.alloc(len, Perm::ALL).unwrap()).collect();
+    let segs: Vec<_> = tasks
+        .iter()
+        .map(|t| t.alloc(len, Perm::ALL).unwrap())
+        .collect();
     let infos = segs.iter().map(|s| s.info()).collect();
     (segs, infos)
 }
@@ -49,6 +54,54 @@ fn write_with_notify_is_visible_after_the_counter() {
         segs[1].read_bytes(64, &mut got).unwrap();
         assert_eq!(got, data);
         t[0].quiet().unwrap();
+        if one_node(t) {
+            assert_eq!(t[0].stats().packets_sent, 0, "shm needs no packets");
+            assert_eq!(t[1].stats().applied, 1);
+        } else {
+            assert!(
+                t[0].stats().packets_sent >= 4,
+                "5000 bytes in 1408-byte packets"
+            );
+        }
+    });
+}
+
+type Case<'a> = Box<dyn Fn() -> Result<Reply, Error> + 'a>;
+
+fn one_node(t: &[Task]) -> bool {
+    t.iter().all(|x| x.node() == t[0].node())
+}
+
+#[test]
+fn registered_memory_is_reachable() {
+    each_transport(2, |t| {
+        let mut buf = vec![0u8; 8192];
+        // SAFETY: `buf` outlives the segment (freed below) and is only
+        // read after quiet.
+        #[allow(unsafe_code)]
+        let seg = unsafe { t[1].register(buf.as_mut_ptr(), buf.len(), Perm::ALL) }.unwrap();
+        let at = seg.info().at(100);
+        t[0].write(at, b"registered", Options::status())
+            .unwrap()
+            .wait()
+            .unwrap();
+        let back = t[0]
+            .read(at, 10, Options::default())
+            .unwrap()
+            .wait_data()
+            .unwrap();
+        assert_eq!(back, b"registered");
+        // Atomics on registered memory take the udp path on one node.
+        let old = t[0]
+            .fetch_add(seg.info().at(0), 5, Options::default())
+            .unwrap()
+            .wait_value()
+            .unwrap();
+        assert_eq!(old, 0);
+        t[0].quiet().unwrap();
+        t[1].free(seg).unwrap();
+        assert_eq!(&buf[100..110], b"registered");
+        assert_eq!(buf[0], 5);
     });
 }
 
@@ -58,7 +111,11 @@ fn read_returns_remote_bytes() {
         let (segs, info) = seg_all(t, 1 << 20);
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         segs[1].write_bytes(0, &data).unwrap();
-        let got = t[0].read(info[1].at(0), data.len(), Options::default()).unwrap().wait_data().unwrap();
+        let got = t[0]
+            .read(info[1].at(0), data.len(), Options::default())
+            .unwrap()
+            .wait_data()
+            .unwrap();
         assert_eq!(got, data);
     });
 }
@@ -72,17 +129,32 @@ fn atomics_from_every_task_add_up() {
                 let at = info[0].at(0);
                 s.spawn(move || {
                     for _ in 0..200 {
-                        task.fetch_add(at, 1, Options::default()).unwrap().wait_value().unwrap();
+                        task.fetch_add(at, 1, Options::default())
+                            .unwrap()
+                            .wait_value()
+                            .unwrap();
                     }
                 });
             }
         });
         assert_eq!(segs[0].word(0).unwrap().load(Ordering::Acquire), 800);
-        let old = t[1].swap(info[0].at(8), 42, Options::default()).unwrap().wait_value().unwrap();
+        let old = t[1]
+            .swap(info[0].at(8), 42, Options::default())
+            .unwrap()
+            .wait_value()
+            .unwrap();
         assert_eq!(old, 0);
-        let r = t[2].cas(info[0].at(8), 41, 7, Options::default()).unwrap().wait_value().unwrap();
+        let r = t[2]
+            .cas(info[0].at(8), 41, 7, Options::default())
+            .unwrap()
+            .wait_value()
+            .unwrap();
         assert_eq!(r, 42, "failed CAS returns the current value");
-        let r = t[2].cas(info[0].at(8), 42, 7, Options::default()).unwrap().wait_value().unwrap();
+        let r = t[2]
+            .cas(info[0].at(8), 42, 7, Options::default())
+            .unwrap()
+            .wait_value()
+            .unwrap();
         assert_eq!(r, 42);
         assert_eq!(segs[0].word(8).unwrap().load(Ordering::Acquire), 7);
     });
@@ -99,7 +171,10 @@ fn fifo_many_to_one_and_full_queue_pushes_back() {
                 s.spawn(move || {
                     for i in 0..10u32 {
                         let msg = [task.rank().to_le_bytes(), i.to_le_bytes()].concat();
-                        task.fifo_push(at, &msg, Options::status()).unwrap().wait().unwrap();
+                        task.fifo_push(at, &msg, Options::status())
+                            .unwrap()
+                            .wait()
+                            .unwrap();
                     }
                 });
             }
@@ -117,11 +192,17 @@ fn fifo_many_to_one_and_full_queue_pushes_back() {
         }
         // Fill the queue: the 65th push is refused, nothing is lost.
         for i in 0..64u32 {
-            t[1].fifo_push(at, &i.to_le_bytes(), Options::status()).unwrap().wait().unwrap();
+            t[1].fifo_push(at, &i.to_le_bytes(), Options::status())
+                .unwrap()
+                .wait()
+                .unwrap();
         }
         let e = t[1].fifo_push(at, b"x", Options::status()).unwrap().wait();
         assert!(matches!(e, Err(Error::Remote(Status::FifoFull))), "{e:?}");
-        let e = t[1].fifo_push(at, &[0; 100], Options::status()).unwrap().wait();
+        let e = t[1]
+            .fifo_push(at, &[0; 100], Options::status())
+            .unwrap()
+            .wait();
         assert!(matches!(e, Err(Error::Remote(Status::TooLarge))), "{e:?}");
         for i in 0..64u32 {
             assert!(q.pop(&mut buf).is_some());
@@ -141,7 +222,9 @@ fn signal_round_trip_runs_handlers_that_reply() {
             Arc::new(|ctx, payload: &[u8]| {
                 let mut p = payload.to_vec();
                 p.reverse();
-                ctx.task.signal(ctx.from, 4, &p, Options::default()).unwrap();
+                ctx.task
+                    .signal(ctx.from, 4, &p, Options::default())
+                    .unwrap();
             }),
         )
         .unwrap();
@@ -159,7 +242,10 @@ fn signal_round_trip_runs_handlers_that_reply() {
             )
             .unwrap();
         }
-        t[0].signal(1, 3, b"hello", Options::status()).unwrap().wait().unwrap();
+        t[0].signal(1, 3, b"hello", Options::status())
+            .unwrap()
+            .wait()
+            .unwrap();
         t[0].wait_word(&flag, |v| v == 1);
         assert_eq!(&*got.lock().unwrap(), b"olleh");
         let e = t[0].signal(1, 99, b"", Options::status()).unwrap().wait();
@@ -173,18 +259,59 @@ fn refused_operations_are_reported_counted_and_not_applied() {
         let seg = t[1].alloc(4096, Perm::READ | Perm::WRITE).unwrap();
         let ro = t[1].alloc(4096, Perm::READ).unwrap();
         let i = seg.info();
-        let bad_key = RemoteAddr { key: i.key ^ 1, ..i.at(0) };
-        let cases: Vec<(Box<dyn Fn() -> Result<Reply, Error>>, Status)> = vec![
-            (Box::new(|| t[0].write(bad_key, &[1; 8], Options::status())?.wait()), Status::BadKey),
-            (Box::new(|| t[0].write(i.at(4090), &[1; 8], Options::status())?.wait()), Status::OutOfBounds),
-            (Box::new(|| t[0].write(ro.info().at(0), &[1; 8], Options::status())?.wait()), Status::NoPermission),
-            (Box::new(|| t[0].fetch_add(i.at(0), 1, Options::default())?.wait()), Status::NoPermission),
-            (Box::new(|| t[0].read(i.at(4000), 200, Options::default())?.wait()), Status::OutOfBounds),
-            (Box::new(|| t[0].write(i.at(0), &[1; 8], Options { notify: Some(Notify { key: i.key, addr: i.base + 3, addend: 1 }), ..Options::status() })?.wait()), Status::Misaligned),
+        let bad_key = RemoteAddr {
+            key: i.key ^ 1,
+            ..i.at(0)
+        };
+        let cases: Vec<(Case, Status)> = vec![
+            (
+                Box::new(|| t[0].write(bad_key, &[1; 8], Options::status())?.wait()),
+                Status::BadKey,
+            ),
+            (
+                Box::new(|| t[0].write(i.at(4090), &[1; 8], Options::status())?.wait()),
+                Status::OutOfBounds,
+            ),
+            (
+                Box::new(|| {
+                    t[0].write(ro.info().at(0), &[1; 8], Options::status())?
+                        .wait()
+                }),
+                Status::NoPermission,
+            ),
+            (
+                Box::new(|| t[0].fetch_add(i.at(0), 1, Options::default())?.wait()),
+                Status::NoPermission,
+            ),
+            (
+                Box::new(|| t[0].read(i.at(4000), 200, Options::default())?.wait()),
+                Status::OutOfBounds,
+            ),
+            (
+                Box::new(|| {
+                    t[0].write(
+                        i.at(0),
+                        &[1; 8],
+                        Options {
+                            notify: Some(Notify {
+                                key: i.key,
+                                addr: i.base + 3,
+                                addend: 1,
+                            }),
+                            ..Options::status()
+                        },
+                    )?
+                    .wait()
+                }),
+                Status::Misaligned,
+            ),
         ];
         for (k, (f, want)) in cases.iter().enumerate() {
             let got = f();
-            assert!(matches!(got, Err(Error::Remote(s)) if s == *want), "case {k}: {got:?}");
+            assert!(
+                matches!(got, Err(Error::Remote(s)) if s == *want),
+                "case {k}: {got:?}"
+            );
         }
         // An error without status return surfaces in quiet.
         t[0].write(bad_key, &[1; 8], Options::default()).unwrap();
@@ -208,7 +335,11 @@ fn multicast_reaches_every_member_with_one_completion() {
         let info = segs[0].info();
         for round in 0..5u8 {
             let data = vec![round + 1; 1408];
-            let r = t[2].multicast(9, info.key, 4096 * round as u64, &data).unwrap().wait().unwrap();
+            let r = t[2]
+                .multicast(9, info.key, 4096 * round as u64, &data)
+                .unwrap()
+                .wait()
+                .unwrap();
             assert_eq!(r, Reply::Members(5));
         }
         for s in &segs {
@@ -224,7 +355,10 @@ fn multicast_reaches_every_member_with_one_completion() {
 /// One segment per task with the same key.
 fn shared_key(t: &[Task], len: usize) -> Vec<sss_mbcf::Segment> {
     std::thread::scope(|s| {
-        let hs: Vec<_> = t.iter().map(|task| s.spawn(move || task.alloc_shared_key(len, Perm::ALL).unwrap())).collect();
+        let hs: Vec<_> = t
+            .iter()
+            .map(|task| s.spawn(move || task.alloc_shared_key(len, Perm::ALL).unwrap()))
+            .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     })
 }
@@ -234,8 +368,10 @@ fn fence_and_quiet_wait_for_acknowledgements() {
     each_transport(3, |t| {
         let (segs, info) = seg_all(t, 1 << 20);
         for k in 0..100u64 {
-            t[0].write(info[1].at(k * 8), &k.to_le_bytes(), Options::default()).unwrap();
-            t[0].write(info[2].at(k * 8), &k.to_le_bytes(), Options::default()).unwrap();
+            t[0].write(info[1].at(k * 8), &k.to_le_bytes(), Options::default())
+                .unwrap();
+            t[0].write(info[2].at(k * 8), &k.to_le_bytes(), Options::default())
+                .unwrap();
         }
         t[0].fence(1).unwrap();
         assert_eq!(segs[1].word(99 * 8).unwrap().load(Ordering::Acquire), 99);
@@ -248,9 +384,17 @@ fn fence_and_quiet_wait_for_acknowledgements() {
 fn no_flow_control_write_arrives_on_a_clean_network() {
     each_transport(2, |t| {
         let (segs, info) = seg_all(t, 4096);
-        t[0].write(info[1].at(0), &7u64.to_le_bytes(), Options { nofc: true, ..Options::default() })
-            .unwrap();
-        let v = t[1].wait_word_timeout(segs[1].word(0).unwrap(), |v| v == 7, Duration::from_secs(5));
+        t[0].write(
+            info[1].at(0),
+            &7u64.to_le_bytes(),
+            Options {
+                nofc: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let v =
+            t[1].wait_word_timeout(segs[1].word(0).unwrap(), |v| v == 7, Duration::from_secs(5));
         assert_eq!(v, Some(7));
         assert_eq!(t[0].stats().retransmissions, 0);
     });
@@ -277,7 +421,10 @@ fn progress_ticks() -> u64 {
 fn idle_progress_threads_use_no_cpu() {
     let t = cluster(2, &["127.0.0.2", "127.0.0.3"]);
     let (_segs, info) = seg_all(&t, 4096);
-    t[0].write(info[1].at(0), &[1; 8], Options::status()).unwrap().wait().unwrap();
+    t[0].write(info[1].at(0), &[1; 8], Options::status())
+        .unwrap()
+        .wait()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let before = progress_ticks();
     std::thread::sleep(Duration::from_secs(1));

@@ -1,0 +1,473 @@
+//! The `shm` transport: tasks on one node operate on each other's memory
+//! directly.
+//!
+//! Every task publishes a control block, `/dev/shm/sss-<job>-<rank>-ctl`,
+//! that same-node peers map: its waiters' futex word, its segment table
+//! (so a sender can check key, bounds and permission exactly as the
+//! receiver would), its signal-handler bitmap and an inbound ring for
+//! SIGNALs. A sender then
+//!
+//! - applies WRITE, READ and atomics on shared-memory segments itself,
+//!   through its own mapping of the segment file, atomics as native atomic
+//!   instructions on the shared mapping, then wakes the receiver's waiters;
+//! - uses `process_vm_writev`/`readv` for plain WRITE/READ on registered
+//!   (non-shared) memory;
+//! - pushes FIFO messages straight into the queue's ring when the queue
+//!   lives in shared memory;
+//! - queues SIGNALs on the receiver's inbound ring and rings its doorbell (a
+//!   zero-length datagram) if its progress thread sleeps.
+//!
+//! Anything else — atomics, notifies or FIFOs in registered memory,
+//! segments beyond the published table, multicast — takes the `udp` path,
+//! where the receiver checks and applies as usual. Either way the receiver
+//! counts what it applied and refused.
+
+use crate::fifo::{Ring, FIFO_HEADER};
+use crate::mem::Checked;
+use crate::segment::{Perm, SegmentInfo};
+use crate::sys::{self, Mapping};
+use sss_wire::Status;
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Magic of a control block ("SSCT").
+pub const CTL_MAGIC: u32 = 0x5353_4354;
+/// Segments a control block publishes.
+pub const CTL_SEGMENTS: usize = 256;
+/// Slots of the inbound signal ring.
+pub const SIGNAL_SLOTS: u32 = 256;
+/// Largest signal payload through shared memory.
+pub const SIGNAL_MAX: usize = 1408;
+
+/// One published segment, read by peers under a sequence lock.
+#[repr(C)]
+pub struct SegEntry {
+    /// Sequence lock: odd while the owner rewrites the entry. Owner: the
+    /// segment's task; readers retry when it is odd or changed.
+    pub seq: AtomicU64,
+    /// Capability key; 0 marks a free entry.
+    pub key: AtomicU64,
+    /// Base address in the owner.
+    pub base: AtomicU64,
+    /// Length in bytes.
+    pub len: AtomicU64,
+    /// Bits 0–7 permissions, bit 8 shared memory, bits 32–63 segment id.
+    pub meta: AtomicU64,
+}
+
+/// The control block at the start of `/dev/shm/sss-<job>-<rank>-ctl`.
+/// Fields written by peers are atomics; lines written by different parties
+/// are kept apart.
+#[repr(C)]
+pub struct Ctl {
+    /// [`CTL_MAGIC`] once initialized. Owner: the task.
+    pub magic: AtomicU32,
+    /// Layout version, 1.
+    pub version: u32,
+    /// Process id of the task. Owner: the task.
+    pub pid: u32,
+    /// Padding.
+    pub _pad0: [u8; 52],
+    /// Bumped after anything lands in this task's memory; the task's
+    /// waiters block on it (futex). Written by the progress thread and by
+    /// same-node senders.
+    pub events: AtomicU32,
+    /// Number of threads blocked on `events`; senders skip the wake
+    /// system call when it is zero.
+    pub waiters: AtomicU32,
+    /// Padding to the next line.
+    pub _pad1: [u8; 56],
+    /// 1 while the progress thread sleeps in poll: senders that queue a
+    /// signal then ring the doorbell. Owner: the progress thread.
+    pub progress_asleep: AtomicU32,
+    /// Padding.
+    pub _pad2: [u8; 60],
+    /// Operations applied by same-node senders on this task's behalf.
+    pub applied: AtomicU64,
+    /// Operations refused by same-node senders' checks.
+    pub rejected: AtomicU64,
+    /// Padding.
+    pub _pad3: [u8; 48],
+    /// Bitmap of registered signal handlers 0–255. Owner: the task.
+    pub handlers: [AtomicU64; 4],
+    /// Padding.
+    pub _pad4: [u8; 32],
+    /// Published segments. Owner: the task.
+    pub segs: [SegEntry; CTL_SEGMENTS],
+}
+
+/// Offset of the signal ring in the control file (64-byte aligned).
+pub const SIGNAL_RING_AT: usize = std::mem::size_of::<Ctl>().next_multiple_of(64);
+
+/// Bytes of a control file.
+pub fn ctl_bytes() -> usize {
+    SIGNAL_RING_AT + crate::fifo::fifo_bytes(SIGNAL_SLOTS, 4 + SIGNAL_MAX)
+}
+
+/// Name of a task's control file.
+pub fn ctl_name(job: u32, rank: u32) -> String {
+    format!("sss-{job}-{rank}-ctl")
+}
+
+/// A mapped control block, ours or a peer's.
+pub(crate) struct CtlMap {
+    map: Mapping,
+}
+
+impl CtlMap {
+    /// Creates and initializes this task's control block.
+    pub fn create(job: u32, rank: u32) -> std::io::Result<Self> {
+        let name = ctl_name(job, rank);
+        sys::shm_unlink(&name);
+        let fd = sys::shm_file(&name, ctl_bytes(), true)?;
+        let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
+        let c = CtlMap { map };
+        crate::mem::ctl_init(c.map.ptr(), std::process::id());
+        let ring = Checked {
+            ptr: c.map.ptr().wrapping_add(SIGNAL_RING_AT),
+            len: ctl_bytes() - SIGNAL_RING_AT,
+        };
+        Ring::create(ring, SIGNAL_SLOTS, 4 + SIGNAL_MAX)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        c.ctl().magic.store(CTL_MAGIC, Ordering::Release);
+        Ok(c)
+    }
+
+    /// Maps a peer's control block.
+    pub fn open(job: u32, rank: u32) -> std::io::Result<Self> {
+        let fd = sys::shm_file(&ctl_name(job, rank), 0, false)?;
+        let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
+        let c = CtlMap { map };
+        if c.ctl().magic.load(Ordering::Acquire) != CTL_MAGIC {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "control block not initialized",
+            ));
+        }
+        Ok(c)
+    }
+
+    pub fn ctl(&self) -> &Ctl {
+        crate::mem::ctl_at(self.map.ptr())
+    }
+
+    pub fn signal_ring(&self) -> Ring {
+        Ring::at(self.map.ptr().wrapping_add(SIGNAL_RING_AT))
+    }
+
+    /// Publishes the segment table (called with the owner's table lock).
+    pub fn publish(&self, infos: &[SegmentInfo]) {
+        let c = self.ctl();
+        for (i, e) in c.segs.iter().enumerate() {
+            let s = e.seq.load(Ordering::Relaxed);
+            e.seq.store(s + 1, Ordering::Relaxed);
+            std::sync::atomic::fence(Ordering::Release);
+            match infos.get(i) {
+                Some(info) => {
+                    e.key.store(info.key, Ordering::Relaxed);
+                    e.base.store(info.base, Ordering::Relaxed);
+                    e.len.store(info.len, Ordering::Relaxed);
+                    e.meta.store(
+                        info.perm.0 as u64 | (info.shared as u64) << 8 | (info.id as u64) << 32,
+                        Ordering::Relaxed,
+                    );
+                }
+                None => e.key.store(0, Ordering::Relaxed),
+            }
+            e.seq.store(s + 2, Ordering::Release);
+        }
+    }
+
+    /// Marks handler `h` registered.
+    pub fn set_handler(&self, h: u32) {
+        if h < 256 {
+            self.ctl().handlers[(h / 64) as usize].fetch_or(1 << (h % 64), Ordering::Release);
+        }
+    }
+
+    fn has_handler(&self, h: u32) -> bool {
+        h < 256
+            && self.ctl().handlers[(h / 64) as usize].load(Ordering::Acquire) & (1 << (h % 64)) != 0
+    }
+
+    /// Finds the published segment with `key`.
+    fn lookup(&self, key: u64) -> Option<Published> {
+        if key == 0 {
+            return None;
+        }
+        for e in &self.ctl().segs {
+            loop {
+                let s1 = e.seq.load(Ordering::Acquire);
+                if s1 % 2 == 1 {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                let k = e.key.load(Ordering::Relaxed);
+                let base = e.base.load(Ordering::Relaxed);
+                let len = e.len.load(Ordering::Relaxed);
+                let meta = e.meta.load(Ordering::Relaxed);
+                std::sync::atomic::fence(Ordering::Acquire);
+                if e.seq.load(Ordering::Relaxed) != s1 {
+                    continue;
+                }
+                if k == key {
+                    return Some(Published {
+                        base,
+                        len,
+                        perm: Perm((meta & 0xff) as u8),
+                        shared: meta & 0x100 != 0,
+                        id: (meta >> 32) as u32,
+                    });
+                }
+                break;
+            }
+        }
+        None
+    }
+
+    /// Bumps the event word and wakes the task's waiters.
+    pub fn wake(&self) {
+        let c = self.ctl();
+        c.events.fetch_add(1, Ordering::SeqCst);
+        if c.waiters.load(Ordering::SeqCst) > 0 {
+            sys::futex_wake_all(&c.events);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Published {
+    base: u64,
+    len: u64,
+    perm: Perm,
+    shared: bool,
+    id: u32,
+}
+
+/// What the shm path did with an operation.
+pub(crate) enum Direct {
+    /// Applied (or refused) here; the reply.
+    Done(Result<crate::Reply, Status>),
+    /// Not for the shm path: send it over udp.
+    Fallback,
+}
+
+/// A same-node peer: its control block and the segment files mapped so far.
+pub(crate) struct Peer {
+    job: u32,
+    rank: u32,
+    pid: i32,
+    ctl: CtlMap,
+    maps: HashMap<u32, Arc<Mapping>>,
+}
+
+impl Peer {
+    pub fn open(job: u32, rank: u32, pid: u32) -> std::io::Result<Self> {
+        Ok(Self {
+            job,
+            rank,
+            pid: pid as i32,
+            ctl: CtlMap::open(job, rank)?,
+            maps: HashMap::new(),
+        })
+    }
+
+    /// Checks (key, addr, len, perm) against the peer's table, as the
+    /// receiver would.
+    fn check(&self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Published, Status> {
+        let p = self.ctl.lookup(key).ok_or(Status::BadKey)?;
+        let off = addr.checked_sub(p.base).ok_or(Status::OutOfBounds)?;
+        if off.checked_add(len as u64).is_none_or(|e| e > p.len) {
+            return Err(Status::OutOfBounds);
+        }
+        if !p.perm.contains(need) {
+            return Err(Status::NoPermission);
+        }
+        Ok(p)
+    }
+
+    /// Our address for `addr` in the peer's shared segment `p`.
+    fn local(&mut self, p: &Published, addr: u64, len: usize) -> Result<Checked, Status> {
+        let m = match self.maps.get(&p.id) {
+            Some(m) if m.len() as u64 >= p.len => m.clone(),
+            _ => {
+                let name = crate::segment::SegTable::shm_name(self.job, self.rank, p.id);
+                let fd = sys::shm_file(&name, 0, false).map_err(|_| Status::BadKey)?;
+                let m = Arc::new(
+                    Mapping::shared(fd.as_raw_fd(), p.len.max(8) as usize)
+                        .map_err(|_| Status::BadKey)?,
+                );
+                self.maps.insert(p.id, m.clone());
+                m
+            }
+        };
+        Ok(Checked {
+            ptr: m.ptr().wrapping_add((addr - p.base) as usize),
+            len,
+        })
+    }
+
+    fn count(&self, r: &Result<crate::Reply, Status>) {
+        let c = self.ctl.ctl();
+        if r.is_ok() {
+            c.applied.fetch_add(1, Ordering::Relaxed);
+        } else {
+            c.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn finish(&self, r: Result<crate::Reply, Status>) -> Direct {
+        self.count(&r);
+        if r.is_ok() {
+            self.ctl.wake();
+        }
+        Direct::Done(r)
+    }
+
+    /// Runs one operation against the peer's memory if the shm path can.
+    pub fn apply(&mut self, me: u32, op: &sss_proto::Op<'_>) -> Direct {
+        use crate::Reply;
+        use sss_proto::Op;
+        match *op {
+            Op::Write {
+                key,
+                addr,
+                data,
+                notify,
+            } => {
+                let p = match self.check(key, addr, data.len(), Perm::WRITE) {
+                    Ok(p) => p,
+                    Err(s) => return self.finish(Err(s)),
+                };
+                let counter = match notify {
+                    None => None,
+                    Some(n) => match self.check(n.key, n.addr, 8, Perm::WRITE) {
+                        Err(s) => return self.finish(Err(s)),
+                        Ok(_) if n.addr % 8 != 0 => return self.finish(Err(Status::Misaligned)),
+                        Ok(np) if !np.shared => return Direct::Fallback,
+                        Ok(np) => Some((np, n)),
+                    },
+                };
+                if p.shared {
+                    match self.local(&p, addr, data.len()) {
+                        Ok(c) => c.write(data),
+                        Err(s) => return self.finish(Err(s)),
+                    }
+                } else if sys::process_vm_write(self.pid, addr, data).ok() != Some(data.len()) {
+                    return self.finish(Err(Status::OutOfBounds));
+                }
+                if let Some((np, n)) = counter {
+                    match self.local(&np, n.addr, 8) {
+                        // Release: the data is visible before the bump.
+                        Ok(c) => {
+                            c.word().fetch_add(n.addend, Ordering::Release);
+                        }
+                        Err(s) => return self.finish(Err(s)),
+                    }
+                }
+                self.finish(Ok(Reply::Done))
+            }
+            Op::Read { key, addr, len } => {
+                let p = match self.check(key, addr, len as usize, Perm::READ) {
+                    Ok(p) => p,
+                    Err(s) => return self.finish(Err(s)),
+                };
+                if p.shared {
+                    match self.local(&p, addr, len as usize) {
+                        Ok(c) => self.finish(Ok(Reply::Data(c.to_vec()))),
+                        Err(s) => self.finish(Err(s)),
+                    }
+                } else {
+                    let mut v = vec![0; len as usize];
+                    match sys::process_vm_read(self.pid, addr, &mut v) {
+                        Ok(n) if n == v.len() => self.finish(Ok(Reply::Data(v))),
+                        _ => self.finish(Err(Status::OutOfBounds)),
+                    }
+                }
+            }
+            Op::Swap { key, addr, .. }
+            | Op::Cas { key, addr, .. }
+            | Op::FetchAdd { key, addr, .. } => {
+                let p = match self.check(key, addr, 8, Perm::ATOMIC) {
+                    Ok(p) => p,
+                    Err(s) => return self.finish(Err(s)),
+                };
+                if addr % 8 != 0 {
+                    return self.finish(Err(Status::Misaligned));
+                }
+                if !p.shared {
+                    return Direct::Fallback;
+                }
+                let w = match self.local(&p, addr, 8) {
+                    Ok(c) => c.word(),
+                    Err(s) => return self.finish(Err(s)),
+                };
+                let old = match *op {
+                    Op::Swap { operand, .. } => w.swap(operand, Ordering::AcqRel),
+                    Op::Cas { expected, new, .. } => {
+                        match w.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+                        {
+                            Ok(v) | Err(v) => v,
+                        }
+                    }
+                    Op::FetchAdd { operand, .. } => w.fetch_add(operand, Ordering::AcqRel),
+                    _ => 0,
+                };
+                self.finish(Ok(Reply::Value(old)))
+            }
+            Op::Fifo { key, addr, data } => {
+                let p = match self.check(key, addr, FIFO_HEADER, Perm::WRITE) {
+                    Ok(p) => p,
+                    Err(s) => return self.finish(Err(s)),
+                };
+                if !p.shared {
+                    return Direct::Fallback;
+                }
+                let head = match self.local(&p, addr, FIFO_HEADER) {
+                    Ok(c) => c,
+                    Err(s) => return self.finish(Err(s)),
+                };
+                let r = Ring::open(head).and_then(|(_, total)| {
+                    self.check(key, addr, total, Perm::WRITE)?;
+                    let c = self.local(&p, addr, total)?;
+                    Ring::at(c.ptr).push(me, data)
+                });
+                self.finish(r.map(|_| Reply::Done))
+            }
+            Op::Signal {
+                key: _,
+                handler,
+                data,
+            } => {
+                if data.len() > SIGNAL_MAX {
+                    return Direct::Fallback;
+                }
+                if !self.ctl.has_handler(handler) {
+                    return self.finish(Err(Status::NoSuchHandler));
+                }
+                let mut msg = Vec::with_capacity(4 + data.len());
+                msg.extend_from_slice(&handler.to_le_bytes());
+                msg.extend_from_slice(data);
+                match self.ctl.signal_ring().push(me, &msg) {
+                    Ok(()) => {
+                        let c = self.ctl.ctl();
+                        c.applied.fetch_add(1, Ordering::Relaxed);
+                        Direct::Done(Ok(Reply::Done))
+                    }
+                    // A full ring is back-pressure, not an error: let the
+                    // caller retry through the udp path, which queues.
+                    Err(_) => Direct::Fallback,
+                }
+            }
+        }
+    }
+
+    /// True when the peer's progress thread sleeps and needs a doorbell.
+    pub fn asleep(&self) -> bool {
+        // Orders our ring push before the flag read (see the progress loop).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.ctl.ctl().progress_asleep.load(Ordering::SeqCst) != 0
+    }
+}
