@@ -42,8 +42,8 @@ pub use segment::{Perm, Segment, SegmentInfo};
 pub use shm::{Ctl, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{
-    Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Task, TaskConfig, TaskStats,
-    ThreadBoot, Transport,
+    Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, Task, TaskConfig,
+    TaskStats, ThreadBoot, Transport,
 };
 
 /// An address in another task: (rank, segment key, virtual address).

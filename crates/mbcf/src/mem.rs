@@ -132,3 +132,16 @@ pub(crate) fn ctl_init(base: *mut u8, pid: u32) {
         std::ptr::addr_of_mut!((*c).pid).write(pid);
     }
 }
+
+/// Copies a completion's bytes to a caller-supplied location (C API).
+pub(crate) fn sink_bytes(dst: usize, cap: usize, data: &[u8]) {
+    // SAFETY: Sink::new's contract: `dst` points to `cap` writable bytes
+    // that stay valid until the operation completes, which is now.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len().min(cap)) }
+}
+
+/// The caller-supplied completion counter (C API).
+pub(crate) fn sink_counter<'a>(addr: usize) -> &'a AtomicU64 {
+    // SAFETY: Sink::new's contract: an aligned u64 valid until completion.
+    unsafe { AtomicU64::from_ptr(addr as *mut u64) }
+}

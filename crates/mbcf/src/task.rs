@@ -117,6 +117,24 @@ impl Bootstrap for ThreadBoot {
     }
 }
 
+impl Bootstrap for sss_boot::Boot {
+    fn job(&self) -> u32 {
+        sss_boot::Boot::job(self)
+    }
+    fn rank(&self) -> u32 {
+        sss_boot::Boot::rank(self)
+    }
+    fn size(&self) -> u32 {
+        sss_boot::Boot::size(self)
+    }
+    fn node(&self) -> String {
+        sss_boot::Boot::node(self).to_string()
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        sss_boot::Boot::allgather(self, data).map_err(|e| e.to_string())
+    }
+}
+
 /// Tunables of a task, read from the environment by [`TaskConfig::from_env`].
 #[derive(Debug, Clone)]
 pub struct TaskConfig {
@@ -206,6 +224,55 @@ pub struct Options {
     /// WRITE only: after the data, add `addend` to the 8-byte counter at
     /// (`key`, `addr`) in the same target.
     pub notify: Option<Notify>,
+    /// Local memory the completion is delivered into (C-style APIs): see
+    /// [`Sink`]. Implies status return.
+    pub sink: Option<Sink>,
+}
+
+/// Where a completion lands in local memory, for callers that poll memory
+/// rather than hold a [`Request`] (the C API). On completion, successful or
+/// not, the result is stored first — READ data copied to `data` (at most
+/// `data_len` bytes), an atomic's old value written to `data` as a u64 —
+/// then `counter`, if set, is incremented with release order, and waiters
+/// are woken.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sink {
+    counter: usize,
+    data: usize,
+    data_len: usize,
+}
+
+impl Sink {
+    /// A sink bumping `counter` and storing results at `data`.
+    ///
+    /// # Safety
+    /// `counter` (if not null) must point to an 8-byte aligned u64 and
+    /// `data` (if not null) to `data_len` writable bytes (8-byte aligned
+    /// when it receives an atomic's value), both valid until the operation
+    /// completes, and not accessed non-atomically by others meanwhile.
+    #[allow(unsafe_code)]
+    pub unsafe fn new(counter: *const AtomicU64, data: *mut u8, data_len: usize) -> Self {
+        Self {
+            counter: counter as usize,
+            data: data as usize,
+            data_len,
+        }
+    }
+
+    fn deliver(&self, r: &Result<Reply, Error>) {
+        if self.data != 0 {
+            match r {
+                Ok(Reply::Data(d)) => crate::mem::sink_bytes(self.data, self.data_len, d),
+                Ok(Reply::Value(v)) if self.data_len >= 8 => {
+                    crate::mem::sink_bytes(self.data, 8, &v.to_ne_bytes())
+                }
+                _ => {}
+            }
+        }
+        if self.counter != 0 {
+            crate::mem::sink_counter(self.counter).fetch_add(1, Ordering::Release);
+        }
+    }
 }
 
 impl Options {
@@ -246,17 +313,22 @@ pub enum Reply {
 struct ReqState {
     done: AtomicBool,
     result: Mutex<Option<Result<Reply, Error>>>,
+    sink: Option<Sink>,
 }
 
 impl ReqState {
-    fn new() -> Arc<Self> {
+    fn new(sink: Option<Sink>) -> Arc<Self> {
         Arc::new(Self {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
+            sink,
         })
     }
 
     fn complete(&self, r: Result<Reply, Error>) {
+        if let Some(s) = &self.sink {
+            s.deliver(&r);
+        }
         if let Ok(mut g) = self.result.lock() {
             *g = Some(r);
         }
@@ -471,6 +543,14 @@ fn bind_addr(node: &str) -> IpAddr {
 }
 
 impl Task {
+    /// Joins the job this process was started in: `sss run`, Slurm, PMI or
+    /// Open MPI variables, or a job of one task when there are none.
+    /// Tunables come from the environment ([`TaskConfig::from_env`]).
+    pub fn init() -> Result<Task, Error> {
+        let boot = sss_boot::Boot::from_env().map_err(|e| Error::Boot(e.to_string()))?;
+        Self::join(Box::new(boot), TaskConfig::from_env())
+    }
+
     /// Joins the job described by `boot`: binds a UDP socket on the node's
     /// address, swaps addresses with every task, starts the progress
     /// thread.
@@ -882,7 +962,7 @@ impl Task {
                 .map_err(Error::Remote)?
                 .write(data);
         }
-        let st = ReqState::new();
+        let st = ReqState::new(None);
         let mut net = self.inner.lock_net();
         loop {
             let now = self.inner.now();
@@ -1061,11 +1141,12 @@ impl Inner {
         if rank >= self.size {
             return Err(Error::NoSuchTask(rank));
         }
+        let status_return = opts.status_return || opts.sink.is_some();
         let popts = OpOptions {
-            status_return: opts.status_return,
+            status_return,
             nofc: opts.nofc,
         };
-        let tracked = opts.status_return
+        let tracked = status_return
             || matches!(
                 op,
                 Op::Read { .. } | Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. }
@@ -1095,7 +1176,7 @@ impl Inner {
                         None
                     }
                     r => {
-                        let st = ReqState::new();
+                        let st = ReqState::new(opts.sink);
                         st.complete(r);
                         Some(st)
                     }
@@ -1123,7 +1204,7 @@ impl Inner {
             }
         };
         let state = tracked.then(|| {
-            let st = ReqState::new();
+            let st = ReqState::new(opts.sink);
             net.reqs.insert(id, st.clone());
             st
         });

@@ -432,3 +432,35 @@ fn idle_progress_threads_use_no_cpu() {
     // Clock ticks are 10 ms; an idle second must cost at most one.
     assert!(used <= 1, "idle progress threads used {used} ticks in 1 s");
 }
+
+#[test]
+fn sinks_deliver_into_local_memory_then_bump_the_counter() {
+    each_transport(2, |t| {
+        let (segs, info) = seg_all(t, 4096);
+        segs[1].write_bytes(0, b"sink-data").unwrap();
+        let counter = AtomicU64::new(0);
+        let mut buf = [0u8; 9];
+        let mut old = 0u64;
+        // SAFETY: counter, buf and old outlive the operations (we wait for
+        // the counter to reach 3 before reading them).
+        #[allow(unsafe_code)]
+        let (s1, s2, s3) = unsafe {
+            (
+                sss_mbcf::Sink::new(&counter, buf.as_mut_ptr(), buf.len()),
+                sss_mbcf::Sink::new(&counter, (&mut old as *mut u64).cast(), 8),
+                sss_mbcf::Sink::new(&counter, std::ptr::null_mut(), 0),
+            )
+        };
+        let o = |s| Options {
+            sink: Some(s),
+            ..Options::default()
+        };
+        t[0].read(info[1].at(0), 9, o(s1)).unwrap();
+        t[0].fetch_add(info[1].at(16), 3, o(s2)).unwrap();
+        t[0].write(info[1].at(32), b"x", o(s3)).unwrap();
+        t[0].wait_word(&counter, |v| v == 3);
+        assert_eq!(&buf, b"sink-data");
+        assert_eq!(old, 0);
+        assert_eq!(segs[1].word(16).unwrap().load(Ordering::Acquire), 3);
+    });
+}
