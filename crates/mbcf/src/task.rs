@@ -146,6 +146,12 @@ pub struct TaskConfig {
     pub sockbuf: i32,
     /// Transport choice (`SSS_TRANSPORT=auto|udp|shm`).
     pub transport: Transport,
+    /// Fault injection: fraction of outgoing udp datagrams dropped
+    /// (`SSS_FAULT_DROP`, default 0).
+    pub fault_drop: f64,
+    /// Fault injection: fraction of outgoing udp datagrams sent twice
+    /// (`SSS_FAULT_DUP`, default 0).
+    pub fault_dup: f64,
 }
 
 /// Which transport carries operations to a peer.
@@ -165,6 +171,8 @@ impl Default for TaskConfig {
             spin: Duration::from_micros(50),
             sockbuf: 4 << 20,
             transport: Transport::Auto,
+            fault_drop: 0.0,
+            fault_dup: 0.0,
         }
     }
 }
@@ -178,7 +186,9 @@ impl TaskConfig {
     /// udp across; `udp`: udp everywhere; `shm` means `auto`, as shm cannot
     /// reach other nodes), `SSS_SPIN_US`, `SSS_SOCKBUF`,
     /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
-    /// `SSS_WINDOW` and `SSS_PAYLOAD` (bytes per packet).
+    /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), and the fault
+    /// injector's `SSS_FAULT_DROP` / `SSS_FAULT_DUP` (fractions of outgoing
+    /// udp datagrams dropped / duplicated).
     pub fn from_env() -> Self {
         let mut c = Self::default();
         if let Some(v) = env_u64("SSS_SPIN_US") {
@@ -188,6 +198,18 @@ impl TaskConfig {
             Ok("udp") => c.transport = Transport::Udp,
             Ok("shm") | Ok("auto") => c.transport = Transport::Auto,
             _ => {}
+        }
+        let frac = |n: &str| {
+            std::env::var(n)
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| (0.0..=1.0).contains(v))
+        };
+        if let Some(v) = frac("SSS_FAULT_DROP") {
+            c.fault_drop = v;
+        }
+        if let Some(v) = frac("SSS_FAULT_DUP") {
+            c.fault_dup = v;
         }
         if let Some(v) = env_u64("SSS_SOCKBUF") {
             c.sockbuf = v.min(i32::MAX as u64) as i32;
@@ -439,6 +461,18 @@ struct Net {
     reqs: HashMap<OpId, Arc<ReqState>>,
     mreqs: HashMap<McastId, Arc<ReqState>>,
     out: Vec<u8>,
+    /// xorshift state of the fault injector.
+    rng: u64,
+}
+
+impl Net {
+    /// A uniform draw in [0, 1).
+    fn draw(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 pub(crate) struct Inner {
@@ -601,6 +635,7 @@ impl Task {
                 reqs: HashMap::new(),
                 mreqs: HashMap::new(),
                 out: Vec::with_capacity(2048),
+                rng: sys::random_u64() | 1,
             }),
             sock,
             wake: EventFd::new()?,
@@ -1220,15 +1255,22 @@ impl Inner {
     /// Sends everything the endpoint has due, from the calling thread.
     fn flush(&self, net: &mut Net) {
         let now = self.now();
-        let Net { ep, out, .. } = net;
-        while let Some(dst) = ep.poll_transmit(now, out) {
+        let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
+        while let Some(dst) = net.ep.poll_transmit(now, &mut net.out) {
             if dst.job != self.job {
                 continue;
             }
-            if let Some(p) = self.peers.get(dst.rank as usize) {
-                // A full socket buffer drops the datagram like the network
-                // would; retransmission covers it.
-                let _ = self.sock.send_to(out, p.addr);
+            let Some(p) = self.peers.get(dst.rank as usize) else {
+                continue;
+            };
+            if drop_p > 0.0 && net.draw() < drop_p {
+                continue;
+            }
+            // A full socket buffer drops the datagram like the network
+            // would; retransmission covers it.
+            let _ = self.sock.send_to(&net.out, p.addr);
+            if dup_p > 0.0 && net.draw() < dup_p {
+                let _ = self.sock.send_to(&net.out, p.addr);
             }
         }
     }
