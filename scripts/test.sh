@@ -4,15 +4,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# System packages: a C toolchain and pkg-config for the C API examples,
+# iproute2 and nftables for the tests that inject real packet loss in a
+# network namespace of their own.
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "missing packages: ${need_apt[*]} (run as root to install them)" >&2
-    exit 1
+    echo "note: missing ${need_apt[*]}; run as root to install them (some tests will skip)" >&2
   fi
+fi
+command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
+
+# As root the namespace/nftables loss test must run, not skip.
+if [ "$(id -u)" = 0 ]; then
+  export SSS_REQUIRE_NETNS=1
 fi
 
 cargo fmt --all -- --check

@@ -495,3 +495,121 @@ fn sinks_deliver_into_local_memory_then_bump_the_counter() {
         assert_eq!(segs[1].word(16).unwrap().load(Ordering::Acquire), 3);
     });
 }
+
+const NETNS_CHILD: &str = "SSS_CONFORMANCE_NETNS_CHILD";
+
+/// Runs a command, returning whether it succeeded.
+fn sh(cmd: &[&str]) -> bool {
+    std::process::Command::new(cmd[0])
+        .args(&cmd[1..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Deletes the namespace (and with it the nftables table inside) however
+/// the test ends.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        sh(&["ip", "netns", "del", &self.0]);
+    }
+}
+
+/// The whole suite between two "hosts" (127.0.0.2 and 127.0.0.3 on the
+/// loopback of a network namespace made for the test), with nftables
+/// dropping 10 % of the udp datagrams between them at random.
+#[test]
+fn conformance_under_nftables_loss() {
+    if std::env::var_os(NETNS_CHILD).is_some() {
+        return;
+    }
+    let root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false);
+    let tools = sh(&["ip", "-V"]) && sh(&["nft", "--version"]);
+    if !root || !tools {
+        assert!(
+            std::env::var_os("SSS_REQUIRE_NETNS").is_none(),
+            "SSS_REQUIRE_NETNS is set but root, ip or nft is missing"
+        );
+        eprintln!("skipped: needs root, iproute2 and nftables");
+        return;
+    }
+    let ns = Netns(format!("sss-conf-{}", std::process::id()));
+    assert!(sh(&["ip", "netns", "add", &ns.0]), "ip netns add");
+    assert!(sh(&["ip", "-n", &ns.0, "link", "set", "lo", "up"]));
+    let rule = |a: &str, b: &str| {
+        format!("meta l4proto udp ip saddr {a} ip daddr {b} numgen random mod 10 0 counter drop\n")
+    };
+    let rules = format!(
+        "table inet sss_loss {{\nchain out {{\ntype filter hook output priority 0; policy accept;\n{}{}}}\n}}\n",
+        rule("127.0.0.2", "127.0.0.3"),
+        rule("127.0.0.3", "127.0.0.2")
+    );
+    let rules_file = std::env::temp_dir().join(format!("{}.nft", ns.0));
+    std::fs::write(&rules_file, rules).unwrap();
+    let ok = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns.0,
+        "nft",
+        "-f",
+        rules_file.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_file(&rules_file);
+    assert!(ok, "loading the nftables rules failed");
+
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(&exe)
+        .args([
+            "--test-threads",
+            "2",
+            "--skip",
+            "conformance_under_nftables_loss",
+            "--skip",
+            "idle_progress",
+            "--skip",
+            "no_flow_control",
+        ])
+        .env(NETNS_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "suite failed under loss:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("test result: ok"), "{stdout}");
+
+    let listing = std::process::Command::new("ip")
+        .args([
+            "netns", "exec", &ns.0, "nft", "list", "table", "inet", "sss_loss",
+        ])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let dropped: u64 = listing
+        .split("counter packets ")
+        .skip(1)
+        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    eprintln!(
+        "nftables dropped {dropped} datagrams; {}",
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("test result"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    assert!(dropped > 10, "the loss rule dropped only {dropped} packets");
+}
