@@ -495,6 +495,9 @@ pub(crate) struct Inner {
     shm_peers: Vec<Option<Mutex<Peer>>>,
     next_wake: AtomicU64,
     shutdown: AtomicBool,
+    progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
+    /// Signals collected by inline progress, run by the progress loop.
+    deferred: Mutex<Vec<(u32, u32, Vec<u8>)>>,
     start: Instant,
     errors: Mutex<Vec<Error>>,
     boot: Mutex<Box<dyn Bootstrap>>,
@@ -643,6 +646,8 @@ impl Task {
             shm_peers,
             next_wake: AtomicU64::new(u64::MAX),
             shutdown: AtomicBool::new(false),
+            progress_thread: std::sync::OnceLock::new(),
+            deferred: Mutex::new(Vec::new()),
             start: Instant::now(),
             errors: Mutex::new(Vec::new()),
             boot: Mutex::new(boot),
@@ -1286,6 +1291,10 @@ impl Inner {
 
     /// Blocks until the progress thread did some work (or a short while).
     fn wait_progress(&self) {
+        if self.on_progress_thread() {
+            self.step_inline();
+            return;
+        }
         let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
         self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
         sys::futex_wait(&self.ctl.ctl().events, seq, Some(Duration::from_millis(1)));
@@ -1295,6 +1304,19 @@ impl Inner {
     /// Spins for the configured time, then blocks on the event word until
     /// `cond` holds or `deadline` passes. Returns whether `cond` held.
     fn wait_until(&self, mut cond: impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        if self.on_progress_thread() {
+            loop {
+                if cond() {
+                    return true;
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d)
+                    || self.shutdown.load(Ordering::Relaxed)
+                {
+                    return false;
+                }
+                self.step_inline();
+            }
+        }
         let spin_end = Instant::now() + self.cfg.spin;
         loop {
             if cond() {
@@ -1321,6 +1343,64 @@ impl Inner {
             }
             sys::futex_wait(&self.ctl.ctl().events, seq, Some(t));
             self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// One round of progress: receive and apply what arrived, run due
+    /// timers, send what is due, complete requests, collect queued
+    /// signals. The progress thread's loop body, also run inline when a
+    /// signal handler on that thread must wait.
+    fn step(&self, buf: &mut [u8], signals: &mut Vec<(u32, u32, Vec<u8>)>) {
+        {
+            let segs = self.segs.read().unwrap_or_else(|e| e.into_inner());
+            let handlers = self.handlers.read().unwrap_or_else(|e| e.into_inner());
+            let mut net = self.lock_net();
+            let mut applier = Applier {
+                segs: &segs,
+                handlers: &handlers,
+                signal_key: self.signal_key,
+                signals,
+            };
+            for _ in 0..256 {
+                match self.sock.recv_from(buf) {
+                    Ok((0, _)) => {}
+                    Ok((n, _)) => {
+                        let now = self.now();
+                        net.ep.handle_datagram(now, &buf[..n], &mut applier);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let now = self.now();
+            if net.ep.poll_timeout().is_some_and(|t| t <= now) {
+                net.ep.handle_timeout(now);
+            }
+            self.flush(&mut net);
+            self.handle_events(&mut net);
+        }
+        let ring = self.ctl.signal_ring();
+        let mut msg = Vec::new();
+        while let Some(from) = ring.pop(&mut msg) {
+            if msg.len() >= 4 {
+                let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
+                signals.push((from, h, msg[4..].to_vec()));
+            }
+        }
+    }
+
+    fn on_progress_thread(&self) -> bool {
+        self.progress_thread.get() == Some(&std::thread::current().id())
+    }
+
+    /// Progress made by the progress thread itself while a signal handler
+    /// it runs waits: nobody else would receive the answer.
+    fn step_inline(&self) {
+        let mut buf = vec![0u8; 65_536];
+        let mut sig = Vec::new();
+        let _ = sys::poll_readable(&[self.sock.as_raw_fd()], Some(Duration::from_millis(1)));
+        self.step(&mut buf, &mut sig);
+        if let Ok(mut d) = self.deferred.lock() {
+            d.append(&mut sig);
         }
     }
 
@@ -1470,6 +1550,7 @@ impl Applier<'_> {
 /// The progress thread: receives, applies, acknowledges, retransmits, and
 /// runs signal handlers. Blocks in poll when there is nothing to do.
 fn progress(inner: Arc<Inner>) {
+    let _ = inner.progress_thread.set(std::thread::current().id());
     let sock_fd = inner.sock.as_raw_fd();
     let wake_fd = inner.wake.fd();
     let mut buf = vec![0u8; 65_536];
@@ -1501,40 +1582,9 @@ fn progress(inner: Arc<Inner>) {
         if inner.shutdown.load(Ordering::SeqCst) {
             break;
         }
-        {
-            let segs = inner.segs.read().unwrap_or_else(|e| e.into_inner());
-            let handlers = inner.handlers.read().unwrap_or_else(|e| e.into_inner());
-            let mut net = inner.lock_net();
-            let mut applier = Applier {
-                segs: &segs,
-                handlers: &handlers,
-                signal_key: inner.signal_key,
-                signals: &mut signals,
-            };
-            for _ in 0..256 {
-                match inner.sock.recv_from(&mut buf) {
-                    Ok((0, _)) => {}
-                    Ok((n, _)) => {
-                        let now = inner.now();
-                        net.ep.handle_datagram(now, &buf[..n], &mut applier);
-                    }
-                    Err(_) => break,
-                }
-            }
-            let now = inner.now();
-            if net.ep.poll_timeout().is_some_and(|t| t <= now) {
-                net.ep.handle_timeout(now);
-            }
-            inner.flush(&mut net);
-            inner.handle_events(&mut net);
-        }
-        let ring = inner.ctl.signal_ring();
-        let mut msg = Vec::new();
-        while let Some(from) = ring.pop(&mut msg) {
-            if msg.len() >= 4 {
-                let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
-                signals.push((from, h, msg[4..].to_vec()));
-            }
+        inner.step(&mut buf, &mut signals);
+        if let Ok(mut d) = inner.deferred.lock() {
+            signals.append(&mut d);
         }
         for (from, h, payload) in signals.drain(..) {
             let f = inner

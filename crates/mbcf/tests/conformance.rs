@@ -613,3 +613,36 @@ fn conformance_under_nftables_loss() {
     );
     assert!(dropped > 10, "the loss rule dropped only {dropped} packets");
 }
+
+#[test]
+fn handlers_may_wait_for_replies() {
+    each_transport(2, |t| {
+        let (segs, info) = seg_all(t, 4096);
+        let counter = info[0].at(0);
+        // Task 1's handler does a blocking atomic round trip to task 0 from
+        // inside the progress thread, then answers with a write.
+        t[1].set_handler(
+            1,
+            Arc::new(move |ctx, _p: &[u8]| {
+                let old = ctx
+                    .task
+                    .fetch_add(counter, 10, Options::default())
+                    .unwrap()
+                    .wait_value()
+                    .unwrap();
+                ctx.task
+                    .write(
+                        counter.offset(8),
+                        &(old + 1).to_le_bytes(),
+                        Options::default(),
+                    )
+                    .unwrap();
+            }),
+        )
+        .unwrap();
+        t[0].signal(1, 1, b"go", Options::default()).unwrap();
+        let v = t[0].wait_word(segs[0].word(8).unwrap(), |v| v != 0);
+        assert_eq!(v, 1);
+        assert_eq!(segs[0].word(0).unwrap().load(Ordering::Acquire), 10);
+    });
+}
