@@ -1,0 +1,552 @@
+/*
+ * sss.h — C interface of the SSS runtime: MBCF memory-based communication.
+ *
+ * A program started by the launcher (`sss run -n 4 ./prog`, or srun /
+ * mpirun) is one *task* of a job, with a rank in 0 .. size-1. A task
+ * exposes *segments* of its memory, each with a random 64-bit key and
+ * permissions; peers operate on them one-sidedly: WRITE, READ, 8-byte
+ * atomics (SWAP, CAS, FETCH_ADD), pushes into FIFO queues, SIGNALs that run
+ * a handler in the target, and multicast WRITEs. The target checks key,
+ * bounds and permission of every operation before touching memory; a
+ * refused operation is never applied and comes back as an error status.
+ * Incoming operations are applied by a progress thread of the target: the
+ * application thread never has to poll.
+ *
+ * Conventions
+ * - Names are sss_<object>_<verb>; handles are opaque pointers.
+ * - Every function returning sss_status_t returns SSS_OK (0) on success,
+ *   SSS_INPROGRESS (1) where documented, and a negative error otherwise;
+ *   sss_status_string() names it and sss_last_error() gives the detail.
+ * - Outputs come last and are written only on success.
+ * - Null or misaligned pointers give SSS_ERR_INVALID_PARAM; so do unknown
+ *   flag bits. A buffer pointer may be NULL when its length is 0.
+ * - No function aborts the process on bad input or internal errors.
+ *
+ * Operations and completion
+ * Operations (sss_write, sss_read, the atomics, sss_fifo_push, sss_signal,
+ * sss_multicast) are non-blocking. The caller learns of completion by any
+ * of:
+ *   - a request: pass a non-NULL sss_request_h *, then sss_request_test()
+ *     or sss_request_wait(), and sss_request_free();
+ *   - a local counter: sss_op_params_t.counter is incremented (atomically,
+ *     with release order) when the operation completes, successfully or
+ *     not; wait for it with sss_wait_u64();
+ *   - sss_fence() / sss_quiet(): wait until earlier operations are
+ *     acknowledged and report the first error of operations nobody holds
+ *     a request for.
+ * Without SSS_OP_FLAG_STATUS_RETURN and without a counter, a WRITE, FIFO
+ * push or SIGNAL completes locally at once; its delivery is confirmed by
+ * sss_fence()/sss_quiet(). READ and the atomics always complete when the
+ * answer arrives.
+ *
+ * | operation      | local buffer reusable  | remotely visible when            |
+ * |----------------|------------------------|----------------------------------|
+ * | sss_write      | on return (copied)     | the target applied it; a notify  |
+ * |                |                        | counter is bumped after the data |
+ * | sss_read       | buf filled at          | -                                |
+ * |                | completion             |                                  |
+ * | atomics        | on return              | applied atomically (native 8-B   |
+ * |                |                        | atomic) before the reply         |
+ * | sss_fifo_push  | on return (copied)     | in the queue once applied; a     |
+ * |                |                        | full queue is SSS_ERR_FIFO_FULL, |
+ * |                |                        | the message is not stored        |
+ * | sss_signal     | on return (copied)     | handler queued in the target     |
+ * | sss_multicast  | on return (copied)     | every member applied it when the |
+ * |                |                        | request completes                |
+ *
+ * Reliable operations from one task to another are applied exactly once,
+ * in issue order. Operations with SSS_OP_FLAG_NOFC are sent once, may be
+ * lost or reordered, and are never retransmitted (for hints).
+ *
+ * Thread safety
+ * Every function may be called from any thread, concurrently on one task,
+ * except: sss_finalize() must not race with any other call on the task
+ * (nor be followed by one); one request handle must not be used by two
+ * threads at once; pops of one FIFO are serialized (one consumer at a
+ * time). Signal handlers run on the task's progress thread (see
+ * sss_signal_set_handler()).
+ *
+ * Build: `pkg-config --cflags --libs sss` (shared) or
+ * `pkg-config --static --cflags --libs sss` (static libsss.a).
+ */
+#ifndef SSS_H
+#define SSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this interface. */
+#define SSS_API_VERSION_MAJOR 0
+#define SSS_API_VERSION_MINOR 1
+
+/* ------------------------------------------------------------------ */
+/* Status                                                              */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Result of every call. Remote errors mirror the MBCF wire statuses
+ * (SSS_ERR_X == -(wire code of X)); local errors start at -64.
+ */
+typedef enum sss_status {
+    SSS_OK = 0,                  /**< Success. */
+    SSS_INPROGRESS = 1,          /**< Not completed yet (not an error). */
+
+    /* Remote statuses: the target refused or could not apply. */
+    SSS_ERR_BAD_KEY = -1,        /**< Key matches no segment of the target. */
+    SSS_ERR_OUT_OF_BOUNDS = -2,  /**< Range not inside the segment. */
+    SSS_ERR_NO_PERMISSION = -3,  /**< Segment forbids this access. */
+    SSS_ERR_FIFO_FULL = -4,      /**< Queue full; message not stored. */
+    SSS_ERR_NO_SUCH_HANDLER = -5, /**< No signal handler at that index. */
+    SSS_ERR_NODE_DOWN = -6,      /**< Target node did not answer. */
+    SSS_ERR_NO_SUCH_TASK = -7,   /**< No task with that rank. */
+    SSS_ERR_MISALIGNED = -8,     /**< Atomic on an address not 8-aligned. */
+    SSS_ERR_NO_SUCH_GROUP = -9,  /**< Unknown multicast group. */
+    SSS_ERR_TOO_LARGE = -10,     /**< Larger than the target accepts. */
+    SSS_ERR_UNSUPPORTED = -11,   /**< Operation not supported there. */
+    SSS_ERR_TIMED_OUT = -12,     /**< No answer / no event in time. */
+
+    /* Local statuses. */
+    SSS_ERR_INVALID_PARAM = -64, /**< Bad argument (null, flags, …). */
+    SSS_ERR_NO_MESSAGE = -65,    /**< The FIFO queue is empty. */
+    SSS_ERR_NO_MEMORY = -66,     /**< Memory or /dev/shm exhausted. */
+    SSS_ERR_BOOT = -67,          /**< Joining the job failed. */
+    SSS_ERR_IO = -68,            /**< A system call failed. */
+    SSS_ERR_SHUTDOWN = -69,      /**< The task is shutting down. */
+    SSS_ERR_TRUNCATED = -70,     /**< Buffer smaller than the message. */
+    SSS_ERR_IN_HANDLER = -71,    /**< Blocking call inside a handler. */
+    SSS_ERR_INTERNAL = -72       /**< Library bug (caught, not fatal). */
+} sss_status_t;
+
+/**
+ * A static, human-readable description of @p status ("unknown status" for
+ * values not listed above). Never NULL. Thread-safe.
+ */
+const char *sss_status_string(sss_status_t status);
+
+/**
+ * Detail of the last failed call on the calling thread (e.g. the
+ * bootstrap's explanation of SSS_ERR_BOOT), or "" if none failed yet.
+ * The string stays valid until the next failing call on this thread.
+ */
+const char *sss_last_error(void);
+
+/** The library version, e.g. "0.1.0". Static; thread-safe. */
+const char *sss_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Types                                                               */
+/* ------------------------------------------------------------------ */
+
+/** A task: this process's membership in the job. */
+typedef struct sss_task *sss_task_h;
+/** A segment of this task's memory, open to remote operations. */
+typedef struct sss_seg *sss_seg_h;
+/** A FIFO queue this task created in one of its segments. */
+typedef struct sss_fifo *sss_fifo_h;
+/** A pending or completed operation. */
+typedef struct sss_request *sss_request_h;
+
+/** Segment permissions (bit set). */
+enum sss_perm {
+    SSS_PERM_READ = 1,   /**< Remote READ. */
+    SSS_PERM_WRITE = 2,  /**< Remote WRITE, FIFO push, multicast. */
+    SSS_PERM_ATOMIC = 4, /**< Remote SWAP, CAS, FETCH_ADD. */
+    SSS_PERM_ALL = 7
+};
+
+/** What a peer needs to address a segment (32 bytes). */
+typedef struct sss_seg_info {
+    uint32_t rank; /**< Owner task. */
+    uint32_t perm; /**< SSS_PERM_* bits. */
+    uint64_t key;  /**< Capability key. */
+    uint64_t base; /**< Base virtual address in the owner. */
+    uint64_t len;  /**< Length in bytes. */
+} sss_seg_info_t;
+
+/** An address in a task: (rank, segment key, virtual address); 24 bytes. */
+typedef struct sss_raddr {
+    uint32_t rank;     /**< Target task. */
+    uint32_t reserved; /**< Zero. */
+    uint64_t key;      /**< Key of the segment holding addr. */
+    uint64_t addr;     /**< Virtual address in the target. */
+} sss_raddr_t;
+
+/** The address @p offset bytes into the segment described by @p info. */
+static inline sss_raddr_t sss_seg_raddr(const sss_seg_info_t *info, uint64_t offset)
+{
+    sss_raddr_t a;
+    a.rank = info->rank;
+    a.reserved = 0;
+    a.key = info->key;
+    a.addr = info->base + offset;
+    return a;
+}
+
+/** Flags of sss_op_params_t. */
+enum sss_op_flags {
+    /** Complete when the target applied the operation (status return). */
+    SSS_OP_FLAG_STATUS_RETURN = 1,
+    /** No flow control: sent once, unordered, never retransmitted. */
+    SSS_OP_FLAG_NOFC = 2,
+    /** sss_write only: after the data, add notify_addend to the 8-byte
+     *  counter at (notify_key, notify_addr) in the same target. */
+    SSS_OP_FLAG_NOTIFY = 4
+};
+
+/**
+ * Options of one operation; pass NULL for defaults. Zero-initialize and
+ * set what you need (40 bytes).
+ */
+typedef struct sss_op_params {
+    uint32_t flags;         /**< SSS_OP_FLAG_* bits. */
+    uint32_t reserved;      /**< Zero. */
+    uint64_t notify_key;    /**< NOTIFY: key of the counter's segment. */
+    uint64_t notify_addr;   /**< NOTIFY: counter address (8-aligned). */
+    uint64_t notify_addend; /**< NOTIFY: amount added (usually 1). */
+    /** If not NULL: an 8-byte aligned local counter incremented when the
+     *  operation completes (after READ data / an atomic's old value is
+     *  stored). Implies status return. Must stay valid until then. */
+    uint64_t *counter;
+} sss_op_params_t;
+
+/** Comparisons for sss_wait_u64(): wait until (*addr CMP value). */
+typedef enum sss_cmp {
+    SSS_CMP_EQ = 0,
+    SSS_CMP_NE = 1,
+    SSS_CMP_GT = 2,
+    SSS_CMP_GE = 3,
+    SSS_CMP_LT = 4,
+    SSS_CMP_LE = 5
+} sss_cmp_t;
+
+/** Counters of a task (64 bytes). */
+typedef struct sss_stats {
+    uint64_t packets_sent;     /**< Datagrams sent. */
+    uint64_t bytes_sent;       /**< Bytes sent. */
+    uint64_t packets_received; /**< Datagrams received. */
+    uint64_t bytes_received;   /**< Bytes received. */
+    uint64_t retransmissions;  /**< Retransmitted packets. */
+    uint64_t applied;          /**< Incoming operations applied. */
+    uint64_t rejected;         /**< Incoming operations refused. */
+    uint64_t bad_packets;      /**< Corrupted datagrams dropped. */
+} sss_stats_t;
+
+/**
+ * A signal handler: runs in the receiving task with the sender's rank and
+ * the payload. @p task is a temporary handle valid only during the call;
+ * @p payload is valid only during the call.
+ */
+typedef void (*sss_signal_handler_t)(void *arg, sss_task_h task, uint32_t from,
+                                     const void *payload, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Task                                                                */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Joins the job this process was started in (`sss run`, Slurm, PMI or
+ * Open MPI variables; a job of one task when there are none), starts the
+ * progress thread, and stores the task in @p *task_p. Collective: every
+ * task of the job calls it. One task per process: a second call before
+ * sss_finalize() gives SSS_ERR_INVALID_PARAM. SSS_ERR_BOOT when the
+ * launcher's rendezvous fails (see sss_last_error()).
+ */
+sss_status_t sss_init(sss_task_h *task_p);
+
+/**
+ * Leaves the job: waits (at most 2 s) for operations in flight to be
+ * acknowledged, stops the progress thread and releases the task's shared
+ * memory. Segments, FIFOs and requests of the task must not be used
+ * afterwards (free them first; sss_quiet() first reports errors). Not
+ * from a signal handler (SSS_ERR_IN_HANDLER) and not with a handler's
+ * temporary task handle (SSS_ERR_INVALID_PARAM).
+ */
+sss_status_t sss_finalize(sss_task_h task);
+
+/** This task's rank, or UINT32_MAX for a NULL task. */
+uint32_t sss_task_rank(sss_task_h task);
+
+/** Number of tasks in the job, or 0 for a NULL task. */
+uint32_t sss_task_size(sss_task_h task);
+
+/** The job id (non-zero, equal in every task), or 0 for a NULL task. */
+uint32_t sss_task_job(sss_task_h task);
+
+/** Copies the task's counters into @p *stats. */
+sss_status_t sss_task_stats(sss_task_h task, sss_stats_t *stats);
+
+/**
+ * Collective barrier through the launcher's rendezvous: returns when every
+ * task called it. Meant for setup; for hot loops build one from atomics.
+ * Blocking (SSS_ERR_IN_HANDLER inside a handler).
+ */
+sss_status_t sss_barrier(sss_task_h task);
+
+/**
+ * Collective: every task contributes @p len bytes from @p send (the same
+ * @p len everywhere, at most a few KiB); @p recv receives size * len
+ * bytes, task r's at offset r * len. A barrier too. Blocking.
+ */
+sss_status_t sss_allgather(sss_task_h task, const void *send, size_t len, void *recv);
+
+/**
+ * Waits until every operation issued earlier by this task to @p rank is
+ * acknowledged (an ack-based memory barrier towards one task), then
+ * returns the first error among operations to @p rank that nobody holds a
+ * request for (each error is reported once). Blocking.
+ */
+sss_status_t sss_fence(sss_task_h task, uint32_t rank);
+
+/** sss_fence() towards every task. Blocking. */
+sss_status_t sss_quiet(sss_task_h task);
+
+/**
+ * Waits until (*addr CMP value) holds for an 8-byte aligned local word
+ * that remote operations (or an operation's counter, or a handler with
+ * atomics) update. Spins briefly, then sleeps until the progress thread
+ * applies something; the load has acquire order, so data written before
+ * a notify is visible once the counter is seen. Blocking.
+ */
+sss_status_t sss_wait_u64(sss_task_h task, const uint64_t *addr, sss_cmp_t cmp,
+                          uint64_t value);
+
+/** sss_wait_u64() giving up after @p timeout_us microseconds with
+ *  SSS_ERR_TIMED_OUT. */
+sss_status_t sss_wait_u64_timeout(sss_task_h task, const uint64_t *addr, sss_cmp_t cmp,
+                                  uint64_t value, uint64_t timeout_us);
+
+/* ------------------------------------------------------------------ */
+/* Segments                                                            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Allocates @p len zeroed bytes of shared memory as a segment with
+ * permissions @p perm (SSS_PERM_* bits) and a fresh random key. Tasks on
+ * the same node then reach it directly through shared memory.
+ * Local memory access: sss_seg_ptr().
+ */
+sss_status_t sss_seg_alloc(sss_task_h task, size_t len, uint32_t perm, sss_seg_h *seg_p);
+
+/**
+ * Collective: allocates a segment with the same key in every task (at
+ * whatever address) — what sss_multicast() needs. Blocking.
+ */
+sss_status_t sss_seg_alloc_shared_key(sss_task_h task, size_t len, uint32_t perm,
+                                      sss_seg_h *seg_p);
+
+/**
+ * Collective: allocates a segment at the same virtual address and with the
+ * same key in every task, so one (key, address) names it everywhere.
+ * SSS_ERR_INVALID_PARAM if the address is taken in some task. Blocking.
+ */
+sss_status_t sss_seg_alloc_symmetric(sss_task_h task, size_t len, uint32_t perm,
+                                     sss_seg_h *seg_p);
+
+/**
+ * Registers existing memory [@p addr, @p addr + @p len) as a segment.
+ * The memory must stay valid until sss_seg_free(), and remote operations
+ * may change it at any time: synchronize through counters or flags.
+ * Same-node peers reach it with process_vm_readv/writev; atomics and
+ * notify counters in registered memory go through the progress thread.
+ */
+sss_status_t sss_seg_register(sss_task_h task, void *addr, size_t len, uint32_t perm,
+                              sss_seg_h *seg_p);
+
+/**
+ * Frees a segment and its handle: its key stops working at once
+ * (operations in flight to it fail with SSS_ERR_BAD_KEY). A FIFO created
+ * in it keeps its memory mapped until sss_fifo_destroy().
+ */
+sss_status_t sss_seg_free(sss_task_h task, sss_seg_h seg);
+
+/** Describes @p seg in @p *info, for sending to peers. */
+sss_status_t sss_seg_info(sss_seg_h seg, sss_seg_info_t *info);
+
+/** Local address of the segment's first byte, or NULL for a NULL seg. */
+void *sss_seg_ptr(sss_seg_h seg);
+
+/**
+ * Collective: every task passes one of its segments; @p infos (an array of
+ * sss_task_size() entries) receives every task's, by rank. Blocking.
+ */
+sss_status_t sss_seg_exchange(sss_task_h task, sss_seg_h seg, sss_seg_info_t *infos);
+
+/* ------------------------------------------------------------------ */
+/* One-sided operations                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Common arguments: @p params may be NULL (defaults); @p req may be NULL
+ * (no request: completion through params->counter or sss_fence/
+ * sss_quiet, which also report errors); otherwise *req receives a request
+ * to test, wait for and free. A returned error means nothing was sent.
+ */
+
+/**
+ * WRITE: stores @p len bytes from @p buf at @p dst. @p buf may be reused
+ * on return. The data is visible to the target once its progress thread
+ * (or a same-node sender, through shared memory) applied it; with
+ * SSS_OP_FLAG_NOTIFY, the target's counter is bumped after the data, so a
+ * target that sees the counter (sss_wait_u64) sees the data. Large writes
+ * are split into packets transparently.
+ */
+sss_status_t sss_write(sss_task_h task, sss_raddr_t dst, const void *buf, size_t len,
+                       const sss_op_params_t *params, sss_request_h *req);
+
+/**
+ * READ: fetches @p len bytes at @p src into @p buf. @p buf is written at
+ * completion (only if successful) and must stay valid and untouched until
+ * then; then params->counter, if any, is bumped.
+ */
+sss_status_t sss_read(sss_task_h task, sss_raddr_t src, size_t len,
+                      const sss_op_params_t *params, void *buf, sss_request_h *req);
+
+/**
+ * SWAP: atomically stores @p value at @p dst (8-byte aligned, segment with
+ * SSS_PERM_ATOMIC). At completion the old value is stored in @p *result
+ * (if not NULL, 8-byte aligned, valid until then; only on success), then
+ * params->counter is bumped.
+ */
+sss_status_t sss_swap(sss_task_h task, sss_raddr_t dst, uint64_t value,
+                      const sss_op_params_t *params, uint64_t *result, sss_request_h *req);
+
+/** CAS: atomically replaces @p expected by @p desired at @p dst; the old
+ *  value goes to @p *result as for sss_swap() (equal to @p expected iff
+ *  the swap happened). */
+sss_status_t sss_cas(sss_task_h task, sss_raddr_t dst, uint64_t expected, uint64_t desired,
+                     const sss_op_params_t *params, uint64_t *result, sss_request_h *req);
+
+/** FETCH_ADD: atomically adds @p value at @p dst (wrapping); the old
+ *  value goes to @p *result as for sss_swap(). */
+sss_status_t sss_fetch_add(sss_task_h task, sss_raddr_t dst, uint64_t value,
+                           const sss_op_params_t *params, uint64_t *result,
+                           sss_request_h *req);
+
+/* ------------------------------------------------------------------ */
+/* FIFO queues                                                         */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Bytes a queue of @p slots (a power of two) messages of at most
+ * @p max_msg bytes occupies in a segment; 0 for invalid arguments.
+ */
+size_t sss_fifo_bytes(uint32_t slots, size_t max_msg);
+
+/**
+ * Lays out an empty queue at byte @p offset (64-byte aligned) of @p seg,
+ * which must hold sss_fifo_bytes(slots, max_msg) bytes from there and
+ * allow SSS_PERM_WRITE. Give peers its address (sss_fifo_addr()).
+ */
+sss_status_t sss_fifo_create(sss_task_h task, sss_seg_h seg, size_t offset, uint32_t slots,
+                             size_t max_msg, sss_fifo_h *fifo_p);
+
+/** The address peers push to. */
+sss_status_t sss_fifo_addr(sss_fifo_h fifo, sss_raddr_t *addr);
+
+/** Frees the handle (the queue memory belongs to the segment). */
+sss_status_t sss_fifo_destroy(sss_fifo_h fifo);
+
+/**
+ * Pushes a message of @p len bytes (at most the queue's max_msg) into the
+ * queue at @p queue. @p msg may be reused on return. A full queue refuses
+ * the message with SSS_ERR_FIFO_FULL — reported by the request or counter
+ * (use SSS_OP_FLAG_STATUS_RETURN to learn it per message and retry) or by
+ * sss_fence/sss_quiet; messages are never silently dropped.
+ */
+sss_status_t sss_fifo_push(sss_task_h task, sss_raddr_t queue, const void *msg, size_t len,
+                           const sss_op_params_t *params, sss_request_h *req);
+
+/**
+ * Pops the oldest message into @p buf (@p capacity bytes): its length in
+ * @p *len_p and its sender in @p *from_p (may be NULL). SSS_ERR_NO_MESSAGE
+ * when the queue is empty; SSS_ERR_TRUNCATED when the message is larger
+ * than @p capacity — it then stays first in line for the next pop.
+ * Messages from one sender arrive in push order.
+ */
+sss_status_t sss_fifo_pop(sss_fifo_h fifo, void *buf, size_t capacity, size_t *len_p,
+                          uint32_t *from_p);
+
+/** sss_fifo_pop() that waits (sleeping, not spinning) for a message.
+ *  Blocking. */
+sss_status_t sss_fifo_wait_pop(sss_task_h task, sss_fifo_h fifo, void *buf, size_t capacity,
+                               size_t *len_p, uint32_t *from_p);
+
+/* ------------------------------------------------------------------ */
+/* Signals                                                             */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Registers @p handler at @p index (replacing an earlier one), called with
+ * @p arg for every SIGNAL to that index. Handlers run one at a time on the
+ * task's progress thread, while it applies no other incoming operation:
+ * keep them short. A handler may issue operations (sss_write, sss_signal,
+ * … with its temporary task handle) but must not block: sss_fence,
+ * sss_quiet, sss_wait_*, sss_fifo_wait_pop, collectives, sss_finalize and
+ * waiting on an incomplete request return SSS_ERR_IN_HANDLER there.
+ * @p arg must stay valid (and be safe to use from that thread) until
+ * sss_finalize(). Register before peers signal (e.g. then sss_barrier()):
+ * a SIGNAL to an empty index fails with SSS_ERR_NO_SUCH_HANDLER.
+ */
+sss_status_t sss_signal_set_handler(sss_task_h task, uint32_t index,
+                                    sss_signal_handler_t handler, void *arg);
+
+/**
+ * SIGNAL: runs handler @p index of task @p rank with a copy of @p payload
+ * (@p len bytes; @p payload may be reused on return). Completion (with
+ * status return) means the handler was queued in the target.
+ */
+sss_status_t sss_signal(sss_task_h task, uint32_t rank, uint32_t index, const void *payload,
+                        size_t len, const sss_op_params_t *params, sss_request_h *req);
+
+/* ------------------------------------------------------------------ */
+/* Multicast                                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Declares multicast group @p group with @p count member ranks; every
+ * member declares it with the same ranks in the same order.
+ */
+sss_status_t sss_group_create(sss_task_h task, uint32_t group, const uint32_t *ranks,
+                              size_t count);
+
+/**
+ * MULTICAST: WRITEs @p len bytes from @p buf at byte @p offset of the
+ * segment with key @p key in every member of @p group (the caller too, if
+ * a member, before this returns), through a tree with ack combining.
+ * Members hold such a segment from sss_seg_alloc_shared_key() or
+ * sss_seg_alloc_symmetric(). @p buf may be reused on return; the request
+ * completes when every member applied it.
+ */
+sss_status_t sss_multicast(sss_task_h task, uint32_t group, uint64_t key, uint64_t offset,
+                           const void *buf, size_t len, sss_request_h *req);
+
+/* ------------------------------------------------------------------ */
+/* Requests                                                            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * SSS_INPROGRESS while the operation runs; once completed, SSS_OK or its
+ * error (the same on every later call). Non-blocking.
+ */
+sss_status_t sss_request_test(sss_request_h req);
+
+/** Waits for completion; the operation's status. Blocking unless already
+ *  complete. */
+sss_status_t sss_request_wait(sss_request_h req);
+
+/**
+ * Frees the handle (NULL is a no-op). Does not cancel the operation: if it
+ * has not completed, its buffers must stay valid until it does, and its
+ * error is reported by sss_fence/sss_quiet.
+ */
+void sss_request_free(sss_request_h req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SSS_H */
