@@ -25,28 +25,34 @@
 //! **`-n 2` is the one-worker run, `-n 5` the four-worker run**. With
 //! `-n 1` (or started without a launcher) rank 0 renders the whole image
 //! itself into its own frame buffer: the sequential reference. Across
-//! hosts, e.g. `sss run -n 5 --hosts 127.0.0.2,127.0.0.3 --per-host 1
-//! sss-raytrace`, workers on another node reach the display over udp;
+//! hosts, e.g. `sss run -n 5 --hosts 127.0.0.2,127.0.0.3 sss-raytrace`
+//! (ranks 0–2 on the first node, 3–4 on the second), workers on another
+//! node reach the display over udp;
 //! `SSS_FAULT_DROP=0.1` makes every task drop a tenth of its outgoing
 //! datagrams and the image must not change.
 //!
-//! The display prints, for example:
+//! The display prints, for example (four workers over two nodes):
 //!
 //! ```text
 //! image 640x480, scene spheres, 2x2 samples, 4 workers, 64 pixels per block (4800 blocks, 192 bytes per WRITE)
-//! time 1.234 s
-//! checksum fnv1a64 0123456789abcdef
-//! wrote raytrace.png
+//! time 0.179 s
+//! checksum fnv1a64 44b835f7e7e60509
+//! wrote two-hosts.png
 //!
 //! | task | node | role | blocks | time (s) | packets sent | bytes sent | retransmissions |
 //! |---:|---|---|---:|---:|---:|---:|---:|
-//! | 0 | 127.0.0.2 | display | 0 | 1.234 | 310 | 9920 | 0 |
-//! | 1 | 127.0.0.2 | worker | 1200 | 1.201 | 0 | 0 | 0 |
+//! | 0 | 127.0.0.2 | display | 0 | 0.179 | 477 | 30528 | 0 |
+//! | 1 | 127.0.0.2 | worker | 1200 | 0.116 | 0 | 0 | 0 |
+//! | 2 | 127.0.0.2 | worker | 1200 | 0.171 | 0 | 0 | 0 |
+//! | 3 | 127.0.0.3 | worker | 1200 | 0.180 | 1384 | 354352 | 184 |
+//! | 4 | 127.0.0.3 | worker | 1200 | 0.148 | 1410 | 360984 | 210 |
+//! | all | | | 4800 | 0.179 | 3271 | 745864 | 394 |
 //! ```
 //!
 //! `time` is the display's wall time from the start signal to the last
-//! flag. Tasks on the display's node use the shm transport, whose
-//! operations are not packets, so their packet counts stay 0 unless
+//! flag; a worker's is from the start signal to its QUIET returning.
+//! Workers on the display's node use the shm transport, whose operations
+//! are not packets, so their packet counts stay 0 unless
 //! `SSS_TRANSPORT=udp`. With `--quiet` only the `checksum` line is
 //! printed.
 //!
@@ -54,6 +60,16 @@
 //! pixels are bit-identical whatever the number and placement of workers
 //! (see [`render`] for why), so the checksum is the same for every run of
 //! one image and equals that of [`render::Image::render`].
+//!
+//! # Compared with the seed
+//!
+//! The original sent `N` dithered 8-bit pixels per packet to a real frame
+//! buffer; here a pixel is 3 bytes of RGB, so a block is `3 N` bytes. Its
+//! workers looped over every pixel and skipped those of others; these
+//! visit only their own blocks. SSS-CORE gave up on a packet after 16
+//! retransmissions, so overloaded runs lost pixels; MBCF here retransmits
+//! until the peer is declared down, and the display then fails instead of
+//! writing an incomplete image.
 
 pub mod render;
 
@@ -81,7 +97,18 @@ pub const MAX_PIXELS: u64 = 1 << 26;
     long_about = "Parallel ray tracer on MBCF. Rank 0 is the display: it owns the frame \
 buffer and writes the PNG. Ranks 1..N-1 are workers: block b of --chunk pixels goes to \
 worker b mod (N-1), which WRITEs it straight into the display's frame buffer. So \
-`sss run -n 2` runs one worker and `-n 5` four; with -n 1 rank 0 renders alone."
+`sss run -n 2` runs one worker and `-n 5` four; with -n 1 rank 0 renders alone.",
+    after_long_help = "Examples (`sss-run` takes the same arguments as `sss run`):
+  sss run -n 5 sss-raytrace
+      four workers on one node (shm)
+  sss run -n 5 --hosts 127.0.0.2,127.0.0.3 sss-raytrace --out a.png
+      workers on two nodes: udp between them
+  SSS_FAULT_DROP=0.1 SSS_FAULT_DUP=0.05 sss run -n 5 --hosts 127.0.0.2,127.0.0.3 sss-raytrace
+      the same with 10% of datagrams dropped and 5% duplicated: same checksum
+
+The display prints the image size, workers, wall time, the FNV-1a checksum \
+of the raw RGB pixels and a Markdown table of blocks, time, packets sent, \
+bytes sent and retransmissions per task."
 )]
 pub struct Args {
     /// Image width in pixels.
@@ -191,8 +218,12 @@ impl FrameBuffer {
         (u64::from(size) * 8).next_multiple_of(64)
     }
 
+    fn flag_offset(rank: u32) -> u64 {
+        u64::from(rank) * 8
+    }
+
     fn flag(&self, rank: u32) -> RemoteAddr {
-        self.info.at(u64::from(rank) * 8)
+        self.info.at(Self::flag_offset(rank))
     }
 
     fn pixel(&self, index: u64) -> RemoteAddr {
@@ -290,15 +321,18 @@ impl Summary {
         };
         writeln!(
             out,
-            "image {}x{}, scene {}, {s}x{s} samples, {} worker{}{}, {} pixels per block ({} blocks, {} bytes per WRITE)",
+            "image {}x{}, scene {}, {s}x{s} samples, {}{}, {} per block ({}, {} bytes per WRITE)",
             img.width,
             img.height,
             scene_name(&img.scene),
-            self.workers,
-            if self.workers == 1 { "" } else { "s" },
-            if self.workers == 0 { " (the display renders)" } else { "" },
-            self.chunk,
-            layout.blocks(),
+            plural(self.workers.into(), "worker"),
+            if self.workers == 0 {
+                " (the display renders)"
+            } else {
+                ""
+            },
+            plural(self.chunk.into(), "pixel"),
+            plural(layout.blocks(), "block"),
             u64::from(self.chunk) * 3,
             s = img.samples,
         )?;
@@ -340,6 +374,11 @@ impl Summary {
             total(|s| s.retransmissions),
         )
     }
+}
+
+/// "1 block", "2 blocks".
+fn plural(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 fn scene_name(s: &Scene) -> &'static str {
@@ -430,7 +469,7 @@ fn display(task: &Task, img: &Image, chunk: u32) -> Result<Summary, Error> {
         }
     }
     for rank in 1..size {
-        let flag = seg.word(fb.flag(rank).addr.wrapping_sub(fb.info.base) as usize)?;
+        let flag = seg.word(FrameBuffer::flag_offset(rank) as usize)?;
         // Wake now and then to notice a worker whose node went down.
         while task
             .wait_word_timeout(flag, |v| v != 0, Duration::from_millis(500))
