@@ -73,5 +73,3 @@ impl Guardian {
         let _ = self.child.wait();
     }
 }
-
-

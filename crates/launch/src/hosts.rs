@@ -166,7 +166,9 @@ mod tests {
     }
 
     fn layout(s: &[Slot]) -> Vec<(usize, u32, u32)> {
-        s.iter().map(|s| (s.host, s.local_rank, s.local_size)).collect()
+        s.iter()
+            .map(|s| (s.host, s.local_rank, s.local_size))
+            .collect()
     }
 
     #[test]
@@ -178,7 +180,10 @@ mod tests {
         let s = place(2, &h, Some(2)).unwrap();
         assert_eq!(layout(&s), vec![(0, 0, 2), (0, 1, 2)]);
         let e = place(5, &h, Some(2)).unwrap_err();
-        assert_eq!(e.to_string(), "5 tasks do not fit in the 4 slots of the given hosts");
+        assert_eq!(
+            e.to_string(),
+            "5 tasks do not fit in the 4 slots of the given hosts"
+        );
     }
 
     #[test]
@@ -213,8 +218,14 @@ mod tests {
 
     #[test]
     fn zero_is_refused() {
-        assert!(matches!(place(0, &hosts(&["a"]), None), Err(RunError::NoTasks)));
-        assert!(matches!(place(1, &hosts(&["a"]), Some(0)), Err(RunError::ZeroPerHost)));
+        assert!(matches!(
+            place(0, &hosts(&["a"]), None),
+            Err(RunError::NoTasks)
+        ));
+        assert!(matches!(
+            place(1, &hosts(&["a"]), Some(0)),
+            Err(RunError::ZeroPerHost)
+        ));
     }
 
     #[test]

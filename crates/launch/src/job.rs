@@ -267,7 +267,9 @@ impl Job {
 
     fn spawn(&mut self, rank: u32, boot: &str) -> Result<(), RunError> {
         let env = self.task_env(rank, boot);
-        let host = self.plan.hosts[self.plan.slots[rank as usize].host].name.clone();
+        let host = self.plan.hosts[self.plan.slots[rank as usize].host]
+            .name
+            .clone();
         let mut cmd = match self.plan.spawner {
             Spawner::Local => {
                 let mut c = Command::new(&self.plan.program);
@@ -303,8 +305,20 @@ impl Job {
         }
         let tag = self.plan.tag.then(|| format!("[{rank}] "));
         for (src, stream) in [
-            (child.stdout.take().map(|s| Box::new(s) as Box<dyn io::Read + Send>), Stream::Out),
-            (child.stderr.take().map(|s| Box::new(s) as Box<dyn io::Read + Send>), Stream::Err),
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn io::Read + Send>),
+                Stream::Out,
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn io::Read + Send>),
+                Stream::Err,
+            ),
         ] {
             if let Some(src) = src {
                 match output::forward(src, stream, tag.clone(), self.drained_tx.clone()) {
@@ -367,7 +381,10 @@ impl Job {
                 Some(at) => self
                     .events
                     .recv_timeout(at.saturating_duration_since(Instant::now())),
-                None => self.events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                None => self
+                    .events
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
             };
             match ev {
                 Ok(Event::Exited(rank, st)) => {
@@ -386,7 +403,10 @@ impl Job {
                         if live == 0 {
                             eprintln!("sss run: {what} {how}");
                         } else {
-                            eprintln!("sss run: {what} {how}; terminating the other {}", tasks(live));
+                            eprintln!(
+                                "sss run: {what} {how}; terminating the other {}",
+                                tasks(live)
+                            );
                         }
                         self.status.get_or_insert(code);
                         self.terminate(Signal::SIGTERM);
@@ -396,7 +416,10 @@ impl Job {
                 Ok(Event::Signal(s)) => {
                     let name = sys::signal_name(s);
                     if let Phase::Running = phase {
-                        eprintln!("sss run: received {name}; terminating {}", tasks(self.live()));
+                        eprintln!(
+                            "sss run: received {name}; terminating {}",
+                            tasks(self.live())
+                        );
                         self.status.get_or_insert(128 + s);
                         let sig = Signal::try_from(s).unwrap_or(Signal::SIGTERM);
                         self.terminate(sig);
@@ -486,7 +509,9 @@ impl Job {
                 let host = self.plan.hosts[h].name.clone();
                 let argv = ssh::cleanup_argv(&self.plan.ssh, &host, self.id);
                 let mut c = command(&argv);
-                c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+                c.stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
                 sys::die_with_launcher(&mut c);
                 (host, c.spawn())
             })
@@ -532,7 +557,10 @@ pub(crate) fn remove_shm(job: u32) {
         if e.file_name().to_string_lossy().starts_with(&prefix) {
             if let Err(err) = std::fs::remove_file(e.path()) {
                 if err.kind() != io::ErrorKind::NotFound {
-                    eprintln!("sss run: warning: cannot remove {}: {err}", e.path().display());
+                    eprintln!(
+                        "sss run: warning: cannot remove {}: {err}",
+                        e.path().display()
+                    );
                 }
             }
         }
@@ -593,7 +621,11 @@ fn describe_status(st: ExitStatus) -> String {
     match (st.code(), st.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(s)) => {
-            let core = if st.core_dumped() { ", core dumped" } else { "" };
+            let core = if st.core_dumped() {
+                ", core dumped"
+            } else {
+                ""
+            };
             format!("was killed by signal {s} ({}{core})", sys::signal_name(s))
         }
         _ => format!("ended with {st}"),
@@ -619,7 +651,10 @@ mod tests {
         assert_eq!(status_code(segv), 139);
         assert_eq!(describe_status(segv), "was killed by signal 11 (SIGSEGV)");
         let dumped = ExitStatus::from_raw(11 | 0x80);
-        assert_eq!(describe_status(dumped), "was killed by signal 11 (SIGSEGV, core dumped)");
+        assert_eq!(
+            describe_status(dumped),
+            "was killed by signal 11 (SIGSEGV, core dumped)"
+        );
         let three = ExitStatus::from_raw(3 << 8);
         assert_eq!(status_code(three), 3);
         assert_eq!(describe_status(three), "exited with status 3");
@@ -641,18 +676,33 @@ mod tests {
 
     #[test]
     fn plans_are_checked_before_anything_starts() {
-        let e = Plan::new(&args(&["-n", "2", "--hosts", "10.1.2.3", "p"])).err().unwrap();
-        assert!(matches!(e, RunError::NotLoopback(_)));
-        assert_eq!(e.exit_code(), 2);
-        let e = Plan::new(&args(&["-n", "2", "--spawner", "ssh", "p"])).err().unwrap();
-        assert!(e.to_string().contains("--hosts"), "{e}");
-        let e = Plan::new(&args(&["-n", "2", "--spawner", "ssh", "--hosts", "-oProxyCommand=x", "p"]))
+        let e = Plan::new(&args(&["-n", "2", "--hosts", "10.1.2.3", "p"]))
             .err()
             .unwrap();
+        assert!(matches!(e, RunError::NotLoopback(_)));
+        assert_eq!(e.exit_code(), 2);
+        let e = Plan::new(&args(&["-n", "2", "--spawner", "ssh", "p"]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--hosts"), "{e}");
+        let e = Plan::new(&args(&[
+            "-n",
+            "2",
+            "--spawner",
+            "ssh",
+            "--hosts",
+            "-oProxyCommand=x",
+            "p",
+        ]))
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("bad host name"), "{e}");
         let p = Plan::new(&args(&["-n", "3", "p", "a"])).unwrap();
         assert_eq!(p.hosts[0].name, "127.0.0.1");
-        assert_eq!((p.program.as_str(), p.args.len(), p.slots.len()), ("p", 1, 3));
+        assert_eq!(
+            (p.program.as_str(), p.args.len(), p.slots.len()),
+            ("p", 1, 3)
+        );
         let e = Plan::new(&args(&["-n", "2", "--hostfile", "/nonexistent/hf", "p"]))
             .err()
             .unwrap();

@@ -35,7 +35,11 @@ pub(crate) fn forward(
     std::thread::Builder::new()
         .name("sss-run-output".into())
         .spawn(move || {
-            pump(src, |chunk| write(stream, chunk), tag.as_deref().unwrap_or(""));
+            pump(
+                src,
+                |chunk| write(stream, chunk),
+                tag.as_deref().unwrap_or(""),
+            );
             let _ = done.send(());
         })
         .map(|_| ())
@@ -121,7 +125,11 @@ mod tests {
     fn run(chunks: &[&str], tag: &str) -> Vec<String> {
         let src = Chunks(chunks.iter().map(|c| c.as_bytes().to_vec()).collect());
         let mut out = Vec::new();
-        pump(src, |b| out.push(String::from_utf8_lossy(b).into_owned()), tag);
+        pump(
+            src,
+            |b| out.push(String::from_utf8_lossy(b).into_owned()),
+            tag,
+        );
         out
     }
 

@@ -63,7 +63,11 @@ pub(crate) fn task_argv(
 
 /// The argv that removes job `job`'s shared-memory files on `host`.
 pub(crate) fn cleanup_argv(ssh: &[String], host: &str, job: u32) -> Vec<OsString> {
-    argv(ssh, host, format!("rm -f /dev/shm/{}*", sss_boot::shm_prefix(job)))
+    argv(
+        ssh,
+        host,
+        format!("rm -f /dev/shm/{}*", sss_boot::shm_prefix(job)),
+    )
 }
 
 fn argv(ssh: &[String], host: &str, remote: String) -> Vec<OsString> {
@@ -102,7 +106,10 @@ mod tests {
         assert_eq!(&v[..4], ["ssh", "-o", "BatchMode=yes", "node7"]);
         assert_eq!(v.len(), 5);
         let remote = v[4];
-        assert!(remote.starts_with("cd '/home/me/my dir' 2>/dev/null; sh -c '"), "{remote}");
+        assert!(
+            remote.starts_with("cd '/home/me/my dir' 2>/dev/null; sh -c '"),
+            "{remote}"
+        );
         // The remote shell must split it back into exactly our words.
         let after_cd = remote.split_once("; ").unwrap().1;
         let words = shell_words::split(after_cd).unwrap();
@@ -130,14 +137,26 @@ mod tests {
         // as "$@" and its status comes back. Stdin stays open, as the
         // launcher keeps it, so the watcher does not fire.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", REMOTE_WRAPPER, "sss-task", "sh", "-c", "echo hi; exit 7"])
+            .args([
+                "-c",
+                REMOTE_WRAPPER,
+                "sss-task",
+                "sh",
+                "-c",
+                "echo hi; exit 7",
+            ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         let status = child.wait().unwrap();
         drop(stdin);
         assert_eq!(out, "hi\n");
@@ -150,6 +169,8 @@ mod tests {
         let mut child = std::process::Command::new("sh")
             .args(["-c", REMOTE_WRAPPER, "sss-task", "sleep", "30"])
             .stdin(std::process::Stdio::piped())
+            // sh reports the killed job ("Terminated") on stderr.
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
@@ -166,7 +187,10 @@ mod tests {
     #[test]
     fn custom_ssh_and_cleanup() {
         let ssh = ssh_program(Some("ssh -p 2222 -i '/k ey'")).unwrap();
-        assert_eq!(ssh, ["ssh", "-p", "2222", "-i", "/k ey", "-o", "BatchMode=yes"]);
+        assert_eq!(
+            ssh,
+            ["ssh", "-p", "2222", "-i", "/k ey", "-o", "BatchMode=yes"]
+        );
         let argv = cleanup_argv(&ssh, "n1", 42);
         assert_eq!(strs(&argv)[7..], ["n1", "rm -f /dev/shm/sss-42-*"]);
         assert!(ssh_program(Some("ssh 'unclosed")).is_err());

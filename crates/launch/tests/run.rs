@@ -1,0 +1,594 @@
+//! `sss-run` end to end, with `sss-test-task` as the program. Every test is
+//! bounded in time, and checks that no task process and no shared-memory
+//! file of its job is left behind.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const RUN: &str = env!("CARGO_BIN_EXE_sss-run");
+const TASK: &str = env!("CARGO_BIN_EXE_sss-test-task");
+/// Hard limit for one launcher run in these tests.
+const LIMIT: Duration = Duration::from_secs(25);
+
+struct Out {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Exit status as a shell shows it.
+fn code(st: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}
+
+/// Waits for `child` at most `LIMIT`, killing it past that.
+fn wait_bounded(mut child: Child) -> Out {
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let ro = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let re = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("launcher did not finish within {LIMIT:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    Out {
+        status: code(status),
+        stdout: ro.join().unwrap(),
+        stderr: re.join().unwrap(),
+    }
+}
+
+/// Runs `sss-run ARGS… sss-test-task STEPS…`.
+fn run(args: &[&str], steps: &[&str]) -> Out {
+    let child = Command::new(RUN)
+        .args(args)
+        .arg(TASK)
+        .args(steps)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_bounded(child)
+}
+
+/// The `rank=…` lines of `info`, by rank, as key=value maps.
+fn infos(stdout: &str) -> BTreeMap<u32, BTreeMap<String, String>> {
+    let mut m = BTreeMap::new();
+    for line in stdout.lines() {
+        let line = line.split_once("] ").map_or(line, |(_, l)| l);
+        if !line.starts_with("rank=") {
+            continue;
+        }
+        let kv: BTreeMap<String, String> = line
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        m.insert(kv["rank"].parse().unwrap(), kv);
+    }
+    m
+}
+
+/// `(pid, job)` written by the `pids=DIR` step, by rank.
+fn pids(dir: &Path) -> BTreeMap<u32, (u32, u32)> {
+    let mut m = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(rank) = name.parse::<u32>() else {
+            continue;
+        };
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let (p, j) = text.trim().split_once(' ').unwrap();
+        m.insert(rank, (p.parse().unwrap(), j.parse().unwrap()));
+    }
+    m
+}
+
+/// Processes whose environment has `SSS_JOB=<job>`: the job's tasks and
+/// anything they started.
+fn job_processes(job: u32) -> Vec<u32> {
+    let want = format!("SSS_JOB={job}");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        // Unreadable (gone, or a zombie with no memory) means not running.
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn shm_files(job: u32) -> Vec<String> {
+    let prefix = format!("sss-{job}-");
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// Asserts that the job left nothing behind, allowing `within` for the
+/// kernel (or the guardian) to finish.
+fn assert_clean(job: u32, within: Duration) {
+    let t = Instant::now();
+    loop {
+        let procs = job_processes(job);
+        let files = shm_files(job);
+        if procs.is_empty() && files.is_empty() {
+            return;
+        }
+        if t.elapsed() > within {
+            panic!("job {job} left processes {procs:?} and /dev/shm files {files:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The one job id the tasks reported.
+fn one_job(p: &BTreeMap<u32, (u32, u32)>) -> u32 {
+    let jobs: Vec<u32> = p.values().map(|(_, j)| *j).collect();
+    assert!(jobs.windows(2).all(|w| w[0] == w[1]), "{jobs:?}");
+    jobs[0]
+}
+
+#[test]
+fn four_tasks_on_one_host_allgather() {
+    let o = run(&["-n", "4"], &["info", "gather"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.matches("gather ok").count(), 4);
+    let info = infos(&o.stdout);
+    assert_eq!(info.len(), 4);
+    let job = &info[&0]["job"];
+    for (rank, kv) in &info {
+        assert_eq!(kv["size"], "4");
+        assert_eq!(kv["node"], "127.0.0.1");
+        assert_eq!(kv["node_id"], "0");
+        assert_eq!(kv["local"], format!("{rank}/4"));
+        assert_eq!(&kv["job"], job);
+        assert_eq!(kv["launcher"], "Sss");
+    }
+}
+
+#[test]
+fn hosts_and_per_host_set_each_ranks_node() {
+    let o = run(
+        &[
+            "-n",
+            "4",
+            "--hosts",
+            "127.0.0.2,127.0.0.3",
+            "--per-host",
+            "2",
+        ],
+        &["info", "gather"],
+    );
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let info = infos(&o.stdout);
+    let got: Vec<(&str, &str, &str)> = info
+        .values()
+        .map(|kv| {
+            (
+                kv["node"].as_str(),
+                kv["node_id"].as_str(),
+                kv["local"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("127.0.0.2", "0", "0/2"),
+            ("127.0.0.2", "0", "1/2"),
+            ("127.0.0.3", "1", "0/2"),
+            ("127.0.0.3", "1", "1/2"),
+        ]
+    );
+}
+
+#[test]
+fn hostfile_slots_place_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let hf = dir.path().join("hosts");
+    std::fs::write(
+        &hf,
+        "# two nodes\n127.0.0.2 slots=1\n127.0.0.3 slots=2  # bigger\n",
+    )
+    .unwrap();
+    let o = run(&["-n", "3", "--hostfile", hf.to_str().unwrap()], &["info"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let nodes: Vec<(String, String)> = infos(&o.stdout)
+        .values()
+        .map(|kv| (kv["node"].clone(), kv["local"].clone()))
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            ("127.0.0.2".to_string(), "0/1".to_string()),
+            ("127.0.0.3".to_string(), "0/2".to_string()),
+            ("127.0.0.3".to_string(), "1/2".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn tag_output_prefixes_whole_lines_on_both_streams() {
+    let o = run(&["-n", "3", "--tag-output"], &["lines=200"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let check = |text: &str, word: &str| {
+        let mut n = 0;
+        for line in text.lines() {
+            let (tag, rest) = line.split_once(' ').unwrap();
+            let rank = tag.trim_start_matches('[').trim_end_matches(']');
+            assert!(
+                rest.starts_with(word) && rest.ends_with(&format!(" of rank {rank}")),
+                "mixed or untagged line: {line:?}"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 600);
+    };
+    check(&o.stdout, "out ");
+    check(&o.stderr, "err ");
+}
+
+#[test]
+fn exit_status_of_a_clean_job_is_zero() {
+    let o = run(&["-n", "3"], &["barrier", "exit=0"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+}
+
+#[test]
+fn failing_task_sets_the_status_and_ends_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = format!("pids={}", dir.path().display());
+    let t = Instant::now();
+    let o = run(
+        &["-n", "3"],
+        &[&pdir, "shm", "barrier", "1:exit=3", "forever"],
+    );
+    assert_eq!(o.status, 3, "{}", o.stderr);
+    let p = pids(dir.path());
+    let msg = format!(
+        "sss run: task 1 (pid {} on 127.0.0.1) exited with status 3; terminating the other 2 tasks",
+        p[&1].0
+    );
+    assert!(o.stderr.contains(&msg), "{}", o.stderr);
+    // The others obeyed SIGTERM, so no SIGKILL grace was needed.
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_clean(one_job(&p), Duration::from_secs(2));
+}
+
+#[test]
+fn segfault_ends_the_job_with_139_and_no_leftovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = format!("pids={}", dir.path().display());
+    // Task 1 also starts a child of its own, which must not survive.
+    let o = run(
+        &["-n", "4"],
+        &[
+            &pdir,
+            "shm",
+            "1:spawn-child",
+            "barrier",
+            "3:segv",
+            "forever",
+        ],
+    );
+    assert_eq!(o.status, 139, "{}", o.stderr);
+    let p = pids(dir.path());
+    assert_eq!(p.len(), 4);
+    let msg = format!(
+        "sss run: task 3 (pid {} on 127.0.0.1) was killed by signal 11 (SIGSEGV); \
+         terminating the other 3 tasks",
+        p[&3].0
+    );
+    assert!(o.stderr.contains(&msg), "{}", o.stderr);
+    assert_clean(one_job(&p), Duration::from_secs(2));
+}
+
+#[test]
+fn sigkilled_task_ends_the_job_with_137_even_if_others_ignore_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = format!("pids={}", dir.path().display());
+    let o = run(
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+        &[
+            &pdir,
+            "shm",
+            "2:ignore-term",
+            "barrier",
+            "0:sigkill",
+            "forever",
+        ],
+    );
+    assert_eq!(o.status, 137, "{}", o.stderr);
+    let p = pids(dir.path());
+    let msg = format!(
+        "sss run: task 0 (pid {} on 127.0.0.2) was killed by signal 9 (SIGKILL); \
+         terminating the other 2 tasks",
+        p[&0].0
+    );
+    assert!(o.stderr.contains(&msg), "{}", o.stderr);
+    // Task 2 ignored SIGTERM and needed SIGKILL after the grace period.
+    assert!(
+        o.stderr
+            .contains("1 task still running 2 s after SIGTERM; sending SIGKILL"),
+        "{}",
+        o.stderr
+    );
+    assert_clean(one_job(&p), Duration::from_secs(2));
+}
+
+#[test]
+fn timeout_ends_the_job_with_124() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdir = format!("pids={}", dir.path().display());
+    let o = run(&["-n", "2", "--timeout", "1"], &[&pdir, "shm", "forever"]);
+    assert_eq!(o.status, 124, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("job timed out after 1 s; terminating 2 tasks"),
+        "{}",
+        o.stderr
+    );
+    assert_clean(one_job(&pids(dir.path())), Duration::from_secs(2));
+}
+
+/// Starts a launcher whose tasks record their pids and then wait forever;
+/// returns it once every task is up, with the job id.
+fn start_long_job(np: u32, dir: &Path) -> (Child, u32) {
+    let pdir = format!("pids={}", dir.display());
+    let mut child = Command::new(RUN)
+        .args(["-n", &np.to_string(), TASK, "shm", &pdir, "forever"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while pids(dir).len() < np as usize {
+        if t.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("tasks did not start");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let job = one_job(&pids(dir));
+    // shm comes before pids, so the files exist now.
+    assert_eq!(shm_files(job).len(), np as usize);
+    (child, job)
+}
+
+#[test]
+fn sigkilled_launcher_takes_its_tasks_and_files_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut launcher, job) = start_long_job(3, dir.path());
+    assert_eq!(job_processes(job).len(), 3);
+    launcher.kill().unwrap(); // SIGKILL
+    launcher.wait().unwrap();
+    // Parent-death signals end the tasks; the guardian removes the files.
+    assert_clean(job, Duration::from_secs(10));
+}
+
+#[test]
+fn sigterm_to_the_launcher_is_forwarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (launcher, job) = start_long_job(2, dir.path());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(launcher.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let mut launcher = launcher;
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = launcher.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < LIMIT, "launcher ignored SIGTERM");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    launcher
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(code(status), 143, "{err}");
+    assert!(
+        err.contains("received SIGTERM; terminating 2 tasks"),
+        "{err}"
+    );
+    assert_clean(job, Duration::from_secs(2));
+}
+
+#[test]
+fn missing_program_is_reported_with_127() {
+    let child = Command::new(RUN)
+        .args(["-n", "2", "/nonexistent/program"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(child);
+    assert_eq!(o.status, 127);
+    assert!(
+        o.stderr
+            .contains("cannot start task 0 (/nonexistent/program)"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn bad_placement_is_a_usage_error() {
+    let o = run(&["-n", "2", "--hosts", "192.0.2.1"], &["info"]);
+    assert_eq!(o.status, 2);
+    assert!(o.stderr.contains("not a loopback address"), "{}", o.stderr);
+    let o = run(
+        &[
+            "-n",
+            "5",
+            "--hosts",
+            "127.0.0.2,127.0.0.3",
+            "--per-host",
+            "2",
+        ],
+        &["info"],
+    );
+    assert_eq!(o.status, 2);
+    assert!(
+        o.stderr.contains("5 tasks do not fit in the 4 slots"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Tasks started by hand with Slurm's variables, as `srun` would: no
+/// `sss run`, the rendezvous goes through files.
+#[test]
+fn slurm_environment_bootstraps_through_files() {
+    let boot_dir = tempfile::tempdir().unwrap();
+    let n = 3;
+    // A job id of our own, so concurrent runs of this test do not meet.
+    let slurm_job = format!("{}", std::process::id());
+    let children: Vec<Child> = (0..n)
+        .map(|rank| {
+            let mut c = Command::new(TASK);
+            for (k, _) in std::env::vars() {
+                if k.starts_with("SSS_")
+                    || k.starts_with("SLURM_")
+                    || k.starts_with("PMI_")
+                    || k.starts_with("OMPI_")
+                {
+                    c.env_remove(k);
+                }
+            }
+            c.env("SLURM_PROCID", rank.to_string())
+                .env("SLURM_NTASKS", n.to_string())
+                .env("SLURM_LOCALID", rank.to_string())
+                .env("SLURM_JOB_ID", &slurm_job)
+                .env("SLURM_STEP_ID", "0")
+                .env("SSS_BOOT_DIR", boot_dir.path())
+                .env("SSS_BOOT_TIMEOUT", "20")
+                .args(["info", "gather", "barrier", "gather"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Out> = children.into_iter().map(wait_bounded).collect();
+    let mut jobs = Vec::new();
+    for (rank, o) in outs.iter().enumerate() {
+        assert_eq!(o.status, 0, "task {rank}: {}", o.stderr);
+        assert_eq!(o.stdout.matches("gather ok").count(), 2);
+        let info = infos(&o.stdout);
+        let kv = &info[&(rank as u32)];
+        assert_eq!(kv["size"], "3");
+        assert_eq!(kv["launcher"], "Slurm");
+        assert_eq!(kv["local"], format!("{rank}/3"));
+        jobs.push(kv["job"].clone());
+    }
+    assert!(jobs.iter().all(|j| *j == jobs[0]));
+    // The rendezvous directory was removed by the last task out.
+    let left: Vec<_> = std::fs::read_dir(boot_dir.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A task whose launcher's rendezvous server disappears fails at once with
+/// a clear message instead of hanging.
+#[test]
+fn task_fails_cleanly_when_the_boot_server_vanishes() {
+    let server = sss_boot::BootServer::bind("127.0.0.1:0", 99, 2).unwrap();
+    let addr = server.addr();
+    let handle = server.spawn().unwrap();
+    let child = Command::new(TASK)
+        .env("SSS_JOB", "99")
+        .env("SSS_RANK", "0")
+        .env("SSS_SIZE", "2")
+        .env("SSS_NODE", "127.0.0.1")
+        .env("SSS_NODE_ID", "0")
+        .env("SSS_LOCAL_RANK", "0")
+        .env("SSS_LOCAL_SIZE", "2")
+        .env("SSS_BOOT", format!("tcp:{addr}"))
+        .env("SSS_BOOT_TIMEOUT", "60")
+        .arg("gather")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the task connect and block in the allgather, then vanish.
+    let t = Instant::now();
+    while handle.report().joined < 1 {
+        assert!(t.elapsed() < LIMIT, "task never connected");
+        thread::sleep(Duration::from_millis(10));
+    }
+    thread::sleep(Duration::from_millis(100));
+    handle.shutdown();
+    let o = wait_bounded(child);
+    assert_eq!(o.status, 71, "{}", o.stderr);
+    assert!(o.stderr.contains("went away"), "{}", o.stderr);
+    assert!(t.elapsed() < Duration::from_secs(10));
+
+    // And with nobody there at all, the task gives up after its timeout.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let t = Instant::now();
+    let child = Command::new(TASK)
+        .env("SSS_JOB", "99")
+        .env("SSS_RANK", "0")
+        .env("SSS_SIZE", "2")
+        .env("SSS_NODE", "127.0.0.1")
+        .env("SSS_NODE_ID", "0")
+        .env("SSS_LOCAL_RANK", "0")
+        .env("SSS_LOCAL_SIZE", "2")
+        .env("SSS_BOOT", format!("tcp:{free}"))
+        .env("SSS_BOOT_TIMEOUT", "1")
+        .arg("gather")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(child);
+    assert_eq!(o.status, 70, "{}", o.stderr);
+    assert!(o.stderr.contains("timed out after 1.0 s"), "{}", o.stderr);
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
