@@ -428,14 +428,19 @@ pub fn run(args: &Args) -> Result<Option<Summary>, Error> {
         path: args.out.clone(),
         msg: e.to_string(),
     })?;
-    let summary = display(&task, &img, args.chunk)?;
-    write_png(BufWriter::new(file), img.width, img.height, &summary.pixels).map_err(|e| {
-        Error::Output {
-            path: args.out.clone(),
-            msg: e.to_string(),
-        }
-    })?;
-    Ok(Some(summary))
+    let done = display(&task, &img, args.chunk).and_then(|summary| {
+        write_png(BufWriter::new(file), img.width, img.height, &summary.pixels)
+            .map(|()| summary)
+            .map_err(|e| Error::Output {
+                path: args.out.clone(),
+                msg: e.to_string(),
+            })
+    });
+    if done.is_err() {
+        // No empty or truncated image left behind to be mistaken for one.
+        let _ = std::fs::remove_file(&args.out);
+    }
+    done.map(Some)
 }
 
 fn display(task: &Task, img: &Image, chunk: u32) -> Result<Summary, Error> {

@@ -207,22 +207,16 @@ fn main() {
         };
         std::process::exit(code);
     }
-    let filters: Vec<&str> = args[1..]
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if args.iter().any(|a| a == "--list") {
-        for c in CASES {
+    let sel = Selection::parse(&args[1..]);
+    let picked: Vec<&Case> = CASES.iter().filter(|c| sel.wants(c.name)).collect();
+    if sel.list {
+        for c in &picked {
             println!("{}: test", c.name);
         }
         return;
     }
-    let picked: Vec<&Case> = CASES
-        .iter()
-        .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.contains(f)))
-        .collect();
-    println!("\nrunning {} tests", picked.len());
+    let n = picked.len();
+    println!("\nrunning {n} test{}", if n == 1 { "" } else { "s" });
     let started = Instant::now();
     let mut failed = Vec::new();
     for c in &picked {
@@ -252,6 +246,55 @@ fn main() {
     );
     if !failed.is_empty() {
         std::process::exit(101);
+    }
+}
+
+/// Which cases the command line asks for, understood as the standard
+/// harness does: name filters (substrings, or whole names with `--exact`),
+/// `--skip NAME`, `--ignored` (there are none), `--list`; other options are
+/// accepted and ignored.
+#[derive(Default)]
+struct Selection {
+    filters: Vec<String>,
+    skips: Vec<String>,
+    exact: bool,
+    ignored_only: bool,
+    list: bool,
+}
+
+impl Selection {
+    fn parse(args: &[String]) -> Self {
+        let mut s = Selection::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--skip" => s.skips.extend(it.next().cloned()),
+                "--exact" => s.exact = true,
+                "--ignored" => s.ignored_only = true,
+                "--list" => s.list = true,
+                // Options whose value is a separate argument.
+                "--test-threads" | "--color" | "--format" | "--logfile" | "-Z"
+                | "--shuffle-seed" => {
+                    it.next();
+                }
+                o if o.starts_with('-') => {}
+                f => s.filters.push(f.to_string()),
+            }
+        }
+        s
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        let hit = |f: &String| {
+            if self.exact {
+                name == f
+            } else {
+                name.contains(f.as_str())
+            }
+        };
+        !self.ignored_only
+            && (self.filters.is_empty() || self.filters.iter().any(hit))
+            && !self.skips.iter().any(hit)
     }
 }
 
