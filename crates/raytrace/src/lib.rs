@@ -618,6 +618,25 @@ mod tests {
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
     }
 
+    /// Pins the pixels: a change here means every earlier checksum is void,
+    /// or that some build computes different colours (debug and release
+    /// builds must agree).
+    #[test]
+    fn golden_checksums() {
+        for (scene, want) in [
+            ("spheres", 0x73df_9623_33d8_3468),
+            ("grid", 0x19bc_b928_5c8c_56a8),
+        ] {
+            let img = Image {
+                scene: Scene::by_name(scene).expect("built-in scene"),
+                width: 64,
+                height: 48,
+                samples: 2,
+            };
+            assert_eq!(fnv1a64(&img.render()), want, "{scene}");
+        }
+    }
+
     #[test]
     fn blocks_are_dealt_cyclically_and_cover_the_image_once() {
         for (pixels, chunk, workers) in [(100, 7, 3), (64, 64, 4), (10, 1, 16), (1, 5, 2)] {
