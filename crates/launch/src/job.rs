@@ -14,7 +14,7 @@ use sss_boot::{vars, BootServer};
 
 use crate::guardian::Guardian;
 use crate::hosts::{self, Host, Slot};
-use crate::output::{self, Stream};
+use crate::output::{self, say, Stream};
 use crate::{ssh, sys, RunArgs, RunError, Spawner};
 
 /// Time between SIGTERM and SIGKILL when ending tasks.
@@ -130,14 +130,14 @@ pub(crate) fn run(args: RunArgs) -> i32 {
     let plan = match Plan::new(&args) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("sss run: {e}");
+            say!("{e}");
             return e.exit_code();
         }
     };
     match Job::start(plan) {
         Ok(job) => job.wait(),
         Err(e) => {
-            eprintln!("sss run: {e}");
+            say!("{e}");
             e.exit_code()
         }
     }
@@ -197,7 +197,7 @@ impl Job {
         let guardian = match Guardian::start(id) {
             Ok(g) => Some(g),
             Err(e) => {
-                eprintln!("sss run: warning: no cleanup guardian ({e}); a killed launcher may leave /dev/shm files");
+                say!("warning: no cleanup guardian ({e}); a killed launcher may leave /dev/shm files");
                 None
             }
         };
@@ -227,7 +227,7 @@ impl Job {
                 }
                 // End the tasks already started; `wait` reaps them and
                 // cleans up as after any failure.
-                eprintln!("sss run: {e}; terminating {}", tasks(job.tasks.len()));
+                say!("{e}; terminating {}", tasks(job.tasks.len()));
                 job.status = Some(e.exit_code());
                 job.terminate(Signal::SIGTERM);
                 job.phase = Phase::Terminating(Instant::now() + GRACE);
@@ -323,7 +323,7 @@ impl Job {
             if let Some(src) = src {
                 match output::forward(src, stream, tag.clone(), self.drained_tx.clone()) {
                     Ok(()) => self.forwarders += 1,
-                    Err(e) => eprintln!("sss run: warning: task {rank}'s output is lost: {e}"),
+                    Err(e) => say!("warning: task {rank}'s output is lost: {e}"),
                 }
             }
         }
@@ -401,9 +401,9 @@ impl Job {
                         let live = self.live();
                         let what = self.tasks[i].describe();
                         if live == 0 {
-                            eprintln!("sss run: {what} {how}");
+                            say!("{what} {how}");
                         } else {
-                            eprintln!(
+                            say!(
                                 "sss run: {what} {how}; terminating the other {}",
                                 tasks(live)
                             );
@@ -416,7 +416,7 @@ impl Job {
                 Ok(Event::Signal(s)) => {
                     let name = sys::signal_name(s);
                     if let Phase::Running = phase {
-                        eprintln!(
+                        say!(
                             "sss run: received {name}; terminating {}",
                             tasks(self.live())
                         );
@@ -425,7 +425,7 @@ impl Job {
                         self.terminate(sig);
                         phase = Phase::Terminating(Instant::now() + GRACE);
                     } else {
-                        eprintln!("sss run: received {name} again; killing the tasks");
+                        say!("received {name} again; killing the tasks");
                         self.terminate(Signal::SIGKILL);
                         phase = Phase::Killing;
                     }
@@ -433,7 +433,7 @@ impl Job {
                 Err(RecvTimeoutError::Timeout) => match phase {
                     Phase::Running => {
                         let secs = self.plan.timeout.unwrap_or_default().as_secs_f64();
-                        eprintln!(
+                        say!(
                             "sss run: job timed out after {secs} s; terminating {}",
                             tasks(self.live())
                         );
@@ -442,7 +442,7 @@ impl Job {
                         phase = Phase::Terminating(Instant::now() + GRACE);
                     }
                     Phase::Terminating(_) => {
-                        eprintln!(
+                        say!(
                             "sss run: {} still running {} s after SIGTERM; sending SIGKILL",
                             tasks(self.live()),
                             GRACE.as_secs()
@@ -519,7 +519,7 @@ impl Job {
         let until = Instant::now() + REMOTE_CLEANUP;
         for (host, child) in children {
             let Ok(mut child) = child else {
-                eprintln!("sss run: warning: cannot clean shared memory on {host}");
+                say!("warning: cannot clean shared memory on {host}");
                 continue;
             };
             loop {
@@ -529,7 +529,7 @@ impl Job {
                         std::thread::sleep(Duration::from_millis(50))
                     }
                     _ => {
-                        eprintln!("sss run: warning: shared-memory cleanup on {host} timed out");
+                        say!("warning: shared-memory cleanup on {host} timed out");
                         sys::signal_group(child.id(), Signal::SIGKILL);
                         let _ = child.wait();
                         break;
@@ -557,7 +557,7 @@ pub(crate) fn remove_shm(job: u32) {
         if e.file_name().to_string_lossy().starts_with(&prefix) {
             if let Err(err) = std::fs::remove_file(e.path()) {
                 if err.kind() != io::ErrorKind::NotFound {
-                    eprintln!(
+                    say!(
                         "sss run: warning: cannot remove {}: {err}",
                         e.path().display()
                     );

@@ -45,6 +45,20 @@ pub(crate) fn forward(
         .map(|_| ())
 }
 
+/// Prints a launcher message on stderr, `sss run: ` first, under the same
+/// lock as task output so it never lands inside a task's line.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::say_line(&format!($($arg)*))
+    };
+}
+pub(crate) use say;
+
+/// The function behind [`say!`].
+pub(crate) fn say_line(msg: &str) {
+    write(Stream::Err, format!("sss run: {msg}\n").as_bytes());
+}
+
 fn write(stream: Stream, bytes: &[u8]) {
     let _guard = OUTPUT.lock().unwrap_or_else(|p| p.into_inner());
     // Write errors (a closed pipe, a full disk) must not stop the copy:

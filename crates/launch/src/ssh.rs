@@ -10,12 +10,15 @@
 use std::ffi::OsString;
 
 /// The remote wrapper. `"$@"` is the task (`env VAR=… PROGRAM ARGS`); the
-/// watcher in the background waits for end of file on stdin, then sends
-/// SIGTERM and, 2 s later, SIGKILL. The wrapper exits with the task's
-/// status (128+S for a task killed by signal S, as sh reports it).
-pub(crate) const REMOTE_WRAPPER: &str = "\"$@\" </dev/null & p=$!; \
-(cat >/dev/null; kill -TERM $p; sleep 2; kill -KILL $p) >/dev/null 2>&1 & w=$!; \
-wait $p; s=$?; kill $w 2>/dev/null; exit $s";
+/// watcher in the background waits for end of file on the connection's
+/// stdin, then sends SIGTERM and, 2 s later, SIGKILL. The wrapper exits
+/// with the task's status (128+S for a task killed by signal S, as sh
+/// reports it). A shell without job control gives background jobs
+/// `/dev/null` as stdin, so the watcher reads a copy of stdin on fd 3.
+pub(crate) const REMOTE_WRAPPER: &str = "exec 3<&0; \
+\"$@\" </dev/null 3<&- & p=$!; \
+(cat <&3 >/dev/null; kill -TERM $p; sleep 2; kill -KILL $p) >/dev/null 2>&1 & w=$!; \
+exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s";
 
 /// The ssh program and its options: `SSS_SSH` split into words, else
 /// plain `ssh`. `BatchMode` is always added so a missing key fails at once
@@ -173,7 +176,11 @@ mod tests {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "task ended with stdin open"
+        );
         let mut stdin = child.stdin.take().unwrap();
         let _ = stdin.write_all(b"");
         drop(stdin);
