@@ -403,10 +403,7 @@ impl Job {
                         if live == 0 {
                             say!("{what} {how}");
                         } else {
-                            say!(
-                                "sss run: {what} {how}; terminating the other {}",
-                                tasks(live)
-                            );
+                            say!("{what} {how}; terminating the other {}", tasks(live));
                         }
                         self.status.get_or_insert(code);
                         self.terminate(Signal::SIGTERM);
@@ -416,10 +413,7 @@ impl Job {
                 Ok(Event::Signal(s)) => {
                     let name = sys::signal_name(s);
                     if let Phase::Running = phase {
-                        say!(
-                            "sss run: received {name}; terminating {}",
-                            tasks(self.live())
-                        );
+                        say!("received {name}; terminating {}", tasks(self.live()));
                         self.status.get_or_insert(128 + s);
                         let sig = Signal::try_from(s).unwrap_or(Signal::SIGTERM);
                         self.terminate(sig);
@@ -434,7 +428,7 @@ impl Job {
                     Phase::Running => {
                         let secs = self.plan.timeout.unwrap_or_default().as_secs_f64();
                         say!(
-                            "sss run: job timed out after {secs} s; terminating {}",
+                            "job timed out after {secs} s; terminating {}",
                             tasks(self.live())
                         );
                         self.status.get_or_insert(TIMEOUT_STATUS);
@@ -443,7 +437,7 @@ impl Job {
                     }
                     Phase::Terminating(_) => {
                         say!(
-                            "sss run: {} still running {} s after SIGTERM; sending SIGKILL",
+                            "{} still running {} s after SIGTERM; sending SIGKILL",
                             tasks(self.live()),
                             GRACE.as_secs()
                         );
@@ -557,10 +551,7 @@ pub(crate) fn remove_shm(job: u32) {
         if e.file_name().to_string_lossy().starts_with(&prefix) {
             if let Err(err) = std::fs::remove_file(e.path()) {
                 if err.kind() != io::ErrorKind::NotFound {
-                    say!(
-                        "sss run: warning: cannot remove {}: {err}",
-                        e.path().display()
-                    );
+                    say!("warning: cannot remove {}: {err}", e.path().display());
                 }
             }
         }

@@ -153,6 +153,11 @@ fn assert_clean(job: u32, within: Duration) {
     }
 }
 
+/// True if `text` has `line` as one of its lines.
+fn has_line(text: &str, line: &str) -> bool {
+    text.lines().any(|l| l == line)
+}
+
 /// The one job id the tasks reported.
 fn one_job(p: &BTreeMap<u32, (u32, u32)>) -> u32 {
     let jobs: Vec<u32> = p.values().map(|(_, j)| *j).collect();
@@ -282,7 +287,7 @@ fn failing_task_sets_the_status_and_ends_the_others() {
         "sss run: task 1 (pid {} on 127.0.0.1) exited with status 3; terminating the other 2 tasks",
         p[&1].0
     );
-    assert!(o.stderr.contains(&msg), "{}", o.stderr);
+    assert!(has_line(&o.stderr, &msg), "{}", o.stderr);
     // The others obeyed SIGTERM, so no SIGKILL grace was needed.
     assert!(t.elapsed() < Duration::from_secs(10));
     assert_clean(one_job(&p), Duration::from_secs(2));
@@ -312,7 +317,7 @@ fn segfault_ends_the_job_with_139_and_no_leftovers() {
          terminating the other 3 tasks",
         p[&3].0
     );
-    assert!(o.stderr.contains(&msg), "{}", o.stderr);
+    assert!(has_line(&o.stderr, &msg), "{}", o.stderr);
     assert_clean(one_job(&p), Duration::from_secs(2));
 }
 
@@ -338,11 +343,13 @@ fn sigkilled_task_ends_the_job_with_137_even_if_others_ignore_sigterm() {
          terminating the other 2 tasks",
         p[&0].0
     );
-    assert!(o.stderr.contains(&msg), "{}", o.stderr);
+    assert!(has_line(&o.stderr, &msg), "{}", o.stderr);
     // Task 2 ignored SIGTERM and needed SIGKILL after the grace period.
     assert!(
-        o.stderr
-            .contains("1 task still running 2 s after SIGTERM; sending SIGKILL"),
+        has_line(
+            &o.stderr,
+            "sss run: 1 task still running 2 s after SIGTERM; sending SIGKILL"
+        ),
         "{}",
         o.stderr
     );
@@ -356,8 +363,10 @@ fn timeout_ends_the_job_with_124() {
     let o = run(&["-n", "2", "--timeout", "1"], &[&pdir, "shm", "forever"]);
     assert_eq!(o.status, 124, "{}", o.stderr);
     assert!(
-        o.stderr
-            .contains("job timed out after 1 s; terminating 2 tasks"),
+        has_line(
+            &o.stderr,
+            "sss run: job timed out after 1 s; terminating 2 tasks"
+        ),
         "{}",
         o.stderr
     );
@@ -427,7 +436,7 @@ fn sigterm_to_the_launcher_is_forwarded() {
         .unwrap();
     assert_eq!(code(status), 143, "{err}");
     assert!(
-        err.contains("received SIGTERM; terminating 2 tasks"),
+        has_line(&err, "sss run: received SIGTERM; terminating 2 tasks"),
         "{err}"
     );
     assert_clean(job, Duration::from_secs(2));
@@ -445,7 +454,8 @@ fn missing_program_is_reported_with_127() {
     assert_eq!(o.status, 127);
     assert!(
         o.stderr
-            .contains("cannot start task 0 (/nonexistent/program)"),
+            .lines()
+            .any(|l| l.starts_with("sss run: cannot start task 0 (/nonexistent/program): ")),
         "{}",
         o.stderr
     );
@@ -591,4 +601,111 @@ fn task_fails_cleanly_when_the_boot_server_vanishes() {
     assert_eq!(o.status, 70, "{}", o.stderr);
     assert!(o.stderr.contains("timed out after 1.0 s"), "{}", o.stderr);
     assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+/// A stand-in for ssh: skips options, takes the host, and runs the remote
+/// command with `sh` in a session of its own, as a remote sshd would (so
+/// the launcher's signals to its process group do not reach the task).
+const FAKE_SSH: &str = r#"#!/bin/sh
+while [ $# -gt 0 ]; do
+  case $1 in
+    -o|-p|-i|-l) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+echo "$1" >> "$(dirname "$0")/hosts.log"
+shift
+exec setsid -w sh -c "$*"
+"#;
+
+fn fake_ssh(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("fake-ssh");
+    std::fs::write(&path, FAKE_SSH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+fn run_ssh(ssh: &str, args: &[&str], steps: &[&str]) -> Out {
+    let child = Command::new(RUN)
+        .env("SSS_SSH", ssh)
+        .args(["--spawner", "ssh"])
+        .args(args)
+        .arg(TASK)
+        .args(steps)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_bounded(child)
+}
+
+#[test]
+fn ssh_spawner_runs_tasks_through_the_remote_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let ssh = fake_ssh(dir.path());
+    let o = run_ssh(
+        &ssh,
+        &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3", "--tag-output"],
+        &["info", "gather", "echo=it's a \"quoted\" $HOME"],
+    );
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let info = infos(&o.stdout);
+    let nodes: Vec<&str> = info.values().map(|kv| kv["node"].as_str()).collect();
+    assert_eq!(nodes, ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"]);
+    assert_eq!(o.stdout.matches("gather ok").count(), 4);
+    // Arguments arrive intact through the remote shell.
+    assert_eq!(
+        o.stdout.matches("it's a \"quoted\" $HOME").count(),
+        4,
+        "{}",
+        o.stdout
+    );
+    // Four tasks, then one shared-memory cleanup per host.
+    let log = std::fs::read_to_string(dir.path().join("hosts.log")).unwrap();
+    let mut hosts: Vec<&str> = log.lines().collect();
+    hosts.sort();
+    assert_eq!(
+        hosts,
+        ["127.0.0.2"; 3]
+            .iter()
+            .chain(&["127.0.0.3"; 3])
+            .copied()
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn ssh_spawner_ends_remote_tasks_and_cleans_up_after_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let ssh = fake_ssh(dir.path());
+    let pdir = tempfile::tempdir().unwrap();
+    let pids_step = format!("pids={}", pdir.path().display());
+    let o = run_ssh(
+        &ssh,
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+        &[&pids_step, "shm", "barrier", "2:segv", "forever"],
+    );
+    // Over ssh the remote shell reports the signal as 128+11.
+    assert_eq!(o.status, 139, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .lines()
+            .any(|l| l.starts_with("sss run: task 2 (pid ")
+                && l.ends_with(
+                    " on 127.0.0.3) exited with status 139; terminating the other 2 tasks"
+                )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("on 127.0.0.3) exited with status 139"),
+        "{}",
+        o.stderr
+    );
+    // The remote wrappers end their tasks when the connections close, and
+    // the per-host cleanup removed the files.
+    assert_clean(one_job(&pids(pdir.path())), Duration::from_secs(6));
 }

@@ -8,6 +8,7 @@
 //! | `barrier` | wait for every task |
 //! | `pids=DIR` | write `<pid> <job>` to `DIR/<rank>` |
 //! | `shm` | create `/dev/shm/sss-<job>-test-<rank>` |
+//! | `echo=TEXT` | print TEXT |
 //! | `lines=N` | print N numbered lines on stdout and on stderr |
 //! | `exit=C` | exit with status C |
 //! | `segv` | die of SIGSEGV (without a core file) |
@@ -84,6 +85,7 @@ fn main() {
                 let p = format!("/dev/shm/{}test-{rank}", boot.shm_prefix());
                 std::fs::write(&p, b"x").unwrap_or_else(|e| fail(&format!("shm {p}: {e}")));
             }
+            "echo" => println!("{val}"),
             "lines" => {
                 let n: u32 = val.parse().unwrap_or(10);
                 let out = std::io::stdout();
