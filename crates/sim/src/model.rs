@@ -1107,8 +1107,8 @@ impl Sim {
                 let o = sp.owner as usize;
                 drop[o >> 6] &= !(1 << (o & 63));
             }
-            for w in 0..4 {
-                let mut bits = drop[w];
+            for (w, &word) in drop.iter().enumerate() {
+                let mut bits = word;
                 while bits != 0 {
                     let c = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
@@ -1238,8 +1238,13 @@ impl Sim {
         // this slice, or whose link was busy most of the slice.
         let link = self.net.take_cluster_link_use();
         let limit = (self.params.quantum * self.params.network_planes as u64) as f64 * 2.0 * 0.5;
-        for c in 0..self.n() {
-            self.saturated[c] = self.evictions_slice[c] > 0 || link[c] as f64 > limit;
+        for ((s, &e), &l) in self
+            .saturated
+            .iter_mut()
+            .zip(&self.evictions_slice)
+            .zip(&link)
+        {
+            *s = e > 0 || l as f64 > limit;
         }
         let inputs: Vec<AgingInput> = (0..self.procs.len())
             .map(|i| {

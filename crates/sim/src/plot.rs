@@ -29,7 +29,7 @@ pub fn stacked(path: &Path, title: &str, panels: &[(String, Vec<Bar>)]) -> Resul
     };
     let bars_max = panels.iter().map(|p| p.1.len()).max().unwrap_or(1).max(1);
     let panel_w = (90 + 34 * bars_max) as u32;
-    let width = panel_w * panels.len().max(1) as u32;
+    let width = (panel_w * panels.len().max(1) as u32).max(600);
     let root = SVGBackend::new(path, (width, 430)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (top, body) = root.split_vertically(60);

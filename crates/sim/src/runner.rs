@@ -186,6 +186,11 @@ pub fn run_all(
     })
 }
 
+/// Apply a filter to a grid.
+pub fn filtered(specs: Vec<RunSpec>, f: &Filter) -> Vec<RunSpec> {
+    specs.into_iter().filter(|s| f.keep(s)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,9 +208,4 @@ mod tests {
             24
         );
     }
-}
-
-/// Apply a filter to a grid.
-pub fn filtered(specs: Vec<RunSpec>, f: &Filter) -> Vec<RunSpec> {
-    specs.into_iter().filter(|s| f.keep(s)).collect()
 }

@@ -287,9 +287,7 @@ mod tests {
         let mut free = vec![true; 256];
         let mut pages = vec![0; 256];
         let prev: Vec<Cluster> = (0..4).collect();
-        for c in 0..4 {
-            pages[c] = 10;
-        }
+        pages[..4].fill(10);
         let r = Request {
             need: 4,
             prev: &prev,
