@@ -7,8 +7,8 @@
 //! feeds it the process group of every task through a pipe. A launcher that
 //! ends normally cleans up itself and says `done`; if the pipe reaches end
 //! of file without `done`, the launcher died: the guardian kills the task
-//! groups, waits (at most 5 s) for them to go, and removes
-//! `/dev/shm/sss-<job>-*`.
+//! groups and every process with `SSS_JOB=<job>` in its environment, waits
+//! (at most 5 s) for the groups to go, and removes `/dev/shm/sss-<job>-*`.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -24,6 +24,9 @@ while read -r line; do
   esac
 done
 for p in $pids; do kill -KILL -$p 2>/dev/null; done
+for f in $(grep -lzx "SSS_JOB=$1" /proc/[0-9]*/environ 2>/dev/null); do
+  p=${f#/proc/}; kill -KILL ${p%/environ} 2>/dev/null
+done
 n=0
 while [ $n -lt 100 ]; do
   alive=

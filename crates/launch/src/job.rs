@@ -461,10 +461,22 @@ impl Job {
             t.stdin = None;
             sys::signal_group(t.pid, Signal::SIGKILL);
         }
+        // Descendants that left their task's process group (setsid,
+        // daemons) still carry the job in their environment.
+        let mut stragglers = Vec::new();
+        if self.plan.spawner == Spawner::Local {
+            stragglers = job_processes(self.id);
+            for &p in &stragglers {
+                sys::signal_process(p, Signal::SIGKILL);
+            }
+        }
         // SIGKILL is asynchronous: wait (briefly) until the groups are
         // gone, so nothing creates a file after we clean up.
         let until = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < until && self.tasks.iter().any(|t| sys::group_alive(t.pid)) {
+        while Instant::now() < until
+            && (self.tasks.iter().any(|t| sys::group_alive(t.pid))
+                || stragglers.iter().any(|&p| sys::process_alive(p)))
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
         let until = Instant::now() + DRAIN;
@@ -539,6 +551,25 @@ fn command(argv: &[OsString]) -> Command {
     let mut c = Command::new(argv.first().cloned().unwrap_or_else(|| "ssh".into()));
     c.args(argv.iter().skip(1));
     c
+}
+
+/// Processes other than this one whose environment has `SSS_JOB=<job>`.
+/// Processes of other users, and zombies, have no readable environment
+/// and are not listed.
+fn job_processes(job: u32) -> Vec<u32> {
+    let want = format!("{}={job}", vars::JOB);
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+        })
+        .collect()
 }
 
 /// Removes `/dev/shm/sss-<job>-*`.

@@ -55,8 +55,10 @@
 //! Each task leads its own process group and has the parent-death signal
 //! SIGKILL, so it dies with the launcher even if the launcher is killed
 //! with SIGKILL. When the job ends, however it ends, the launcher SIGKILLs
-//! every task's process group (a task's own children included), then
-//! removes the job's shared-memory files. A small guardian process, started
+//! every task's process group (a task's own children included) and every
+//! process left with `SSS_JOB=<job>` in its environment (descendants that
+//! moved to a session of their own), then removes the job's shared-memory
+//! files. A small guardian process, started
 //! before the tasks, does the same if the launcher dies without cleaning up
 //! (see `guardian.rs`).
 //!

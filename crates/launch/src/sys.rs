@@ -48,6 +48,26 @@ pub(crate) fn signal_group(pgid: u32, sig: Signal) -> bool {
     }
 }
 
+/// Sends `sig` to the process `pid`. True if it got it.
+pub(crate) fn signal_process(pid: u32, sig: Signal) -> bool {
+    match i32::try_from(pid) {
+        Ok(p) if p > 1 => signal::kill(Pid::from_raw(p), sig).is_ok(),
+        _ => false,
+    }
+}
+
+/// True while the process `pid` exists, but not as a zombie (a reparented
+/// zombie is its new parent's to reap and holds no resources).
+pub(crate) fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
 /// True while the process group `pgid` has members (zombies included).
 pub(crate) fn group_alive(pgid: u32) -> bool {
     match i32::try_from(pgid) {

@@ -378,7 +378,15 @@ fn timeout_ends_the_job_with_124() {
 fn start_long_job(np: u32, dir: &Path) -> (Child, u32) {
     let pdir = format!("pids={}", dir.display());
     let mut child = Command::new(RUN)
-        .args(["-n", &np.to_string(), TASK, "shm", &pdir, "forever"])
+        .args([
+            "-n",
+            &np.to_string(),
+            TASK,
+            "shm",
+            "0:escape-child",
+            &pdir,
+            "forever",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -402,7 +410,7 @@ fn start_long_job(np: u32, dir: &Path) -> (Child, u32) {
 fn sigkilled_launcher_takes_its_tasks_and_files_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut launcher, job) = start_long_job(3, dir.path());
-    assert_eq!(job_processes(job).len(), 3);
+    assert_eq!(job_processes(job).len(), 4, "3 tasks and an escaped child");
     launcher.kill().unwrap(); // SIGKILL
     launcher.wait().unwrap();
     // Parent-death signals end the tasks; the guardian removes the files.

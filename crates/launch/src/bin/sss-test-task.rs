@@ -15,6 +15,7 @@
 //! | `sigkill` | die of SIGKILL |
 //! | `ignore-term` | ignore SIGTERM from now on |
 //! | `spawn-child` | start `sleep 1000` as a child (same process group) |
+//! | `escape-child` | start `setsid sleep 1000`: a descendant in a session of its own |
 //! | `sleep=MS` | sleep |
 //! | `forever` | sleep until killed |
 
@@ -116,6 +117,13 @@ fn main() {
                     .spawn()
                     .unwrap_or_else(|e| fail(&format!("spawn-child: {e}")));
                 // Deliberately not waited for: the launcher must kill it.
+                std::mem::forget(child);
+            }
+            "escape-child" => {
+                let child = std::process::Command::new("setsid")
+                    .args(["sleep", "1000"])
+                    .spawn()
+                    .unwrap_or_else(|e| fail(&format!("escape-child: {e}")));
                 std::mem::forget(child);
             }
             "sleep" => std::thread::sleep(Duration::from_millis(val.parse().unwrap_or(100))),
