@@ -304,8 +304,11 @@ impl Boot {
     /// Also a barrier: no task returns before all have called it.
     ///
     /// Fails with [`BootError::Timeout`] after [`Boot::timeout`] without an
-    /// answer, and at once when the launcher's server goes away. After a
-    /// failure the rendezvous is unusable and every later call fails.
+    /// answer, and at once when the launcher's server goes away. The
+    /// timeout also bounds the wait for the slowest task, so this is meant
+    /// for start-up and shutdown exchanges, not as a barrier after long,
+    /// unbalanced computation. After a failure the rendezvous is unusable
+    /// and every later call fails.
     pub fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         if self.poisoned {
             return Err(BootError::Poisoned);
