@@ -64,7 +64,8 @@
  * (nor be followed by one); one request handle must not be used by two
  * threads at once; pops of one FIFO are serialized (one consumer at a
  * time). Signal handlers run on the task's progress thread (see
- * sss_signal_set_handler()).
+ * sss_signal_set_handler()). Calls marked "a collective" must be made by
+ * every task of the job, in the same order.
  *
  * Build: `pkg-config --cflags --libs sss` (shared) or
  * `pkg-config --static --cflags --libs sss` (static libsss.a).
@@ -117,7 +118,7 @@ typedef enum sss_status {
     SSS_ERR_IO = -68,            /**< A system call failed. */
     SSS_ERR_SHUTDOWN = -69,      /**< The task is shutting down. */
     SSS_ERR_TRUNCATED = -70,     /**< Buffer smaller than the message. */
-    SSS_ERR_IN_HANDLER = -71,    /**< Blocking call inside a handler. */
+    SSS_ERR_IN_HANDLER = -71,    /**< Collective/finalize in a handler. */
     SSS_ERR_INTERNAL = -72       /**< Library bug (caught, not fatal). */
 } sss_status_t;
 
@@ -263,7 +264,8 @@ sss_status_t sss_init(sss_task_h *task_p);
  * memory. Segments, FIFOs and requests of the task must not be used
  * afterwards (free them first; sss_quiet() first reports errors). Not
  * from a signal handler (SSS_ERR_IN_HANDLER) and not with a handler's
- * temporary task handle (SSS_ERR_INVALID_PARAM).
+ * temporary task handle (SSS_ERR_INVALID_PARAM). Other tasks may still
+ * be operating on this one: end with sss_barrier() when they might.
  */
 sss_status_t sss_finalize(sss_task_h task);
 
@@ -282,14 +284,15 @@ sss_status_t sss_task_stats(sss_task_h task, sss_stats_t *stats);
 /**
  * Collective barrier through the launcher's rendezvous: returns when every
  * task called it. Meant for setup; for hot loops build one from atomics.
- * Blocking (SSS_ERR_IN_HANDLER inside a handler).
+ * Blocking; a collective (SSS_ERR_IN_HANDLER inside a handler).
  */
 sss_status_t sss_barrier(sss_task_h task);
 
 /**
  * Collective: every task contributes @p len bytes from @p send (the same
  * @p len everywhere, at most a few KiB); @p recv receives size * len
- * bytes, task r's at offset r * len. A barrier too. Blocking.
+ * bytes, task r's at offset r * len. A barrier too. Blocking; a
+ * collective.
  */
 sss_status_t sss_allgather(sss_task_h task, const void *send, size_t len, void *recv);
 
@@ -333,7 +336,8 @@ sss_status_t sss_seg_alloc(sss_task_h task, size_t len, uint32_t perm, sss_seg_h
 
 /**
  * Collective: allocates a segment with the same key in every task (at
- * whatever address) — what sss_multicast() needs. Blocking.
+ * whatever address) — what sss_multicast() needs. Blocking; a
+ * collective.
  */
 sss_status_t sss_seg_alloc_shared_key(sss_task_h task, size_t len, uint32_t perm,
                                       sss_seg_h *seg_p);
@@ -341,7 +345,8 @@ sss_status_t sss_seg_alloc_shared_key(sss_task_h task, size_t len, uint32_t perm
 /**
  * Collective: allocates a segment at the same virtual address and with the
  * same key in every task, so one (key, address) names it everywhere.
- * SSS_ERR_INVALID_PARAM if the address is taken in some task. Blocking.
+ * SSS_ERR_INVALID_PARAM if the address is taken in some task. Blocking;
+ * a collective.
  */
 sss_status_t sss_seg_alloc_symmetric(sss_task_h task, size_t len, uint32_t perm,
                                      sss_seg_h *seg_p);
@@ -371,7 +376,8 @@ void *sss_seg_ptr(sss_seg_h seg);
 
 /**
  * Collective: every task passes one of its segments; @p infos (an array of
- * sss_task_size() entries) receives every task's, by rank. Blocking.
+ * sss_task_size() entries) receives every task's, by rank. Blocking; a
+ * collective.
  */
 sss_status_t sss_seg_exchange(sss_task_h task, sss_seg_h seg, sss_seg_info_t *infos);
 
@@ -482,11 +488,13 @@ sss_status_t sss_fifo_wait_pop(sss_task_h task, sss_fifo_h fifo, void *buf, size
 /**
  * Registers @p handler at @p index (replacing an earlier one), called with
  * @p arg for every SIGNAL to that index. Handlers run one at a time on the
- * task's progress thread, while it applies no other incoming operation:
- * keep them short. A handler may issue operations (sss_write, sss_signal,
- * … with its temporary task handle) but must not block: sss_fence,
- * sss_quiet, sss_wait_*, sss_fifo_wait_pop, collectives, sss_finalize and
- * waiting on an incomplete request return SSS_ERR_IN_HANDLER there.
+ * task's progress thread: keep them short. A handler may issue operations
+ * with its temporary task handle (to reply, for instance) and wait for
+ * them (sss_request_wait, sss_fence, sss_quiet, sss_wait_u64): while it
+ * waits, the progress thread keeps applying incoming operations inline,
+ * but runs no other handler, so never wait for something only another
+ * handler would do. Collectives and sss_finalize return
+ * SSS_ERR_IN_HANDLER there.
  * @p arg must stay valid (and be safe to use from that thread) until
  * sss_finalize(). Register before peers signal (e.g. then sss_barrier()):
  * a SIGNAL to an empty index fails with SSS_ERR_NO_SUCH_HANDLER.

@@ -17,7 +17,7 @@
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use crate::handle::{may_block, FifoObj, ReqObj, SegObj, TaskObj};
+use crate::handle::{not_in_handler, FifoObj, ReqObj, SegObj, TaskObj};
 use crate::status::{Failure, Status};
 use crate::types::{
     perm_from_raw, Cmp, OpParams, RAddr, SegInfo, Stats, OP_FLAGS_ALL, OP_FLAG_NOFC,
@@ -289,7 +289,7 @@ pub unsafe extern "C" fn sss_finalize(task: *mut TaskObj) -> Status {
                 "a signal handler's task handle cannot be finalized",
             ));
         }
-        may_block()?;
+        not_in_handler()?;
         // SAFETY: an owned handle comes from Box::into_raw in sss_init and
         // the caller gives it up here.
         drop(unsafe { Box::from_raw(task) });
@@ -353,7 +353,7 @@ pub unsafe extern "C" fn sss_barrier(task: *const TaskObj) -> Status {
     guard(|| {
         // SAFETY: header contract for handles.
         let t = unsafe { obj(task, "task") }?;
-        may_block()?;
+        not_in_handler()?;
         Ok(t.task().barrier()?)
     })
 }
@@ -372,7 +372,7 @@ pub unsafe extern "C" fn sss_allgather(
     guard(|| {
         // SAFETY: header contract for handles.
         let t = unsafe { obj(task, "task") }?;
-        may_block()?;
+        not_in_handler()?;
         // SAFETY: `send` holds `len` readable bytes (header contract).
         let mine = unsafe { bytes(send, len) }?;
         let total = len
@@ -441,10 +441,6 @@ unsafe fn wait_u64(
     // only changed atomically meanwhile (contract above); we only load.
     let word = unsafe { AtomicU64::from_ptr(addr.cast_mut()) };
     let pred = |v: u64| cmp.holds(v, value);
-    if pred(word.load(std::sync::atomic::Ordering::Acquire)) {
-        return Ok(());
-    }
-    may_block()?;
     match timeout {
         None => {
             t.task().wait_word(word, pred);
@@ -529,7 +525,7 @@ unsafe fn seg_alloc_collective(
     // SAFETY: header contract for handles.
     let t = unsafe { obj(task, "task") }?;
     let p = out(seg_p, "seg_p")?;
-    may_block()?;
+    not_in_handler()?;
     let perm = perm_from_raw(perm).ok_or_else(|| Failure::invalid("unknown SSS_PERM bits"))?;
     let seg = if symmetric {
         t.task().alloc_symmetric(len, perm)?
@@ -663,7 +659,7 @@ pub unsafe extern "C" fn sss_seg_exchange(
         // SAFETY: header contract for handles.
         let s = unsafe { obj(seg, "seg") }?;
         let p = out(infos, "infos")?;
-        may_block()?;
+        not_in_handler()?;
         let all = t.task().exchange(&s.seg)?;
         if all.len() != t.task().size() as usize {
             return Err(Failure::new(Status::Boot, "exchange returned a short table"));

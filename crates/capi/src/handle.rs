@@ -29,18 +29,15 @@ thread_local! {
     static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
 }
 
-/// True when the calling thread is inside a signal handler, where blocking
-/// would stall the thread that completes operations.
-pub(crate) fn in_handler() -> bool {
-    IN_HANDLER.with(Cell::get)
-}
-
-/// Refuses a blocking call from inside a signal handler.
-pub(crate) fn may_block() -> Result<(), Failure> {
-    if in_handler() {
+/// Refuses calls a signal handler must not make: collectives (they block
+/// the progress thread until every other task arrives, stalling what they
+/// send us) and `sss_finalize` (it joins the progress thread). Waiting for
+/// operations is fine there: MBCF makes progress inline.
+pub(crate) fn not_in_handler() -> Result<(), Failure> {
+    if IN_HANDLER.with(Cell::get) {
         return Err(Failure::new(
             Status::InHandler,
-            "blocking call inside a signal handler (it runs on the progress thread)",
+            "collective or sss_finalize inside a signal handler",
         ));
     }
     Ok(())
@@ -191,7 +188,6 @@ impl TaskObj {
 
     /// `sss_fence`: earlier operations to `rank` acknowledged, first error.
     pub fn fence(&self, rank: u32) -> Result<(), Failure> {
-        may_block()?;
         if rank >= self.task.size() {
             return Err(Failure::new(Status::NoSuchTask, "no such rank"));
         }
@@ -204,7 +200,6 @@ impl TaskObj {
 
     /// `sss_quiet`: every earlier operation acknowledged, first error.
     pub fn quiet(&self) -> Result<(), Failure> {
-        may_block()?;
         let first = self.task.quiet();
         let mut d = lock(&self.shared.detached);
         d.sweep(None);
@@ -278,11 +273,7 @@ impl ReqObj {
 
     /// Waits for completion; the operation's result.
     pub fn wait(&self) -> Result<(), Failure> {
-        let mut st = lock(&self.state);
-        if matches!(&*st, ReqState::Pending(r) if !r.is_done()) {
-            may_block()?;
-        }
-        Self::settle(&mut st)
+        Self::settle(&mut lock(&self.state))
     }
 
     fn settle(st: &mut ReqState) -> Result<(), Failure> {
@@ -347,7 +338,6 @@ impl FifoObj {
 
     /// Waits for a message, then pops it into `out`: (bytes, sender).
     pub fn wait_pop(&self, task: &Task, out: &mut [u8]) -> Result<(usize, u32), Failure> {
-        may_block()?;
         let mut st = lock(&self.state);
         if st.stash.is_none() {
             let s = &mut *st;

@@ -56,8 +56,8 @@ pub enum Status {
     Shutdown = -69,
     /// `SSS_ERR_TRUNCATED`: the caller's buffer is smaller than the message.
     Truncated = -70,
-    /// `SSS_ERR_IN_HANDLER`: a blocking call from inside a signal handler,
-    /// which would stall the thread that completes it.
+    /// `SSS_ERR_IN_HANDLER`: a collective or `sss_finalize` inside a
+    /// signal handler.
     InHandler = -71,
     /// `SSS_ERR_INTERNAL`: a bug in the library, caught at the boundary.
     Internal = -72,
@@ -169,7 +169,7 @@ impl Status {
             Status::Io => c"input/output error",
             Status::Shutdown => c"task is shutting down",
             Status::Truncated => c"buffer too small for the message",
-            Status::InHandler => c"blocking call inside a signal handler",
+            Status::InHandler => c"collective or finalize inside a signal handler",
             Status::Internal => c"internal error",
         }
     }
