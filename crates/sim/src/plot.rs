@@ -30,7 +30,7 @@ pub fn stacked(path: &Path, title: &str, panels: &[(String, Vec<Bar>)]) -> Resul
     let bars_max = panels.iter().map(|p| p.1.len()).max().unwrap_or(1).max(1);
     let panel_w = (90 + 34 * bars_max) as u32;
     let width = (panel_w * panels.len().max(1) as u32).max(600);
-    let root = SVGBackend::new(path, (width, 430)).into_drawing_area();
+    let root = SVGBackend::new(path, (width, 460)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (top, body) = root.split_vertically(60);
     top.titled(title, ("sans-serif", 18)).map_err(|e| err(&e))?;
@@ -48,32 +48,28 @@ pub fn stacked(path: &Path, title: &str, panels: &[(String, Vec<Bar>)]) -> Resul
         let mut chart = ChartBuilder::on(area)
             .caption(name, ("sans-serif", 15))
             .margin(8)
-            .x_label_area_size(70)
+            .x_label_area_size(95)
             .y_label_area_size(45)
             .build_cartesian_2d(0.0..n as f64, 0.0..1.0)
             .map_err(|e| err(&e))?;
-        let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = (*x - 0.5).round();
-                if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                    labels[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .x_label_style(
-                ("sans-serif", 11)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
+            .light_line_style(TRANSPARENT)
+            .x_labels(0)
             .y_desc("fraction of processor time")
             .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
             .draw()
             .map_err(|e| err(&e))?;
+        // Bar labels drawn by hand, reading downwards under each bar.
+        let style = ("sans-serif", 11)
+            .into_font()
+            .transform(FontTransform::Rotate90);
+        for (i, (label, _)) in bars.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            root.draw(&Text::new(label.clone(), (px + 5, py + 6), style.clone()))
+                .map_err(|e| err(&e))?;
+        }
         for (i, (_, f)) in bars.iter().enumerate() {
             let mut base = 0.0;
             for (k, v) in f.iter().enumerate() {

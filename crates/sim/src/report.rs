@@ -269,3 +269,64 @@ pub fn networks(r: &Results) -> Vec<Network> {
 pub fn sets(r: &Results) -> Vec<SetName> {
     present(r, |o| o.spec.set)
 }
+
+/// Sensitivity table: effective execution % per variant.
+pub fn sensitivity_markdown(s: &crate::runner::Sensitivity) -> String {
+    let mut out = String::from(
+        "| variant | A algo2 | A algo3 | A algo4 | A algo4 repl0 | L algo2 | L algo3 | L algo4 | L algo4 repl0 | findings hold |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    let k = Policy::Kernel;
+    for (name, r) in s.names.iter().zip(&s.results) {
+        let e = |a: Algo, rp: Replacement, set: SetName| {
+            r.find(Network::W488, k(a), rp, set)
+                .map(|o| o.time.fractions()[0])
+                .unwrap_or(f64::NAN)
+        };
+        let mut cells = Vec::new();
+        let mut holds = Vec::new();
+        for set in [SetName::A, SetName::L] {
+            let a2 = e(Algo::Algo2, Replacement::Classed, set);
+            let a3 = e(Algo::Algo3, Replacement::Classed, set);
+            let a4 = e(Algo::Algo4, Replacement::Classed, set);
+            let r0 = e(Algo::Algo4, Replacement::Lru, set);
+            cells.extend([a2, a3, a4, r0].map(pct));
+            let mut miss = Vec::new();
+            if !(a4 > a2 && a4 > a3) {
+                miss.push("algo4 best");
+            }
+            if !(a2 < a3 && a3 < a4) {
+                miss.push("2<3<4");
+            }
+            if a4 <= r0 {
+                miss.push("repl1>repl0");
+            }
+            if miss.is_empty() {
+                holds.push(format!("{set}: all"));
+            } else {
+                holds.push(format!("{set}: not {}", miss.join(", ")));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} |",
+            cells.join(" | "),
+            holds.join("; ")
+        );
+    }
+    out
+}
+
+/// Write `sensitivity.json` and `sensitivity.md` into `dir`.
+pub fn write_sensitivity(s: &crate::runner::Sensitivity, dir: &Path) -> Result<(), SimError> {
+    let io = |path: &Path| {
+        let p = path.display().to_string();
+        move |source| SimError::Io { path: p, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let json = dir.join("sensitivity.json");
+    std::fs::write(&json, serde_json::to_string_pretty(s)?).map_err(io(&json))?;
+    let md = dir.join("sensitivity.md");
+    std::fs::write(&md, sensitivity_markdown(s)).map_err(io(&md))?;
+    Ok(())
+}

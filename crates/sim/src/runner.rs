@@ -209,3 +209,97 @@ mod tests {
         );
     }
 }
+
+/// One parameter variation of the sensitivity study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// Short name.
+    pub name: String,
+    /// Parameters of the variant.
+    pub params: Params,
+}
+
+/// The parameters the paper leaves open, each varied alone around the defaults.
+pub fn variants() -> Vec<Variant> {
+    let d = Params::default();
+    let v = |name: &str, f: &dyn Fn(&mut Params)| {
+        let mut p = d.clone();
+        f(&mut p);
+        Variant {
+            name: name.to_string(),
+            params: p,
+        }
+    };
+    vec![
+        v("defaults", &|_| {}),
+        v("shared fraction x2 (0.001)", &|p| p.shared_fraction *= 2.0),
+        v("shared fraction x1/2 (0.00025)", &|p| {
+            p.shared_fraction /= 2.0
+        }),
+        v("write fraction 0.25", &|p| p.write_fraction = 0.25),
+        v("links all x1 (thin tree)", &|p| {
+            p.link_multipliers = vec![1.0; 4]
+        }),
+        v("links x2,4,8,16 (fatter)", &|p| {
+            p.link_multipliers = vec![2.0, 4.0, 8.0, 16.0]
+        }),
+        v("one network plane", &|p| p.network_planes = 1),
+        v("barrier groups of 4", &|p| p.barrier_group = 4),
+        v("uniform access tables (zipf 0)", &|p| {
+            p.private_zipf = 0.0;
+            p.shared_zipf = 0.0
+        }),
+        v("skewed access tables (zipf 2)", &|p| {
+            p.private_zipf = 2.0;
+            p.shared_zipf = 2.0
+        }),
+    ]
+}
+
+/// The runs of each sensitivity variant: w488, sets A and L, algo2/3/4
+/// with replacement 1 and algo4 with replacement 0.
+pub fn sensitivity_specs(seed: u64) -> Vec<RunSpec> {
+    let mut out = Vec::new();
+    for set in [SetName::A, SetName::L] {
+        for (a, replacement) in [
+            (Algo::Algo2, Replacement::Classed),
+            (Algo::Algo3, Replacement::Classed),
+            (Algo::Algo4, Replacement::Classed),
+            (Algo::Algo4, Replacement::Lru),
+        ] {
+            out.push(RunSpec {
+                network: Network::W488,
+                policy: Policy::Kernel(a),
+                replacement,
+                set,
+                seed,
+            });
+        }
+    }
+    out
+}
+
+/// Results of a sensitivity study: one grid per variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sensitivity {
+    /// Variant names, in order.
+    pub names: Vec<String>,
+    /// One result set per variant.
+    pub results: Vec<Results>,
+}
+
+/// Run every variant of [`variants`] on [`sensitivity_specs`].
+pub fn sensitivity(
+    seed: u64,
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Sensitivity, SimError> {
+    let specs = sensitivity_specs(seed);
+    let mut names = Vec::new();
+    let mut results = Vec::new();
+    for v in variants() {
+        results.push(run_all(&specs, &v.params, threads, progress)?);
+        names.push(v.name);
+    }
+    Ok(Sensitivity { names, results })
+}

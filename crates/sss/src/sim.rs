@@ -62,6 +62,10 @@ pub struct SimArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Run the sensitivity study (parameters the paper leaves open, varied
+    /// one at a time on w488, sets A and L) instead of a grid.
+    #[arg(long)]
+    sensitivity: bool,
 }
 
 /// Failures of `sss sim`.
@@ -110,8 +114,42 @@ fn load_params(args: &SimArgs) -> Result<Params, CliError> {
     Ok(p)
 }
 
+fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(len);
+    b.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {percent}% slices {pos}/{len} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    b.enable_steady_tick(Duration::from_millis(500));
+    b
+}
+
+fn run_sensitivity(args: &SimArgs) -> Result<(), CliError> {
+    let runs = runner::sensitivity_specs(args.seed).len() * runner::variants().len();
+    let bar = progress_bar(args.quiet, runs as u64 * Params::default().max_slices);
+    eprintln!("sss sim --sensitivity: {runs} runs");
+    let s = runner::sensitivity(args.seed, args.threads, &|n| bar.inc(n))?;
+    bar.finish_and_clear();
+    report::write_sensitivity(&s, &args.out)?;
+    println!("{}", report::sensitivity_markdown(&s));
+    let wall: f64 = s.results.iter().map(|r| r.wall_seconds).sum();
+    println!(
+        "{runs} runs in {wall:.1} s; results in {}",
+        args.out.display()
+    );
+    Ok(())
+}
+
 /// Run `sss sim`.
 pub fn run(args: SimArgs) -> Result<(), CliError> {
+    if args.sensitivity {
+        return run_sensitivity(&args);
+    }
     let params = load_params(&args)?;
     let mut policies: Vec<Policy> = Vec::new();
     if args.free_market != FreeMarket::Only {
