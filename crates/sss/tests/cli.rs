@@ -1,0 +1,66 @@
+//! The `sss sim` command line: clear errors, and a tiny run that writes output.
+
+use std::process::Command;
+
+fn sss() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sss"))
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message() {
+    let out = sss()
+        .args(["sim", "--network", "w999"])
+        .output()
+        .expect("spawn sss");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("w488 or w4444"), "{err}");
+
+    let out = sss()
+        .args(["sim", "--grid", "reduced", "--set", "M", "--quiet"])
+        .output()
+        .expect("spawn sss");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("select no run"));
+}
+
+#[test]
+fn small_run_writes_tables_and_plots() {
+    let dir = std::env::temp_dir().join(format!("sss-sim-cli-{}", std::process::id()));
+    let out = sss()
+        .args([
+            "sim",
+            "--grid",
+            "reduced",
+            "--set",
+            "A",
+            "--algo",
+            "algo4",
+            "--replacement",
+            "1",
+            "--max-slices",
+            "2",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("spawn sss");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| algo4 |"), "{stdout}");
+    assert!(stdout.contains("clocks/s"), "{stdout}");
+    for f in [
+        "results.json",
+        "results.md",
+        "fig4_set_a.svg",
+        "fig7_free_market.svg",
+    ] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
