@@ -181,7 +181,9 @@ unsafe fn setup(
         opts.nofc = p.flags & OP_FLAG_NOFC != 0;
         if p.flags & OP_FLAG_NOTIFY != 0 {
             if !notify_allowed {
-                return Err(Failure::invalid("SSS_OP_FLAG_NOTIFY applies to sss_write only"));
+                return Err(Failure::invalid(
+                    "SSS_OP_FLAG_NOTIFY applies to sss_write only",
+                ));
             }
             opts.notify = Some(Notify {
                 key: p.notify_key,
@@ -303,8 +305,10 @@ pub unsafe extern "C" fn sss_finalize(task: *mut TaskObj) -> Status {
 /// As documented in the header.
 #[no_mangle]
 pub unsafe extern "C" fn sss_task_rank(task: *const TaskObj) -> u32 {
-    // SAFETY: header contract for handles.
-    guard_value(u32::MAX, || unsafe { task.as_ref() }.map(|t| t.task().rank()))
+    guard_value(u32::MAX, || {
+        // SAFETY: header contract for handles.
+        unsafe { task.as_ref() }.map(|t| t.task().rank())
+    })
 }
 
 /// See `sss_task_size` in `include/sss.h`.
@@ -313,8 +317,10 @@ pub unsafe extern "C" fn sss_task_rank(task: *const TaskObj) -> u32 {
 /// As documented in the header.
 #[no_mangle]
 pub unsafe extern "C" fn sss_task_size(task: *const TaskObj) -> u32 {
-    // SAFETY: header contract for handles.
-    guard_value(0, || unsafe { task.as_ref() }.map(|t| t.task().size()))
+    guard_value(0, || {
+        // SAFETY: header contract for handles.
+        unsafe { task.as_ref() }.map(|t| t.task().size())
+    })
 }
 
 /// See `sss_task_job` in `include/sss.h`.
@@ -323,8 +329,10 @@ pub unsafe extern "C" fn sss_task_size(task: *const TaskObj) -> u32 {
 /// As documented in the header.
 #[no_mangle]
 pub unsafe extern "C" fn sss_task_job(task: *const TaskObj) -> u32 {
-    // SAFETY: header contract for handles.
-    guard_value(0, || unsafe { task.as_ref() }.map(|t| t.task().job()))
+    guard_value(0, || {
+        // SAFETY: header contract for handles.
+        unsafe { task.as_ref() }.map(|t| t.task().job())
+    })
 }
 
 /// See `sss_task_stats` in `include/sss.h`.
@@ -662,7 +670,10 @@ pub unsafe extern "C" fn sss_seg_exchange(
         not_in_handler()?;
         let all = t.task().exchange(&s.seg)?;
         if all.len() != t.task().size() as usize {
-            return Err(Failure::new(Status::Boot, "exchange returned a short table"));
+            return Err(Failure::new(
+                Status::Boot,
+                "exchange returned a short table",
+            ));
         }
         for (i, info) in all.into_iter().enumerate() {
             // SAFETY: `infos` holds sss_task_size() entries (header

@@ -276,10 +276,15 @@ impl ReqObj {
         Self::settle(&mut lock(&self.state))
     }
 
+    /// Waits if needed and records the outcome; later calls return it.
     fn settle(st: &mut ReqState) -> Result<(), Failure> {
-        let placeholder = ReqState::Done(Err(Failure::new(Status::Internal, "request lost")));
-        if let ReqState::Pending(r) = std::mem::replace(st, placeholder) {
-            *st = ReqState::Done(r.wait().map(|_| ()).map_err(Failure::from));
+        if matches!(st, ReqState::Pending(_)) {
+            // Request::wait consumes the request: take it out, leaving a
+            // placeholder that the outcome then replaces.
+            let placeholder = ReqState::Done(Err(Failure::new(Status::Internal, "request lost")));
+            if let ReqState::Pending(r) = std::mem::replace(st, placeholder) {
+                *st = ReqState::Done(r.wait().map(|_| ()).map_err(Failure::from));
+            }
         }
         match st {
             ReqState::Done(r) => r.clone(),
