@@ -527,7 +527,8 @@ sss_status_t sss_group_create(sss_task_h task, uint32_t group, const uint32_t *r
  * a member, before this returns), through a tree with ack combining.
  * Members hold such a segment from sss_seg_alloc_shared_key() or
  * sss_seg_alloc_symmetric(). @p buf may be reused on return; the request
- * completes when every member applied it.
+ * completes when every member applied it. SSS_ERR_NO_SUCH_GROUP if this
+ * task has not declared @p group.
  */
 sss_status_t sss_multicast(sss_task_h task, uint32_t group, uint64_t key, uint64_t offset,
                            const void *buf, size_t len, sss_request_h *req);

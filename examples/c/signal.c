@@ -27,7 +27,9 @@
 
 enum { PING = 0, PONG = 1 };
 
-/* Rank 0's view of the replies, updated by the PONG handler. */
+/* Rank 0's view of the replies, updated by the PONG handler on the
+ * progress thread with the GCC/Clang __atomic builtins (sss_wait_u64 takes
+ * a plain uint64_t *, which a C11 _Atomic object is not). */
 struct replies {
     uint64_t count; /* atomically incremented, waited on */
     uint64_t bad;   /* replies with a wrong payload */

@@ -5,10 +5,10 @@
 //! reference for C callers: every function, when buffers may be reused,
 //! what makes data visible remotely, and thread safety.
 //!
-//! The entry points are thin: [`ffi`](self) checks pointers, catches
-//! panics and converts statuses, then calls the MBCF Rust API. Rust
-//! programs use that API directly — re-exported here as [`mbcf`] — rather
-//! than the C functions.
+//! The entry points are thin: they check pointers, catch panics and
+//! convert statuses, then call the MBCF Rust API. Rust programs use that
+//! API directly — re-exported here as [`mbcf`] — rather than the C
+//! functions.
 //!
 //! Layout of the crate:
 //! - `status` — `sss_status_t` ([`Status`]) and the mapping of MBCF errors;

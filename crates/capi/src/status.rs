@@ -206,9 +206,10 @@ impl From<Error> for Failure {
             Error::Remote(s) => Status::from_wire(*s),
             Error::PeerDown(_) => Status::NodeDown,
             Error::NoSuchTask(_) => Status::NoSuchTask,
-            // The runtime reports size limits of the protocol as a bad
-            // argument; C callers get the dedicated status.
+            // The runtime reports protocol size limits and unknown groups
+            // as bad arguments; C callers get the dedicated statuses.
             Error::Invalid(m) if m.contains("too large") => Status::TooLarge,
+            Error::Invalid("unknown group") => Status::NoSuchGroup,
             Error::Invalid(_) => Status::InvalidParam,
             Error::Boot(_) => Status::Boot,
             Error::Io(io) => match io.kind() {
@@ -260,6 +261,10 @@ mod tests {
         assert_eq!(
             Failure::from(Error::Invalid("read too large")).status,
             Status::TooLarge
+        );
+        assert_eq!(
+            Failure::from(Error::Invalid("unknown group")).status,
+            Status::NoSuchGroup
         );
         let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
         assert_eq!(Failure::from(Error::Io(oom)).status, Status::NoMemory);

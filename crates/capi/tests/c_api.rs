@@ -22,10 +22,11 @@ use tempfile::TempDir;
 /// is re-executed as the launcher.
 const LAUNCH_ENV: &str = "SSS_CAPI_TEST_LAUNCH";
 /// Hard limit on one launched job; the launcher's own `--timeout` is
-/// shorter, so this only catches a hung launcher.
-const JOB_LIMIT: Duration = Duration::from_secs(55);
+/// shorter, so this only catches a hung launcher. Jobs take a second or
+/// two; a test stops at its first failed job, so it stays under a minute.
+const JOB_LIMIT: Duration = Duration::from_secs(25);
 /// The launcher's `--timeout` for every job.
-const JOB_TIMEOUT: &str = "45";
+const JOB_TIMEOUT: &str = "20";
 
 /// Where a job's tasks run.
 const PLACEMENTS: &[(&str, &[&str])] = &[

@@ -313,7 +313,7 @@ int main(void)
     OK(sss_multicast(t, 1, minfo.key, 16, hello, sizeof hello, &req));
     sss_request_free(req);
     EXPECT(memcmp((char *)sss_seg_ptr(mseg) + 16, hello, sizeof hello) == 0);
-    EXPECT_ST(sss_multicast(t, 9, minfo.key, 16, hello, 4, NULL), SSS_ERR_INVALID_PARAM);
+    EXPECT_ST(sss_multicast(t, 9, minfo.key, 16, hello, 4, NULL), SSS_ERR_NO_SUCH_GROUP);
 
     sss_stats_t stats;
     OK(sss_task_stats(t, &stats));
