@@ -18,9 +18,12 @@
  *   SSS_INPROGRESS (1) where documented, and a negative error otherwise;
  *   sss_status_string() names it and sss_last_error() gives the detail.
  * - Outputs come last and are written only on success.
- * - Null or misaligned pointers give SSS_ERR_INVALID_PARAM; so do unknown
- *   flag bits. A buffer pointer may be NULL when its length is 0.
+ * - Null handles and output pointers, misaligned uint64_t pointers and
+ *   unknown flag bits give SSS_ERR_INVALID_PARAM. A buffer pointer may be
+ *   NULL when its length is 0.
  * - No function aborts the process on bad input or internal errors.
+ * - Ending a program: sss_quiet() (own operations acknowledged, errors
+ *   reported), sss_barrier() (nobody still operates on us), sss_finalize().
  *
  * Operations and completion
  * Operations (sss_write, sss_read, the atomics, sss_fifo_push, sss_signal,
