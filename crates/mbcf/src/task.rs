@@ -336,6 +336,9 @@ struct ReqState {
     done: AtomicBool,
     result: Mutex<Option<Result<Reply, Error>>>,
     sink: Option<Sink>,
+    /// The application dropped its Request: an error must go to the
+    /// task's error list, for fence/quiet to report.
+    abandoned: AtomicBool,
 }
 
 impl ReqState {
@@ -344,15 +347,25 @@ impl ReqState {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
             sink,
+            abandoned: AtomicBool::new(false),
         })
     }
 
-    fn complete(&self, r: Result<Reply, Error>) {
+    /// Records the outcome; an error nobody will collect goes to `errors`.
+    fn complete(&self, r: Result<Reply, Error>, errors: &Mutex<Vec<Error>>) {
         if let Some(s) = &self.sink {
             s.deliver(&r);
         }
         if let Ok(mut g) = self.result.lock() {
-            *g = Some(r);
+            if self.abandoned.load(Ordering::Acquire) {
+                if let Err(e) = r {
+                    if let Ok(mut errs) = errors.lock() {
+                        errs.push(e);
+                    }
+                }
+            } else {
+                *g = Some(r);
+            }
         }
         self.done.store(true, Ordering::Release);
     }
@@ -372,6 +385,24 @@ impl std::fmt::Debug for Request {
     }
 }
 
+impl Drop for Request {
+    fn drop(&mut self) {
+        let Some(st) = self.state.take() else {
+            return;
+        };
+        // Under the result lock, so a completion racing with us either sees
+        // the flag or leaves its result for us to move.
+        if let Ok(mut g) = st.result.lock() {
+            st.abandoned.store(true, Ordering::Release);
+            if let Some(Err(e)) = g.take() {
+                if let Ok(mut errs) = self.inner.errors.lock() {
+                    errs.push(e);
+                }
+            }
+        };
+    }
+}
+
 impl Request {
     /// True once the operation completed (or when it completes locally).
     pub fn is_done(&self) -> bool {
@@ -381,8 +412,8 @@ impl Request {
     }
 
     /// Waits for completion.
-    pub fn wait(self) -> Result<Reply, Error> {
-        let Some(st) = self.state else {
+    pub fn wait(mut self) -> Result<Reply, Error> {
+        let Some(st) = self.state.take() else {
             return Ok(Reply::Done);
         };
         self.inner
@@ -1021,6 +1052,8 @@ impl Task {
             }
         }
         self.inner.flush(&mut net);
+        // A group with no other member completes at once.
+        self.inner.handle_events(&mut net);
         drop(net);
         self.inner.wake_if_needed();
         Ok(Request {
@@ -1217,7 +1250,7 @@ impl Inner {
                     }
                     r => {
                         let st = ReqState::new(opts.sink);
-                        st.complete(r);
+                        st.complete(r, &self.errors);
                         Some(st)
                     }
                 };
@@ -1327,7 +1360,10 @@ impl Inner {
                 return false;
             }
             if now < spin_end {
-                std::hint::spin_loop();
+                // While spinning, receive and apply ourselves: the answer we
+                // wait for is usually in the socket before the progress
+                // thread could be scheduled to fetch it.
+                self.try_step();
                 continue;
             }
             let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
@@ -1388,6 +1424,62 @@ impl Inner {
         }
     }
 
+    /// A non-blocking round of progress from an application thread, if no
+    /// other thread is making progress right now. Signals found are left
+    /// to the progress thread.
+    fn try_step(&self) {
+        let Ok(segs) = self.segs.try_read() else {
+            return;
+        };
+        let Ok(handlers) = self.handlers.try_read() else {
+            return;
+        };
+        let Ok(mut net) = self.net.try_lock() else {
+            return;
+        };
+        let mut sig = Vec::new();
+        let mut any = false;
+        let mut doorbell = false;
+        {
+            let mut applier = Applier {
+                segs: &segs,
+                handlers: &handlers,
+                signal_key: self.signal_key,
+                signals: &mut sig,
+            };
+            RECV_BUF.with_borrow_mut(|buf| {
+                for _ in 0..64 {
+                    match self.sock.recv_from(buf) {
+                        // A doorbell: a same-node sender queued a signal
+                        // for the progress thread, which must hear of it.
+                        Ok((0, _)) => doorbell = true,
+                        Ok((n, _)) => {
+                            any = true;
+                            let now = self.now();
+                            net.ep.handle_datagram(now, &buf[..n], &mut applier);
+                        }
+                        Err(_) => break,
+                    }
+                }
+            });
+        }
+        if doorbell {
+            self.wake.notify();
+        }
+        if any {
+            self.flush(&mut net);
+            self.handle_events(&mut net);
+            drop(net);
+            if !sig.is_empty() {
+                if let Ok(mut d) = self.deferred.lock() {
+                    d.append(&mut sig);
+                }
+                self.wake.notify();
+            }
+            self.notify_waiters();
+        }
+    }
+
     fn on_progress_thread(&self) -> bool {
         self.progress_thread.get() == Some(&std::thread::current().id())
     }
@@ -1425,7 +1517,7 @@ impl Inner {
                         })
                         .map_err(|s| status_error(s, op.peer.rank));
                     match net.reqs.remove(&op) {
-                        Some(st) => st.complete(r),
+                        Some(st) => st.complete(r, &self.errors),
                         None => {
                             if let Err(e) = r {
                                 if let Ok(mut errs) = self.errors.lock() {
@@ -1441,11 +1533,14 @@ impl Inner {
                     status,
                 } => {
                     if let Some(st) = net.mreqs.remove(&mcast) {
-                        st.complete(if status.is_ok() {
-                            Ok(Reply::Members(members))
-                        } else {
-                            Err(Error::Remote(status))
-                        });
+                        st.complete(
+                            if status.is_ok() {
+                                Ok(Reply::Members(members))
+                            } else {
+                                Err(Error::Remote(status))
+                            },
+                            &self.errors,
+                        );
                     }
                 }
                 Event::PeerDown { .. } => {}
@@ -1460,6 +1555,12 @@ fn status_error(s: Status, rank: u32) -> Error {
     } else {
         Error::Remote(s)
     }
+}
+
+thread_local! {
+    /// Receive buffer of application threads that make progress while they
+    /// wait; large enough for any datagram.
+    static RECV_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 65_536]);
 }
 
 /// Applies incoming operations to this task's memory after checking them.

@@ -646,3 +646,33 @@ fn handlers_may_wait_for_replies() {
         assert_eq!(segs[0].word(0).unwrap().load(Ordering::Acquire), 10);
     });
 }
+
+#[test]
+fn errors_of_dropped_requests_reach_quiet() {
+    each_transport(2, |t| {
+        let (_segs, info) = seg_all(t, 4096);
+        let bad = RemoteAddr {
+            key: info[1].key ^ 1,
+            ..info[1].at(0)
+        };
+        drop(t[0].read(bad, 8, Options::default()).unwrap());
+        let e = t[0].quiet();
+        assert!(matches!(e, Err(Error::Remote(Status::BadKey))), "{e:?}");
+    });
+}
+
+#[test]
+fn multicast_to_a_group_of_one_completes() {
+    let t = cluster(2, TWO_NODES);
+    t[0].group_create(3, &[0]).unwrap();
+    let seg = t[0].alloc(4096, Perm::ALL).unwrap();
+    let r = t[0]
+        .multicast(3, seg.info().key, 8, b"solo")
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(r, Reply::Members(0));
+    let mut b = [0u8; 4];
+    seg.read_bytes(8, &mut b).unwrap();
+    assert_eq!(&b, b"solo");
+}

@@ -71,6 +71,12 @@ struct Channel {
     pending: HashMap<u32, Pending>,
     /// Ask the peer for an ACK (its replies are overdue).
     probe: bool,
+    /// Set by a retransmission timeout: packets sent before it are resent
+    /// once the next ack shows the path works.
+    recover_before: Option<Time>,
+    /// When a hole below the highest selectively acked packet becomes old
+    /// enough to resend.
+    hole_at: Option<Time>,
 
     // Receive side.
     peer_epoch: Option<u32>,
@@ -102,6 +108,8 @@ impl Channel {
             rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             pending: HashMap::new(),
             probe: false,
+            recover_before: None,
+            hole_at: None,
             peer_epoch: None,
             recv_next: 1,
             ooo: BTreeMap::new(),
@@ -151,6 +159,32 @@ impl Channel {
         self.ack_at = None;
         self.unacked = 0;
         Some(self.recv_next as u32)
+    }
+
+    /// Queues holes below the highest selectively acked packet that were
+    /// sent at least a smoothed round trip ago (presumed lost, not merely
+    /// reordered), and arms `hole_at` for the ones still too young.
+    fn scan_holes(&mut self, now: Time) {
+        self.hole_at = None;
+        if self.highest_sacked <= self.base {
+            return;
+        }
+        let srtt = self.rtt.srtt();
+        let top = self.highest_sacked.min(self.next_send);
+        for seq in self.base..top {
+            let slot = &mut self.slots[(seq - self.base) as usize];
+            if slot.sacked || slot.queued {
+                continue;
+            }
+            let Some(t) = slot.sent_at else { continue };
+            if now.saturating_sub(t) >= srtt {
+                slot.queued = true;
+                self.retx.push_back(seq);
+            } else {
+                let due = t + srtt;
+                self.hole_at = Some(self.hole_at.map_or(due, |h| h.min(due)));
+            }
+        }
     }
 
     fn arm_rto(&mut self, now: Time) {
@@ -635,7 +669,7 @@ impl Endpoint {
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut t: Option<Time> = self.nofc_deadlines.front().map(|d| d.0);
         for c in &self.chans {
-            for x in [c.rto_at, c.ack_at].into_iter().flatten() {
+            for x in [c.rto_at, c.ack_at, c.hole_at].into_iter().flatten() {
                 t = Some(t.map_or(x, |t| t.min(x)));
             }
         }
@@ -656,6 +690,10 @@ impl Endpoint {
                 c.ack_now = true;
                 ready = true;
             }
+            if c.hole_at.is_some_and(|t| t <= now) {
+                c.scan_holes(now);
+                ready |= !c.retx.is_empty();
+            }
             if c.rto_at.is_some_and(|t| t <= now) {
                 c.retries += 1;
                 if c.retries > self.cfg.max_retries {
@@ -663,14 +701,24 @@ impl Endpoint {
                     continue;
                 }
                 c.rtt.back_off();
+                // Resend only the oldest packet: a timeout is as often a
+                // starved receiver as a lost packet, and resending the
+                // whole window then only adds load. The ack it brings back
+                // starts recovery of the rest (see `recover_before`).
                 let mut any = false;
                 for seq in c.base..c.next_send {
                     let s = &mut c.slots[(seq - c.base) as usize];
-                    if !s.sacked && !s.queued {
-                        s.queued = true;
-                        c.retx.push_back(seq);
+                    if !s.sacked {
+                        if !s.queued {
+                            s.queued = true;
+                            c.retx.push_back(seq);
+                        }
                         any = true;
+                        break;
                     }
+                }
+                if any {
+                    c.recover_before = Some(now);
                 }
                 if !any && c.slots.is_empty() {
                     // Only replies are outstanding: make sure the peer is
@@ -736,6 +784,8 @@ impl Endpoint {
         c.ack_at = None;
         c.ack_now = false;
         c.probe = false;
+        c.recover_before = None;
+        c.hole_at = None;
         for id in failed {
             self.events.push_back(Event::Completed {
                 op: OpId {
@@ -935,22 +985,20 @@ impl Endpoint {
                 None
             };
         }
-        // Holes below the highest selectively acked packet that were sent
-        // about a round trip ago are presumed lost.
-        if c.highest_sacked > c.base {
-            let srtt = c.rtt.srtt();
-            let top = c.highest_sacked.min(c.next_send);
-            for seq in c.base..top {
-                let slot = &mut c.slots[(seq - c.base) as usize];
-                if !slot.sacked
-                    && !slot.queued
-                    && slot.sent_at.is_some_and(|t| now.saturating_sub(t) >= srtt)
-                {
-                    slot.queued = true;
-                    c.retx.push_back(seq);
+        // After a timeout, the first ack that shows the path works marks
+        // every packet still unacknowledged from before the timeout lost.
+        if progress {
+            if let Some(t) = c.recover_before.take() {
+                for seq in c.base..c.next_send {
+                    let slot = &mut c.slots[(seq - c.base) as usize];
+                    if !slot.sacked && !slot.queued && slot.sent_at.is_some_and(|s| s <= t) {
+                        slot.queued = true;
+                        c.retx.push_back(seq);
+                    }
                 }
             }
         }
+        c.scan_holes(now);
         if c.wants_send(self.cfg.window) {
             self.mark_ready(ci);
         }
