@@ -162,14 +162,14 @@ impl Channel {
     }
 
     /// Queues holes below the highest selectively acked packet that were
-    /// sent at least a smoothed round trip ago (presumed lost, not merely
+    /// sent at least a reordering window ago (presumed lost, not merely
     /// reordered), and arms `hole_at` for the ones still too young.
     fn scan_holes(&mut self, now: Time) {
         self.hole_at = None;
         if self.highest_sacked <= self.base {
             return;
         }
-        let srtt = self.rtt.srtt();
+        let srtt = self.rtt.reorder_window();
         let top = self.highest_sacked.min(self.next_send);
         for seq in self.base..top {
             let slot = &mut self.slots[(seq - self.base) as usize];

@@ -102,10 +102,10 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             payload_size: sss_wire::DEFAULT_PAYLOAD,
-            window: 256,
+            window: 1024,
             send_buffer: 8 << 20,
             initial_rto: 10_000_000,
-            min_rto: 500_000,
+            min_rto: 2_000_000,
             max_rto: 200_000_000,
             max_retries: 12,
             ack_delay: 200_000,

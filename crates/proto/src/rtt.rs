@@ -6,6 +6,8 @@ use crate::Time;
 #[derive(Debug, Clone)]
 pub(crate) struct Rtt {
     srtt: Option<Time>,
+    /// Smallest sample seen: the path's round trip without queueing.
+    min_rtt: Option<Time>,
     rttvar: Time,
     min: Time,
     max: Time,
@@ -18,6 +20,7 @@ impl Rtt {
     pub(crate) fn new(initial: Time, min: Time, max: Time) -> Self {
         Self {
             srtt: None,
+            min_rtt: None,
             rttvar: 0,
             min,
             max,
@@ -28,6 +31,7 @@ impl Rtt {
 
     /// Takes a sample from a packet sent once (Karn's rule is the caller's).
     pub(crate) fn sample(&mut self, r: Time) {
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -42,8 +46,17 @@ impl Rtt {
     }
 
     /// Smoothed RTT, or the initial timeout before any sample.
+    #[cfg(test)]
     pub(crate) fn srtt(&self) -> Time {
         self.srtt.unwrap_or(self.initial)
+    }
+
+    /// How old a packet must be, when a later one was acknowledged, to be
+    /// presumed lost rather than reordered: the path's minimum round trip
+    /// and a quarter more (as RACK), or the initial timeout before any
+    /// sample.
+    pub(crate) fn reorder_window(&self) -> Time {
+        self.min_rtt.map_or(self.initial, |m| m + m / 4)
     }
 
     /// Current timeout including back-off.

@@ -249,6 +249,7 @@ fn dead_peer_fails_every_pending_operation_within_the_budget() {
         min_rto: 1_000_000,
         max_rto: 8_000_000,
         max_retries: 6,
+        window: 16,
         ..Config::default()
     };
     let mut c = Cluster::new(3, cfg.clone(), clean());

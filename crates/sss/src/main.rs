@@ -16,6 +16,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a parallel program: `sss run -n N [--hosts LIST] PROGRAM ARGS…`.
+    Run(sss_launch::RunArgs),
     /// Run the scheduling simulator (seed 003's model, plus free market).
     Sim(sim::SimArgs),
 }
@@ -23,6 +25,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => {
+            // The launcher reports its own errors; its status is the job's.
+            let code = sss_launch::run(args);
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
         Command::Sim(args) => sim::run(args),
     };
     match result {
