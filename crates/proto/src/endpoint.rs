@@ -412,12 +412,29 @@ impl Endpoint {
         self.groups.remove(&group);
     }
 
+    /// Declares `peer` down now (e.g. its node stopped gossiping): every
+    /// pending operation to it completes with `NodeDown`, an
+    /// [`Event::PeerDown`] is raised, and later submits fail until
+    /// [`Endpoint::reset_peer`]. No effect on a peer already down.
+    pub fn declare_down(&mut self, peer: TaskId) {
+        let Ok(ci) = self.channel(peer) else {
+            return;
+        };
+        if !self.chans[ci].down {
+            self.peer_down(ci);
+        }
+    }
+
     /// Declares a down peer reachable again (e.g. its node came back): its
     /// channel starts afresh.
     pub fn reset_peer(&mut self, peer: TaskId) {
         if let Some(&i) = self.index.get(&peer) {
             self.fail_channel(i);
+            let epoch = self.chans[i].peer_epoch;
             self.chans[i].reset(&self.cfg);
+            // The peer may have kept its state (a network partition, not a
+            // restart): accept its current incarnation again.
+            self.chans[i].peer_epoch = epoch;
         }
     }
 

@@ -695,3 +695,30 @@ fn packet_counts_of_a_small_write_are_exact() {
     assert_eq!(c.eps[0].stats().acks_sent, 1);
     assert_eq!(c.eps[0].stats().bytes_sent, (64 + 8) + 64);
 }
+
+#[test]
+fn declared_down_peers_fail_at_once_and_can_come_back() {
+    let mut c = Cluster::new(2, Config::default(), clean());
+    let dst = c.tasks[1];
+    c.kill(1);
+    c.plan(
+        0,
+        Planned {
+            dst,
+            op: TestOp::Read {
+                key: key_of(dst),
+                addr: BASE,
+                len: 8,
+            },
+            opts: OpOptions::default(),
+        },
+    );
+    assert!(!c.run(1_000_000));
+    c.eps[0].declare_down(dst);
+    assert!(c.run(u64::MAX));
+    assert_eq!(c.results[0].get(&0), Some(&Err(Status::NodeDown)));
+    assert_eq!(c.peer_down[0], vec![dst]);
+    assert!(c.eps[0].is_down(dst));
+    c.eps[0].reset_peer(dst);
+    assert!(!c.eps[0].is_down(dst));
+}
