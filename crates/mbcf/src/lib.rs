@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod fifo;
+pub mod idm;
 mod mem;
 mod segment;
 mod shm;
@@ -39,7 +40,7 @@ mod task;
 
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
-pub use shm::{Ctl, SegEntry};
+pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{
     Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, Task, TaskConfig,

@@ -123,13 +123,17 @@ pub(crate) fn ctl_at<'a>(base: *mut u8) -> &'a Ctl {
 }
 
 /// Writes the constant fields of a fresh control block.
-pub(crate) fn ctl_init(base: *mut u8, pid: u32) {
+pub(crate) fn ctl_init(base: *mut u8, pid: u32, node: &str) {
     // SAFETY: as for ctl_at; the file was just created and nobody else
     // reads it before `magic` is published.
     unsafe {
         let c = base as *mut Ctl;
         std::ptr::addr_of_mut!((*c).version).write(1);
         std::ptr::addr_of_mut!((*c).pid).write(pid);
+        let mut n = [0u8; 32];
+        let k = node.len().min(32);
+        n[..k].copy_from_slice(&node.as_bytes()[..k]);
+        std::ptr::addr_of_mut!((*c).node).write(n);
     }
 }
 
@@ -144,4 +148,60 @@ pub(crate) fn sink_bytes(dst: usize, cap: usize, data: &[u8]) {
 pub(crate) fn sink_counter<'a>(addr: usize) -> &'a AtomicU64 {
     // SAFETY: Sink::new's contract: an aligned u64 valid until completion.
     unsafe { AtomicU64::from_ptr(addr as *mut u64) }
+}
+
+use crate::idm::{IdmHeader, NodeData};
+
+/// The bytes of a node page (plain integers, no padding holes: every
+/// field is explicitly sized and `_pad` fills the only gap).
+pub(crate) fn pod_bytes(d: &NodeData) -> &[u8] {
+    // SAFETY: NodeData is #[repr(C)] of integers and integer arrays with
+    // the one alignment gap filled by an explicit field, so all its bytes
+    // are initialized; the slice lives as long as `d`.
+    unsafe {
+        std::slice::from_raw_parts(
+            (d as *const NodeData).cast::<u8>(),
+            std::mem::size_of::<NodeData>(),
+        )
+    }
+}
+
+/// A node page from bytes of exactly its size.
+pub(crate) fn pod_from_bytes(b: &[u8]) -> Option<NodeData> {
+    if b.len() != std::mem::size_of::<NodeData>() {
+        return None;
+    }
+    // SAFETY: the length matches, every bit pattern is a valid NodeData
+    // (integers only), and read_unaligned copes with any alignment.
+    Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<NodeData>()) })
+}
+
+/// The header of a mapped IDM file.
+pub(crate) fn idm_header<'a>(base: *mut u8) -> &'a IdmHeader {
+    // SAFETY: `base` starts a live mapping of IDM_BYTES (Idm owns it),
+    // page aligned; the header's fields are atomics.
+    unsafe { &*(base as *const IdmHeader) }
+}
+
+/// The sequence word of an IDM slot.
+pub(crate) fn idm_seq<'a>(base: *mut u8, off: usize) -> &'a AtomicU64 {
+    // SAFETY: `off` is a slot start inside the mapping (checked by the
+    // caller against IDM_NODES), 8-byte aligned.
+    unsafe { AtomicU64::from_ptr(base.add(off).cast()) }
+}
+
+/// Copies a node page out of a slot; racing writers are detected by the
+/// caller's sequence check, so the copy is volatile and may be torn.
+pub(crate) fn idm_read(base: *mut u8, off: usize) -> NodeData {
+    // SAFETY: the page lies inside the mapping; any bit pattern is a valid
+    // NodeData; volatile keeps the compiler from assuming the memory is
+    // stable, and a torn copy is discarded by the sequence check.
+    unsafe { std::ptr::read_volatile(base.add(off).cast::<NodeData>()) }
+}
+
+/// Writes a node page into a slot (its owner holds the sequence lock).
+pub(crate) fn idm_write(base: *mut u8, off: usize, d: &NodeData) {
+    // SAFETY: the page lies inside the writable mapping of the daemon,
+    // the only writer; readers retry on the sequence word.
+    unsafe { std::ptr::write_volatile(base.add(off).cast::<NodeData>(), *d) }
 }

@@ -68,8 +68,10 @@ pub struct Ctl {
     pub version: u32,
     /// Process id of the task. Owner: the task.
     pub pid: u32,
+    /// The task's node name, NUL-padded, for the node daemon.
+    pub node: [u8; 32],
     /// Padding.
-    pub _pad0: [u8; 52],
+    pub _pad0: [u8; 20],
     /// Bumped after anything lands in this task's memory; the task's
     /// waiters block on it (futex). Written by the progress thread and by
     /// same-node senders.
@@ -88,8 +90,19 @@ pub struct Ctl {
     pub applied: AtomicU64,
     /// Operations refused by same-node senders' checks.
     pub rejected: AtomicU64,
+    /// Progress counter the application bumps (IDM shows it). Owner: the
+    /// task.
+    pub progress: AtomicU64,
+    /// Datagrams the task sent (copied by its progress thread, for IDM).
+    pub packets: AtomicU64,
+    /// Bytes the task sent.
+    pub bytes: AtomicU64,
+    /// Retransmissions of the task.
+    pub retransmissions: AtomicU64,
+    /// Operations refused by the task's udp receive path.
+    pub udp_rejected: AtomicU64,
     /// Padding.
-    pub _pad3: [u8; 48],
+    pub _pad3: [u8; 8],
     /// Bitmap of registered signal handlers 0–255. Owner: the task.
     pub handlers: [AtomicU64; 4],
     /// Padding.
@@ -112,19 +125,19 @@ pub fn ctl_name(job: u32, rank: u32) -> String {
 }
 
 /// A mapped control block, ours or a peer's.
-pub(crate) struct CtlMap {
+pub struct CtlMap {
     map: Mapping,
 }
 
 impl CtlMap {
     /// Creates and initializes this task's control block.
-    pub fn create(job: u32, rank: u32) -> std::io::Result<Self> {
+    pub(crate) fn create(job: u32, rank: u32, node: &str) -> std::io::Result<Self> {
         let name = ctl_name(job, rank);
         sys::shm_unlink(&name);
         let fd = sys::shm_file(&name, ctl_bytes(), true)?;
         let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
         let c = CtlMap { map };
-        crate::mem::ctl_init(c.map.ptr(), std::process::id());
+        crate::mem::ctl_init(c.map.ptr(), std::process::id(), node);
         let ring = Checked {
             ptr: c.map.ptr().wrapping_add(SIGNAL_RING_AT),
             len: ctl_bytes() - SIGNAL_RING_AT,
@@ -135,8 +148,29 @@ impl CtlMap {
         Ok(c)
     }
 
+    /// Maps a control block by file name (for the node daemon).
+    pub fn open_name(name: &str) -> std::io::Result<Self> {
+        let fd = sys::shm_file(name, 0, false)?;
+        let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
+        let c = CtlMap { map };
+        if c.ctl().magic.load(Ordering::Acquire) != CTL_MAGIC {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "control block not initialized",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// The node name the task recorded.
+    pub fn node(&self) -> String {
+        let n = &self.ctl().node;
+        let end = n.iter().position(|&b| b == 0).unwrap_or(n.len());
+        String::from_utf8_lossy(&n[..end]).into_owned()
+    }
+
     /// Maps a peer's control block.
-    pub fn open(job: u32, rank: u32) -> std::io::Result<Self> {
+    pub(crate) fn open(job: u32, rank: u32) -> std::io::Result<Self> {
         let fd = sys::shm_file(&ctl_name(job, rank), 0, false)?;
         let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
         let c = CtlMap { map };
@@ -149,16 +183,17 @@ impl CtlMap {
         Ok(c)
     }
 
+    /// The control block.
     pub fn ctl(&self) -> &Ctl {
         crate::mem::ctl_at(self.map.ptr())
     }
 
-    pub fn signal_ring(&self) -> Ring {
+    pub(crate) fn signal_ring(&self) -> Ring {
         Ring::at(self.map.ptr().wrapping_add(SIGNAL_RING_AT))
     }
 
     /// Publishes the segment table (called with the owner's table lock).
-    pub fn publish(&self, infos: &[SegmentInfo]) {
+    pub(crate) fn publish(&self, infos: &[SegmentInfo]) {
         let c = self.ctl();
         for (i, e) in c.segs.iter().enumerate() {
             let s = e.seq.load(Ordering::Relaxed);
@@ -181,7 +216,7 @@ impl CtlMap {
     }
 
     /// Marks handler `h` registered.
-    pub fn set_handler(&self, h: u32) {
+    pub(crate) fn set_handler(&self, h: u32) {
         if h < 256 {
             self.ctl().handlers[(h / 64) as usize].fetch_or(1 << (h % 64), Ordering::Release);
         }
@@ -228,7 +263,7 @@ impl CtlMap {
     }
 
     /// Bumps the event word and wakes the task's waiters.
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         let c = self.ctl();
         c.events.fetch_add(1, Ordering::SeqCst);
         if c.waiters.load(Ordering::SeqCst) > 0 {

@@ -1,6 +1,7 @@
 //! Tasks: joining a job, the progress thread, and the operation API.
 
 use crate::fifo::{Ring, FIFO_HEADER};
+use crate::idm::{Idm, NodeData, TaskState};
 use crate::mem::Checked;
 use crate::segment::{Perm, SegTable, Segment, SegmentInfo};
 use crate::shm::{ctl_name, CtlMap, Direct, Peer};
@@ -529,6 +530,16 @@ pub(crate) struct Inner {
     progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
     /// Signals collected by inline progress, run by the progress loop.
     deferred: Mutex<Vec<(u32, u32, Vec<u8>)>>,
+    /// This node's IDM file, once its daemon published it.
+    idm: Mutex<Option<Arc<Idm>>>,
+    /// IDM slot of each node name seen, to skip the search.
+    idm_slots: Mutex<HashMap<String, usize>>,
+    /// Nodes this task declared down from IDM, to bring them back.
+    idm_down: Mutex<Vec<String>>,
+    /// Last liveness check (ns since start).
+    idm_checked: AtomicU64,
+    /// Last attempt to map the IDM file (ns since start).
+    idm_tried: AtomicU64,
     start: Instant,
     errors: Mutex<Vec<Error>>,
     boot: Mutex<Box<dyn Bootstrap>>,
@@ -628,7 +639,7 @@ impl Task {
         sock.set_nonblocking(true)?;
         sys::set_socket_buffers(sock.as_raw_fd(), cfg.sockbuf);
         let signal_key = sys::random_u64();
-        let ctl = CtlMap::create(job, rank)?;
+        let ctl = CtlMap::create(job, rank, &node)?;
         let me = encode_peer(sock.local_addr()?, &node, std::process::id(), signal_key);
         let all = boot.allgather(&me).map_err(Error::Boot)?;
         if all.len() != size as usize {
@@ -679,6 +690,11 @@ impl Task {
             shutdown: AtomicBool::new(false),
             progress_thread: std::sync::OnceLock::new(),
             deferred: Mutex::new(Vec::new()),
+            idm: Mutex::new(None),
+            idm_slots: Mutex::new(HashMap::new()),
+            idm_down: Mutex::new(Vec::new()),
+            idm_checked: AtomicU64::new(0),
+            idm_tried: AtomicU64::new(0),
             start: Instant::now(),
             errors: Mutex::new(Vec::new()),
             boot: Mutex::new(boot),
@@ -1125,6 +1141,63 @@ impl Task {
         ok.then_some(v)
     }
 
+    /// Bumps this task's progress counter, which the node daemon publishes
+    /// in IDM for partners and schedulers to see.
+    pub fn bump_progress(&self) {
+        self.inner.ctl.ctl().progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The IDM page of node `node` as this node's daemon knows it (its own
+    /// page, or the last one gossiped to it). Reads shared memory only.
+    /// `None` without a node daemon or for an unknown node.
+    pub fn node_page(&self, node: &str) -> Option<NodeData> {
+        self.inner.node_page(node)
+    }
+
+    /// Every node page this node's daemon knows.
+    pub fn node_pages(&self) -> Vec<NodeData> {
+        self.inner.idm().map(|i| i.nodes()).unwrap_or_default()
+    }
+
+    /// The scheduling state of task `rank` from IDM.
+    pub fn task_state(&self, rank: u32) -> TaskState {
+        self.inner.task_state(rank)
+    }
+
+    /// SS-Wait (snoopy spin wait): waits until `pred` holds for `word`,
+    /// spinning only while `partner` — the task expected to change it —
+    /// is running and its node is not oversubscribed, and otherwise
+    /// blocking until something lands. Without a node daemon it spins for
+    /// the configured spin time and then blocks, like [`Task::wait_word`].
+    ///
+    /// Policy (environment): `SSS_SSWAIT_SPIN_US` (default 2000) is the
+    /// longest stretch spun before the partner's state is looked at again;
+    /// `SSS_SSWAIT_BLOCK_US` (default 5000) the longest a block lasts
+    /// before re-checking it.
+    pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
+        let spin = Duration::from_micros(env_u64("SSS_SSWAIT_SPIN_US").unwrap_or(2000));
+        let block = Duration::from_micros(env_u64("SSS_SSWAIT_BLOCK_US").unwrap_or(5000));
+        loop {
+            let v = word.load(Ordering::Acquire);
+            if pred(v) {
+                return v;
+            }
+            let spin_ok = match self.inner.idm() {
+                None => None,
+                Some(_) => Some(self.inner.partner_spins(partner)),
+            };
+            let deadline = Instant::now() + if spin_ok == Some(false) { block } else { spin };
+            let hit = if spin_ok == Some(false) {
+                self.inner.block_until(|| pred(word.load(Ordering::Acquire)), deadline)
+            } else {
+                self.inner.wait_until(|| pred(word.load(Ordering::Acquire)), Some(deadline))
+            };
+            if hit {
+                return word.load(Ordering::Acquire);
+            }
+        }
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> TaskStats {
         let net = self.inner.lock_net();
@@ -1382,6 +1455,140 @@ impl Inner {
         }
     }
 
+    /// This node's IDM file, mapped on first use.
+    fn idm(&self) -> Option<Arc<Idm>> {
+        let mut g = self.idm.lock().ok()?;
+        if g.is_none() {
+            // Look for a daemon's file at most once a second.
+            let now = self.now();
+            let last = self.idm_tried.load(Ordering::Relaxed);
+            if last == 0 || now.saturating_sub(last) >= 1_000_000_000 {
+                self.idm_tried.store(now.max(1), Ordering::Relaxed);
+                *g = Idm::open(&self.node).ok().map(Arc::new);
+            }
+        }
+        g.clone()
+    }
+
+    fn node_page(&self, node: &str) -> Option<NodeData> {
+        let idm = self.idm()?;
+        let mut slots = self.idm_slots.lock().ok()?;
+        if let Some(&i) = slots.get(node) {
+            if let Some(d) = idm.read(i) {
+                if d.name() == node && d.flags & crate::idm::NODE_VALID != 0 {
+                    return Some(d);
+                }
+            }
+        }
+        let (i, d) = idm.find(node)?;
+        slots.insert(node.to_string(), i);
+        Some(d)
+    }
+
+    fn task_state(&self, rank: u32) -> TaskState {
+        let Some(p) = self.peers.get(rank as usize) else {
+            return TaskState::Unknown;
+        };
+        self.node_page(&p.node)
+            .and_then(|d| d.task(self.job, rank))
+            .map_or(TaskState::Unknown, |t| TaskState::from_u32(t.state))
+    }
+
+    /// SS-Wait's test: spinning pays while the partner runs on a node
+    /// with a CPU for everyone (and, on our own node, for us too).
+    fn partner_spins(&self, partner: u32) -> bool {
+        let Some(p) = self.peers.get(partner as usize) else {
+            return false;
+        };
+        let Some(page) = self.node_page(&p.node) else {
+            return false;
+        };
+        if page.oversubscribed() {
+            return false;
+        }
+        if p.node != self.node {
+            if let Some(mine) = self.node_page(&self.node) {
+                if mine.oversubscribed() {
+                    return false;
+                }
+            }
+        }
+        matches!(
+            page.task(self.job, partner).map(|t| TaskState::from_u32(t.state)),
+            Some(TaskState::Running)
+        )
+    }
+
+    /// Blocks (no spinning) until `cond` or `deadline`.
+    fn block_until(&self, mut cond: impl FnMut() -> bool, deadline: Instant) -> bool {
+        loop {
+            if cond() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            let c = self.ctl.ctl();
+            let seq = c.events.load(Ordering::SeqCst);
+            if cond() {
+                return true;
+            }
+            c.waiters.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wait(&c.events, seq, Some(deadline - now));
+            c.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Liveness from IDM: tasks on nodes the daemon marked down are
+    /// declared down (their pending operations fail with NodeDown); nodes
+    /// that come back are let in again. At most every 50 ms.
+    fn check_liveness(&self) {
+        let now = self.now();
+        if now.saturating_sub(self.idm_checked.load(Ordering::Relaxed)) < 50_000_000 {
+            return;
+        }
+        self.idm_checked.store(now, Ordering::Relaxed);
+        if self.idm().is_none() {
+            return;
+        }
+        let mut nodes: Vec<&str> = self.peers.iter().map(|p| p.node.as_str()).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            if node == self.node {
+                continue;
+            }
+            let down = self
+                .node_page(node)
+                .is_some_and(|d| d.flags & crate::idm::NODE_DOWN != 0);
+            let Ok(mut marked) = self.idm_down.lock() else {
+                return;
+            };
+            let was = marked.iter().any(|n| n == node);
+            if down == was {
+                continue;
+            }
+            let mut net = self.lock_net();
+            for (r, p) in self.peers.iter().enumerate() {
+                if p.node == node {
+                    let t = TaskId::new(self.job, r as u32);
+                    if down {
+                        net.ep.declare_down(t);
+                    } else {
+                        net.ep.reset_peer(t);
+                    }
+                }
+            }
+            self.handle_events(&mut net);
+            if down {
+                marked.push(node.to_string());
+            } else {
+                marked.retain(|n| n != node);
+            }
+        }
+    }
+
     /// One round of progress: receive and apply what arrived, run due
     /// timers, send what is due, complete requests, collect queued
     /// signals. The progress thread's loop body, also run inline when a
@@ -1413,6 +1620,13 @@ impl Inner {
             }
             self.flush(&mut net);
             self.handle_events(&mut net);
+            // For the node daemon's IDM page.
+            let st = net.ep.stats();
+            let c = self.ctl.ctl();
+            c.packets.store(st.packets_sent, Ordering::Relaxed);
+            c.bytes.store(st.bytes_sent, Ordering::Relaxed);
+            c.retransmissions.store(st.retransmissions, Ordering::Relaxed);
+            c.udp_rejected.store(st.rejected, Ordering::Relaxed);
         }
         let ring = self.ctl.signal_ring();
         let mut msg = Vec::new();
@@ -1665,7 +1879,13 @@ fn progress(inner: Arc<Inner>) {
         inner
             .next_wake
             .store(next.unwrap_or(u64::MAX), Ordering::Release);
-        let timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(inner.now())));
+        let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(inner.now())));
+        if inner.idm().is_some() {
+            // Look at node liveness now and then even when idle.
+            timeout = Some(timeout.map_or(Duration::from_millis(50), |t| {
+                t.min(Duration::from_millis(50))
+            }));
+        }
         if timeout.is_none_or(|t| !t.is_zero()) {
             let c = inner.ctl.ctl();
             c.progress_asleep.store(1, Ordering::SeqCst);
@@ -1684,6 +1904,7 @@ fn progress(inner: Arc<Inner>) {
             break;
         }
         inner.step(&mut buf, &mut signals);
+        inner.check_liveness();
         if let Ok(mut d) = inner.deferred.lock() {
             signals.append(&mut d);
         }

@@ -1,0 +1,343 @@
+//! IDM, the information disclosure mechanism: every node's status page,
+//! readable by every task at the cost of a load.
+//!
+//! The node daemon (`sssd`) of host `H` keeps the file `/dev/shm/sss-idm-H`:
+//! a header and [`IDM_NODES`] slots, one per known node — its own page,
+//! sampled from `/proc` every few milliseconds, and the pages of other
+//! nodes, which arrive by gossip (no-flow-control MBCF writes). Tasks map
+//! the file read-only. Each slot is a sequence lock over a plain
+//! [`NodeData`]: the daemon makes `seq` odd, rewrites the data, makes it
+//! even; a reader copies the data and retries if `seq` was odd or moved.
+//! No system call is on the read path.
+//!
+//! Layout of the file (native endianness, `#[repr(C)]`):
+//!
+//! ```text
+//! offset      size   field
+//!      0        64   IdmHeader
+//!     64  64 × 1024  NodeSlot[IDM_NODES]: seq (8), padding (56), NodeData
+//! ```
+
+use crate::sys::{self, Mapping};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Magic of an IDM file ("SSID").
+pub const IDM_MAGIC: u32 = 0x5353_4944;
+/// Node slots per file.
+pub const IDM_NODES: usize = 64;
+/// Task entries per node page.
+pub const IDM_TASKS: usize = 32;
+/// Bytes of a node slot.
+pub const SLOT_BYTES: usize = 1024;
+
+/// A task's scheduling state as the daemon sampled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum TaskState {
+    /// Not known (no entry, or not sampled yet).
+    Unknown = 0,
+    /// On a CPU (state `R` while the node has no more runnable threads
+    /// than CPUs).
+    Running = 1,
+    /// Ready but possibly waiting for a CPU (state `R` on an
+    /// oversubscribed node).
+    Runnable = 2,
+    /// Blocked (`S` or `D`).
+    Sleeping = 3,
+    /// Stopped, zombie, or gone.
+    Gone = 4,
+}
+
+impl TaskState {
+    /// Decodes the stored value.
+    pub fn from_u32(v: u32) -> Self {
+        match v {
+            1 => Self::Running,
+            2 => Self::Runnable,
+            3 => Self::Sleeping,
+            4 => Self::Gone,
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// One local task on a node page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TaskEntry {
+    /// Job id (0 for an empty entry).
+    pub job: u32,
+    /// Rank in the job.
+    pub rank: u32,
+    /// Process id on its node.
+    pub pid: u32,
+    /// A [`TaskState`] value.
+    pub state: u32,
+    /// The task's progress counter ([`crate::Task::bump_progress`]).
+    pub progress: u64,
+}
+
+/// A node's status page. Plain data: copied whole under the slot's
+/// sequence lock, and gossiped byte for byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct NodeData {
+    /// Bit 0: slot in use; bit 1: node down (no gossip within the bound).
+    pub flags: u32,
+    /// CPUs of the node.
+    pub ncpus: u32,
+    /// Node name (its host address), NUL-padded.
+    pub name: [u8; 32],
+    /// When the owning daemon published it (CLOCK_REALTIME, ns).
+    pub updated_ns: u64,
+    /// When this file's daemon last heard of it (its own clock, ns);
+    /// staleness is `now - received_ns`.
+    pub received_ns: u64,
+    /// Runnable threads on the node (`procs_running` of /proc/stat).
+    pub runnable: u32,
+    /// Local SSS tasks listed in `tasks`.
+    pub ntasks: u32,
+    /// Load averages over 1, 5 and 15 minutes, times 1000.
+    pub load: [u32; 3],
+    /// Padding.
+    pub _pad: u32,
+    /// Memory in total, KiB.
+    pub mem_total_kb: u64,
+    /// Memory available, KiB.
+    pub mem_free_kb: u64,
+    /// MBCF datagrams sent by the node's tasks.
+    pub packets: u64,
+    /// MBCF bytes sent by the node's tasks.
+    pub bytes: u64,
+    /// MBCF retransmissions of the node's tasks.
+    pub retransmissions: u64,
+    /// Operations the node's tasks refused.
+    pub rejected: u64,
+    /// The node's SSS tasks.
+    pub tasks: [TaskEntry; IDM_TASKS],
+}
+
+/// Flag: the slot holds a node.
+pub const NODE_VALID: u32 = 1;
+/// Flag: the node stopped gossiping and is considered down.
+pub const NODE_DOWN: u32 = 2;
+
+const _: () = assert!(std::mem::size_of::<NodeData>() + 64 <= SLOT_BYTES);
+
+impl Default for NodeData {
+    fn default() -> Self {
+        Self {
+            flags: 0,
+            ncpus: 0,
+            name: [0; 32],
+            updated_ns: 0,
+            received_ns: 0,
+            runnable: 0,
+            ntasks: 0,
+            load: [0; 3],
+            _pad: 0,
+            mem_total_kb: 0,
+            mem_free_kb: 0,
+            packets: 0,
+            bytes: 0,
+            retransmissions: 0,
+            rejected: 0,
+            tasks: [TaskEntry::default(); IDM_TASKS],
+        }
+    }
+}
+
+impl NodeData {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        let end = self.name.iter().position(|&b| b == 0).unwrap_or(32);
+        std::str::from_utf8(&self.name[..end]).unwrap_or("")
+    }
+
+    /// Sets the name (truncated to 32 bytes).
+    pub fn set_name(&mut self, n: &str) {
+        self.name = [0; 32];
+        let b = n.as_bytes();
+        let k = b.len().min(32);
+        self.name[..k].copy_from_slice(&b[..k]);
+    }
+
+    /// True when the slot holds a node that is not down.
+    pub fn is_up(&self) -> bool {
+        self.flags & NODE_VALID != 0 && self.flags & NODE_DOWN == 0
+    }
+
+    /// True when more threads want to run than the node has CPUs.
+    pub fn oversubscribed(&self) -> bool {
+        self.runnable > self.ncpus.max(1)
+    }
+
+    /// The entry of task (job, rank), if listed.
+    pub fn task(&self, job: u32, rank: u32) -> Option<TaskEntry> {
+        self.tasks[..(self.ntasks as usize).min(IDM_TASKS)]
+            .iter()
+            .find(|t| t.job == job && t.rank == rank)
+            .copied()
+    }
+
+    /// The bytes gossiped for this page.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        crate::mem::pod_bytes(self).to_vec()
+    }
+
+    /// A page from gossiped bytes; `None` when the length is wrong.
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        crate::mem::pod_from_bytes(b)
+    }
+}
+
+/// The header of an IDM file.
+#[repr(C)]
+pub struct IdmHeader {
+    /// [`IDM_MAGIC`] once the file is ready.
+    pub magic: AtomicU32,
+    /// Layout version, 1.
+    pub version: AtomicU32,
+    /// Process id of the daemon that owns the file.
+    pub daemon_pid: AtomicU32,
+    /// Slot of the daemon's own node.
+    pub self_slot: AtomicU32,
+    /// Padding.
+    pub _pad: [u8; 48],
+}
+
+/// Bytes of an IDM file.
+pub const IDM_BYTES: usize = 64 + IDM_NODES * SLOT_BYTES;
+
+/// Path name (under /dev/shm) of host `node`'s IDM file.
+pub fn idm_name(node: &str) -> String {
+    let safe: String = node
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("sss-idm-{safe}")
+}
+
+/// A mapped IDM file: read-only for tasks, writable for the daemon.
+pub struct Idm {
+    map: Mapping,
+}
+
+impl std::fmt::Debug for Idm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idm").finish_non_exhaustive()
+    }
+}
+
+impl Idm {
+    /// Maps host `node`'s IDM file if its daemon published one.
+    pub fn open(node: &str) -> std::io::Result<Idm> {
+        let fd = sys::shm_file(&idm_name(node), 0, false)?;
+        let map = Mapping::shared(fd.as_raw_fd(), IDM_BYTES)?;
+        let idm = Idm { map };
+        if idm.header().magic.load(Ordering::Acquire) != IDM_MAGIC {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "IDM file not initialized",
+            ));
+        }
+        Ok(idm)
+    }
+
+    /// Creates (or takes over) host `node`'s IDM file, for its daemon.
+    pub fn create(node: &str) -> std::io::Result<Idm> {
+        let name = idm_name(node);
+        sys::shm_unlink(&name);
+        let fd = sys::shm_file(&name, IDM_BYTES, true)?;
+        let map = Mapping::shared(fd.as_raw_fd(), IDM_BYTES)?;
+        let idm = Idm { map };
+        let h = idm.header();
+        h.version.store(1, Ordering::Relaxed);
+        h.daemon_pid.store(std::process::id(), Ordering::Relaxed);
+        h.magic.store(IDM_MAGIC, Ordering::Release);
+        Ok(idm)
+    }
+
+    /// Removes host `node`'s IDM file.
+    pub fn unlink(node: &str) {
+        sys::shm_unlink(&idm_name(node));
+    }
+
+    fn header(&self) -> &IdmHeader {
+        crate::mem::idm_header(self.map.ptr())
+    }
+
+    /// Process id of the owning daemon.
+    pub fn daemon_pid(&self) -> u32 {
+        self.header().daemon_pid.load(Ordering::Relaxed)
+    }
+
+    /// The daemon's own slot.
+    pub fn self_slot(&self) -> usize {
+        self.header().self_slot.load(Ordering::Relaxed) as usize
+    }
+
+    /// Sets the daemon's own slot.
+    pub fn set_self_slot(&self, i: usize) {
+        self.header().self_slot.store(i as u32, Ordering::Relaxed);
+    }
+
+    fn seq(&self, i: usize) -> &AtomicU64 {
+        crate::mem::idm_seq(self.map.ptr(), 64 + i * SLOT_BYTES)
+    }
+
+    /// A consistent copy of slot `i`.
+    pub fn read(&self, i: usize) -> Option<NodeData> {
+        if i >= IDM_NODES {
+            return None;
+        }
+        let seq = self.seq(i);
+        loop {
+            let s1 = seq.load(Ordering::Acquire);
+            if s1 % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let d = crate::mem::idm_read(self.map.ptr(), 64 + i * SLOT_BYTES + 64);
+            std::sync::atomic::fence(Ordering::Acquire);
+            if seq.load(Ordering::Relaxed) == s1 {
+                return Some(d);
+            }
+        }
+    }
+
+    /// Rewrites slot `i` (daemon only: one writer per file).
+    pub fn write(&self, i: usize, d: &NodeData) {
+        if i >= IDM_NODES {
+            return;
+        }
+        let seq = self.seq(i);
+        let s = seq.load(Ordering::Relaxed);
+        seq.store(s + 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        crate::mem::idm_write(self.map.ptr(), 64 + i * SLOT_BYTES + 64, d);
+        seq.store(s + 2, Ordering::Release);
+    }
+
+    /// Every node in use.
+    pub fn nodes(&self) -> Vec<NodeData> {
+        (0..IDM_NODES)
+            .filter_map(|i| self.read(i))
+            .filter(|d| d.flags & NODE_VALID != 0)
+            .collect()
+    }
+
+    /// The slot holding node `name`.
+    pub fn find(&self, name: &str) -> Option<(usize, NodeData)> {
+        (0..IDM_NODES)
+            .filter_map(|i| self.read(i).map(|d| (i, d)))
+            .find(|(_, d)| d.flags & NODE_VALID != 0 && d.name() == name)
+    }
+}
