@@ -1,0 +1,179 @@
+//! The node daemon (`sssd`), the user-level SSS-MC of seed 000 §6: it
+//! publishes this node's IDM status page in shared memory, gossips it to
+//! the other nodes' daemons with no-flow-control MBCF writes, keeps their
+//! pages, and marks a node down when its gossip stops.
+//!
+//! The page layout and the lock-free reader live in `sss_mbcf::idm`, so
+//! tasks read pages without this crate. Here: sampling `/proc`
+//! ([`sample`]), the gossip packets ([`gossip`]), and the daemon loop
+//! ([`Daemon`]).
+
+#![deny(unsafe_code)]
+
+pub mod gossip;
+pub mod sample;
+
+use sss_mbcf::idm::{Idm, NodeData, IDM_NODES, NODE_DOWN, NODE_VALID};
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// Default UDP port of the daemons.
+pub const DEFAULT_PORT: u16 = 7470;
+
+/// How a daemon runs.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// This node's name (its host address).
+    pub node: String,
+    /// Other nodes' daemons.
+    pub peers: Vec<SocketAddr>,
+    /// Our UDP port.
+    pub port: u16,
+    /// How often local tasks are sampled.
+    pub sample: Duration,
+    /// How often our page is gossiped.
+    pub gossip: Duration,
+    /// Silence after which a node is marked down.
+    pub down_after: Duration,
+}
+
+/// Why the daemon stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Another daemon owns this node's page.
+    #[error("a node daemon (pid {0}) already runs for this node")]
+    AlreadyRunning(u32),
+}
+
+/// True when a process with this pid exists.
+pub fn alive(pid: u32) -> bool {
+    pid != 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The pid of the daemon serving `node`, if one runs.
+pub fn running_daemon(node: &str) -> Option<u32> {
+    let idm = Idm::open(node).ok()?;
+    let pid = idm.daemon_pid();
+    alive(pid).then_some(pid)
+}
+
+/// The daemon state.
+pub struct Daemon {
+    cfg: DaemonConfig,
+    idm: Idm,
+    sock: UdpSocket,
+    peers: BTreeSet<SocketAddr>,
+    sampler: sample::Sampler,
+    start: Instant,
+}
+
+impl Daemon {
+    /// Binds the gossip socket and creates the IDM file.
+    pub fn new(cfg: DaemonConfig) -> Result<Self, DaemonError> {
+        if let Some(pid) = running_daemon(&cfg.node) {
+            if pid != std::process::id() {
+                return Err(DaemonError::AlreadyRunning(pid));
+            }
+        }
+        let io = |what: &str| {
+            let what = what.to_string();
+            move |source| DaemonError::Io { what, source }
+        };
+        let sock = UdpSocket::bind((cfg.node.as_str(), cfg.port))
+            .map_err(io("binding the gossip socket"))?;
+        sock.set_read_timeout(Some(cfg.sample))
+            .map_err(io("socket timeout"))?;
+        let idm = Idm::create(&cfg.node).map_err(io("creating the IDM file"))?;
+        idm.set_self_slot(0);
+        Ok(Self {
+            peers: cfg.peers.iter().copied().collect(),
+            sampler: sample::Sampler::new(&cfg.node),
+            cfg,
+            idm,
+            sock,
+            start: Instant::now(),
+        })
+    }
+
+    fn local_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Runs until `stop` returns true (checked every sample period).
+    pub fn run(&mut self, stop: impl Fn() -> bool) {
+        let mut last_gossip = Instant::now() - self.cfg.gossip;
+        let mut last_sample = Instant::now() - self.cfg.sample;
+        let mut buf = vec![0u8; 4096];
+        while !stop() {
+            if last_sample.elapsed() >= self.cfg.sample {
+                last_sample = Instant::now();
+                let mut page = self.sampler.sample();
+                page.received_ns = self.local_ns();
+                self.idm.write(0, &page);
+                self.mark_silent_nodes();
+                if last_gossip.elapsed() >= self.cfg.gossip {
+                    last_gossip = Instant::now();
+                    let pkt = gossip::encode(&self.cfg.node, &page);
+                    for p in &self.peers {
+                        // Lost gossip is fine: the next round repeats it.
+                        let _ = self.sock.send_to(&pkt, p);
+                    }
+                }
+            }
+            let wait = self.cfg.sample.saturating_sub(last_sample.elapsed());
+            let _ = self
+                .sock
+                .set_read_timeout(Some(wait.max(Duration::from_micros(200))));
+            if let Ok((n, from)) = self.sock.recv_from(&mut buf) {
+                if let Some(page) = gossip::decode(&buf[..n]) {
+                    self.store_remote(page);
+                    // Answer gossip even from a daemon that was not on
+                    // our list: knowing one node is enough to join.
+                    self.peers.insert(from);
+                }
+            }
+        }
+        Idm::unlink(&self.cfg.node);
+    }
+
+    fn store_remote(&mut self, mut page: NodeData) {
+        let name = page.name().to_string();
+        if name.is_empty() || name == self.cfg.node {
+            return;
+        }
+        page.received_ns = self.local_ns();
+        page.flags = NODE_VALID;
+        let slot = self.idm.find(&name).map(|(i, _)| i).or_else(|| {
+            (1..IDM_NODES).find(|&i| self.idm.read(i).is_some_and(|d| d.flags & NODE_VALID == 0))
+        });
+        if let Some(i) = slot {
+            self.idm.write(i, &page);
+        }
+    }
+
+    fn mark_silent_nodes(&mut self) {
+        let now = self.local_ns();
+        let bound = self.cfg.down_after.as_nanos() as u64;
+        for i in 1..IDM_NODES {
+            let Some(mut d) = self.idm.read(i) else {
+                continue;
+            };
+            if d.flags & NODE_VALID == 0 || d.flags & NODE_DOWN != 0 {
+                continue;
+            }
+            if now.saturating_sub(d.received_ns) > bound {
+                d.flags |= NODE_DOWN;
+                self.idm.write(i, &d);
+            }
+        }
+    }
+}

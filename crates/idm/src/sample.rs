@@ -1,0 +1,157 @@
+//! Sampling this node's state from /proc and from the tasks' control
+//! blocks (`/dev/shm/sss-<job>-<rank>-ctl`).
+
+use sss_mbcf::idm::{NodeData, TaskEntry, TaskState, IDM_TASKS, NODE_VALID};
+use sss_mbcf::CtlMap;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Remembers the control blocks of local tasks between samples.
+pub struct Sampler {
+    node: String,
+    ctls: BTreeMap<String, (u32, u32, CtlMap)>,
+    rescanned: Option<Instant>,
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// (load ×1000 for 1/5/15 min, running threads) from /proc/loadavg.
+pub fn loadavg() -> ([u32; 3], u32) {
+    let s = read("/proc/loadavg");
+    let f: Vec<&str> = s.split_whitespace().collect();
+    let l = |i: usize| {
+        f.get(i)
+            .and_then(|x| x.parse::<f64>().ok())
+            .map_or(0, |v| (v * 1000.0) as u32)
+    };
+    let running = f
+        .get(3)
+        .and_then(|x| x.split('/').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    ([l(0), l(1), l(2)], running)
+}
+
+/// (total, available) memory in KiB.
+pub fn meminfo() -> (u64, u64) {
+    let s = read("/proc/meminfo");
+    let get = |k: &str| {
+        s.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (get("MemTotal:"), get("MemAvailable:"))
+}
+
+/// The state letter of a process (R, S, D, T, Z, …).
+pub fn proc_state(pid: u32) -> Option<char> {
+    let s = read(&format!("/proc/{pid}/stat"));
+    s.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+impl Sampler {
+    /// A sampler for the tasks of `node`.
+    pub fn new(node: &str) -> Self {
+        Self {
+            node: node.to_string(),
+            ctls: BTreeMap::new(),
+            rescanned: None,
+        }
+    }
+
+    fn rescan(&mut self) {
+        let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+            return;
+        };
+        let mut seen = Vec::new();
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name
+                .strip_prefix("sss-")
+                .and_then(|r| r.strip_suffix("-ctl"))
+            else {
+                continue;
+            };
+            let mut it = rest.split('-');
+            let (Some(job), Some(rank)) = (
+                it.next().and_then(|j| j.parse::<u32>().ok()),
+                it.next().and_then(|r| r.parse::<u32>().ok()),
+            ) else {
+                continue;
+            };
+            seen.push(name.clone());
+            if self.ctls.contains_key(&name) {
+                continue;
+            }
+            if let Ok(c) = CtlMap::open_name(&name) {
+                if c.node() == self.node {
+                    self.ctls.insert(name, (job, rank, c));
+                }
+            }
+        }
+        self.ctls.retain(|k, _| seen.contains(k));
+    }
+
+    /// This node's page now.
+    pub fn sample(&mut self) -> NodeData {
+        if self
+            .rescanned
+            .is_none_or(|t| t.elapsed().as_millis() >= 100)
+        {
+            self.rescan();
+            self.rescanned = Some(Instant::now());
+        }
+        let mut d = NodeData::default();
+        d.flags = NODE_VALID;
+        d.set_name(&self.node);
+        d.ncpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        let (load, running) = loadavg();
+        d.load = load;
+        d.runnable = running;
+        let (t, f) = meminfo();
+        d.mem_total_kb = t;
+        d.mem_free_kb = f;
+        d.updated_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |x| x.as_nanos() as u64);
+        let over = d.runnable > d.ncpus;
+        let mut n = 0;
+        for (job, rank, c) in self.ctls.values() {
+            let ctl = c.ctl();
+            let pid = ctl.pid;
+            let state = match proc_state(pid) {
+                Some('R') if over => TaskState::Runnable,
+                Some('R') => TaskState::Running,
+                Some('S') | Some('D') | Some('I') => TaskState::Sleeping,
+                _ => TaskState::Gone,
+            };
+            d.packets += ctl.packets.load(Ordering::Relaxed);
+            d.bytes += ctl.bytes.load(Ordering::Relaxed);
+            d.retransmissions += ctl.retransmissions.load(Ordering::Relaxed);
+            d.rejected +=
+                ctl.udp_rejected.load(Ordering::Relaxed) + ctl.rejected.load(Ordering::Relaxed);
+            if n < IDM_TASKS {
+                d.tasks[n] = TaskEntry {
+                    job: *job,
+                    rank: *rank,
+                    pid,
+                    state: state as u32,
+                    progress: ctl.progress.load(Ordering::Relaxed),
+                };
+                n += 1;
+            }
+        }
+        d.ntasks = n as u32;
+        d
+    }
+}
