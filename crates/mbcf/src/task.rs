@@ -1182,10 +1182,10 @@ impl Task {
             if pred(v) {
                 return v;
             }
-            let spin_ok = match self.inner.idm() {
-                None => None,
-                Some(_) => Some(self.inner.partner_spins(partner)),
-            };
+            let spin_ok = self
+                .inner
+                .idm()
+                .map(|_| self.inner.partner_spins(partner));
             let deadline = Instant::now() + if spin_ok == Some(false) { block } else { spin };
             let hit = if spin_ok == Some(false) {
                 self.inner.block_until(|| pred(word.load(Ordering::Acquire)), deadline)
