@@ -177,3 +177,51 @@ impl Daemon {
         }
     }
 }
+
+/// The cluster as host `node`'s daemon sees it, as a Markdown table (what
+/// `sss status` prints). `None` when no daemon serves `node`.
+pub fn status_table(node: &str) -> Option<String> {
+    let idm = Idm::open(node).ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut out = String::from(
+        "| node | state | age (ms) | cpus | runnable | load 1m | mem free / total (MiB) | tasks | packets | bytes | retrans | rejected |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
+    );
+    let mut tasks = String::new();
+    for d in idm.nodes() {
+        let age = now.saturating_sub(d.updated_ns) / 1_000_000;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.2} | {} / {} | {} | {} | {} | {} | {} |\n",
+            d.name(),
+            if d.is_up() { "up" } else { "down" },
+            age,
+            d.ncpus,
+            d.runnable,
+            d.load[0] as f64 / 1000.0,
+            d.mem_free_kb / 1024,
+            d.mem_total_kb / 1024,
+            d.ntasks,
+            d.packets,
+            d.bytes,
+            d.retransmissions,
+            d.rejected
+        ));
+        for t in &d.tasks[..(d.ntasks as usize).min(sss_mbcf::idm::IDM_TASKS)] {
+            tasks.push_str(&format!(
+                "| {} | {}.{} | {} | {:?} | {} |\n",
+                d.name(),
+                t.job,
+                t.rank,
+                t.pid,
+                sss_mbcf::idm::TaskState::from_u32(t.state),
+                t.progress
+            ));
+        }
+    }
+    if !tasks.is_empty() {
+        out.push_str("\n| node | task | pid | state | progress |\n|---|---|---:|---|---:|\n");
+        out.push_str(&tasks);
+    }
+    Some(out)
+}

@@ -111,8 +111,10 @@ impl Sampler {
             self.rescan();
             self.rescanned = Some(Instant::now());
         }
-        let mut d = NodeData::default();
-        d.flags = NODE_VALID;
+        let mut d = NodeData {
+            flags: NODE_VALID,
+            ..NodeData::default()
+        };
         d.set_name(&self.node);
         d.ncpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let (load, running) = loadavg();

@@ -161,6 +161,8 @@ struct Job {
     status: Option<i32>,
     phase: Phase,
     started: Instant,
+    /// Node daemons started for this job (local spawner).
+    daemons: Option<crate::daemons::Daemons>,
 }
 
 impl Job {
@@ -202,6 +204,10 @@ impl Job {
             }
         };
         let (drained_tx, drained) = mpsc::channel();
+        let daemons = (plan.spawner == Spawner::Local).then(|| {
+            let hosts: Vec<String> = plan.hosts.iter().map(|h| h.name.clone()).collect();
+            crate::daemons::Daemons::start(&hosts)
+        });
         let mut job = Job {
             plan,
             id,
@@ -218,6 +224,7 @@ impl Job {
             status: None,
             phase: Phase::Running,
             started: Instant::now(),
+            daemons,
         };
         for rank in 0..job.plan.np {
             if let Err(e) = job.spawn(rank, &boot) {
@@ -457,6 +464,9 @@ impl Job {
     /// After the tasks: kill what is left of their process groups, drain
     /// output, stop the server, remove shared memory, dismiss the guardian.
     fn finish(&mut self) {
+        if let Some(d) = &mut self.daemons {
+            d.stop();
+        }
         for t in &mut self.tasks {
             t.stdin = None;
             sys::signal_group(t.pid, Signal::SIGKILL);

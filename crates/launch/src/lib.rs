@@ -82,6 +82,7 @@
 //! program with `srun`/`mpirun` and the tasks bootstrap from that
 //! launcher's environment ([`sss_boot`]).
 
+mod daemons;
 mod error;
 mod guardian;
 mod hosts;
