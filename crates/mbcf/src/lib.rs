@@ -44,7 +44,7 @@ pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{
     Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, Task, TaskConfig,
-    TaskStats, ThreadBoot, Transport,
+    TaskStats, ThreadBoot, Transport, WaitPolicy,
 };
 
 /// An address in another task: (rank, segment key, virtual address).

@@ -101,8 +101,11 @@ pub struct Ctl {
     pub retransmissions: AtomicU64,
     /// Operations refused by the task's udp receive path.
     pub udp_rejected: AtomicU64,
+    /// Threads of the task blocked in a wait (futex) right now; SS-Wait
+    /// partners on the node read it to decide whether spinning pays.
+    pub blocked: AtomicU32,
     /// Padding.
-    pub _pad3: [u8; 8],
+    pub _pad3: u32,
     /// Bitmap of registered signal handlers 0–255. Owner: the task.
     pub handlers: [AtomicU64; 4],
     /// Padding.
@@ -497,6 +500,11 @@ impl Peer {
                 }
             }
         }
+    }
+
+    /// True when one of the peer's threads is blocked in a wait.
+    pub fn blocked(&self) -> bool {
+        self.ctl.ctl().blocked.load(Ordering::Relaxed) != 0
     }
 
     /// True when the peer's progress thread sleeps and needs a doorbell.

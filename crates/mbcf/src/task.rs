@@ -234,6 +234,18 @@ impl TaskConfig {
     }
 }
 
+/// How a wait behaves; see [`Task::wait_word_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// Spin until the condition holds (also making progress).
+    Spin,
+    /// Block on the futex until something lands.
+    Block,
+    /// SS-Wait: spin while this partner runs on a node with CPUs to
+    /// spare, block otherwise.
+    SsWait(u32),
+}
+
 /// Options of one operation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -1144,7 +1156,11 @@ impl Task {
     /// Bumps this task's progress counter, which the node daemon publishes
     /// in IDM for partners and schedulers to see.
     pub fn bump_progress(&self) {
-        self.inner.ctl.ctl().progress.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .ctl
+            .ctl()
+            .progress
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// The IDM page of node `node` as this node's daemon knows it (its own
@@ -1167,8 +1183,11 @@ impl Task {
     /// SS-Wait (snoopy spin wait): waits until `pred` holds for `word`,
     /// spinning only while `partner` — the task expected to change it —
     /// is running and its node is not oversubscribed, and otherwise
-    /// blocking until something lands. Without a node daemon it spins for
-    /// the configured spin time and then blocks, like [`Task::wait_word`].
+    /// blocking until something lands. A partner on this node is running
+    /// unless it is blocked in a wait itself (it says so in its control
+    /// block); elsewhere its node daemon's last sample tells. The node is
+    /// oversubscribed when its daemon counts more runnable threads than
+    /// CPUs (without a daemon: more of the job's tasks than CPUs).
     ///
     /// Policy (environment): `SSS_SSWAIT_SPIN_US` (default 2000) is the
     /// longest stretch spun before the partner's state is looked at again;
@@ -1182,19 +1201,47 @@ impl Task {
             if pred(v) {
                 return v;
             }
-            let spin_ok = self
-                .inner
-                .idm()
-                .map(|_| self.inner.partner_spins(partner));
+            let spin_ok = Some(self.inner.partner_spins(partner));
             let deadline = Instant::now() + if spin_ok == Some(false) { block } else { spin };
             let hit = if spin_ok == Some(false) {
-                self.inner.block_until(|| pred(word.load(Ordering::Acquire)), deadline)
+                self.inner
+                    .block_until(|| pred(word.load(Ordering::Acquire)), deadline)
             } else {
-                self.inner.wait_until(|| pred(word.load(Ordering::Acquire)), Some(deadline))
+                self.inner
+                    .wait_until(|| pred(word.load(Ordering::Acquire)), Some(deadline))
             };
             if hit {
                 return word.load(Ordering::Acquire);
             }
+        }
+    }
+
+    /// Waits for `pred` on `word` with an explicit policy: spin only,
+    /// block only, or SS-Wait on `partner` (what `sss` benchmarks
+    /// compare).
+    pub fn wait_word_with(
+        &self,
+        word: &AtomicU64,
+        pred: impl Fn(u64) -> bool,
+        policy: WaitPolicy,
+    ) -> u64 {
+        match policy {
+            WaitPolicy::Spin => loop {
+                let v = word.load(Ordering::Acquire);
+                if pred(v) {
+                    return v;
+                }
+                self.inner.try_step();
+                std::hint::spin_loop();
+            },
+            WaitPolicy::Block => {
+                self.inner.block_until(
+                    || pred(word.load(Ordering::Acquire)),
+                    Instant::now() + Duration::from_secs(3600 * 24 * 365),
+                );
+                word.load(Ordering::Acquire)
+            }
+            WaitPolicy::SsWait(partner) => self.sswait(word, partner, pred),
         }
     }
 
@@ -1444,6 +1491,7 @@ impl Inner {
                 return true;
             }
             self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
+            self.ctl.ctl().blocked.fetch_add(1, Ordering::Relaxed);
             // The timeout is a safety net only: every applied operation and
             // completion bumps `events` and wakes us.
             let mut t = Duration::from_millis(20);
@@ -1451,6 +1499,7 @@ impl Inner {
                 t = t.min(d.saturating_duration_since(now));
             }
             sys::futex_wait(&self.ctl.ctl().events, seq, Some(t));
+            self.ctl.ctl().blocked.fetch_sub(1, Ordering::Relaxed);
             self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -1500,23 +1549,30 @@ impl Inner {
         let Some(p) = self.peers.get(partner as usize) else {
             return false;
         };
-        let Some(page) = self.node_page(&p.node) else {
-            return false;
-        };
-        if page.oversubscribed() {
-            return false;
-        }
-        if p.node != self.node {
-            if let Some(mine) = self.node_page(&self.node) {
-                if mine.oversubscribed() {
-                    return false;
-                }
+        // Oversubscription: the daemon's count of runnable threads against
+        // CPUs when there is a daemon, else our job's tasks on the node.
+        let over = |node: &str| match self.node_page(node) {
+            Some(page) => page.oversubscribed(),
+            None => {
+                let local = self.peers.iter().filter(|q| q.node == node).count();
+                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+                local > cpus
             }
+        };
+        if over(&self.node) || (p.node != self.node && over(&p.node)) {
+            return false;
         }
-        matches!(
-            page.task(self.job, partner).map(|t| TaskState::from_u32(t.state)),
-            Some(TaskState::Running)
-        )
+        match &self.shm_peers[partner as usize] {
+            // Same node: the partner's own word, exact and current.
+            Some(peer) => !peer.lock().map_or(true, |q| q.blocked()),
+            // Elsewhere: what its node's daemon last sampled.
+            None => matches!(
+                self.node_page(&p.node)
+                    .and_then(|d| d.task(self.job, partner))
+                    .map(|t| TaskState::from_u32(t.state)),
+                Some(TaskState::Running) | None
+            ),
+        }
     }
 
     /// Blocks (no spinning) until `cond` or `deadline`.
@@ -1535,7 +1591,9 @@ impl Inner {
                 return true;
             }
             c.waiters.fetch_add(1, Ordering::SeqCst);
+            c.blocked.fetch_add(1, Ordering::Relaxed);
             sys::futex_wait(&c.events, seq, Some(deadline - now));
+            c.blocked.fetch_sub(1, Ordering::Relaxed);
             c.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -1625,7 +1683,8 @@ impl Inner {
             let c = self.ctl.ctl();
             c.packets.store(st.packets_sent, Ordering::Relaxed);
             c.bytes.store(st.bytes_sent, Ordering::Relaxed);
-            c.retransmissions.store(st.retransmissions, Ordering::Relaxed);
+            c.retransmissions
+                .store(st.retransmissions, Ordering::Relaxed);
             c.udp_rejected.store(st.rejected, Ordering::Relaxed);
         }
         let ring = self.ctl.signal_ring();
