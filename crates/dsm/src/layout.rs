@@ -1,0 +1,64 @@
+//! Layout of each task's metadata segment (shared memory, registered with
+//! MBCF, sparse: untouched parts cost nothing). Offsets in bytes; every
+//! word is 8-byte aligned and updated with MBCF atomics or plain WRITEs.
+//!
+//! | offset | word | owner / role |
+//! |---|---|---|
+//! | `BAR_COUNT` | barrier arrivals (rank 0 only) | every task fetch_adds |
+//! | `BAR_GEN` | last barrier episode that completed | written by the last arriver |
+//! | `GRANT` | lock hand-over doorbell | bumped by a releaser |
+//! | `NOTICES` | write notices published so far | the owner; peers READ it |
+//! | `ACK` | invalidation acknowledgements received | bumped by peers' handlers |
+//! | `HEAP_BUMP` | bytes of heap handed out (rank 0 only) | allocators fetch_add |
+//! | `RANGE_COUNT` | range descriptors claimed (rank 0 only) | allocators fetch_add |
+//! | `FT_BUMP` | first-touch directory words claimed (rank 0 only) | allocators |
+//! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
+//! | `RANGES` | range descriptors (rank 0 only) | written once by the allocator |
+//! | `LOG` | ring of write notices (page numbers) | the owner |
+//! | `FT` | first-touch directory: home rank + 1 per page, 0 = unclaimed | CAS by the first toucher |
+
+/// Barrier arrivals.
+pub const BAR_COUNT: usize = 0;
+/// Barrier episodes completed.
+pub const BAR_GEN: usize = 8;
+/// Lock doorbell.
+pub const GRANT: usize = 16;
+/// Write notices published.
+pub const NOTICES: usize = 24;
+/// Invalidation acks.
+pub const ACK: usize = 32;
+/// Heap bump pointer.
+pub const HEAP_BUMP: usize = 40;
+/// Range descriptors claimed.
+pub const RANGE_COUNT: usize = 48;
+/// First-touch words claimed.
+pub const FT_BUMP: usize = 56;
+
+/// Locks, at most this many.
+pub const MAX_LOCKS: usize = 256;
+/// Waiter slots per lock: at most this many tasks contend.
+pub const LOCK_SLOTS: usize = 64;
+/// Bytes per lock: next, serving, slots.
+pub const LOCK_BYTES: usize = (2 + LOCK_SLOTS) * 8;
+/// First lock.
+pub const LOCKS: usize = 4096;
+
+/// Range descriptors.
+pub const RANGES: usize = (LOCKS + MAX_LOCKS * LOCK_BYTES).next_multiple_of(4096);
+/// At most this many allocations.
+pub const MAX_RANGES: usize = 4096;
+/// Bytes per descriptor.
+pub const RANGE_BYTES: usize = 32;
+
+/// Write-notice ring.
+pub const LOG: usize = RANGES + MAX_RANGES * RANGE_BYTES;
+/// Entries in the ring; a reader further behind invalidates everything.
+pub const LOG_CAP: usize = 1 << 20;
+
+/// First-touch directory.
+pub const FT: usize = LOG + LOG_CAP * 8;
+/// Pages of first-touch ranges, at most.
+pub const FT_WORDS: usize = 1 << 22;
+
+/// Bytes of the metadata segment.
+pub const META_BYTES: usize = FT + FT_WORDS * 8;

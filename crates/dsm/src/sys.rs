@@ -1,0 +1,398 @@
+//! The system calls the DSM needs — anonymous reservations, `madvise`,
+//! userfaultfd and an eventfd — behind a small safe wrapper. This is the
+//! only module with unsafe code; every -1 becomes an `io::Error`.
+//!
+//! The userfaultfd ABI (`linux/userfaultfd.h`) is not in the `libc` crate,
+//! so its structs and ioctl numbers are declared here.
+
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Page size the DSM works in (x86-64 and aarch64 4 KiB kernels).
+pub const PAGE: usize = 4096;
+
+const UFFD_API: u64 = 0xAA;
+const UFFDIO_API: libc::c_ulong = 0xC018_AA3F;
+const UFFDIO_REGISTER: libc::c_ulong = 0xC020_AA00;
+const UFFDIO_WAKE: libc::c_ulong = 0x8010_AA02;
+const UFFDIO_COPY: libc::c_ulong = 0xC028_AA03;
+const UFFDIO_WRITEPROTECT: libc::c_ulong = 0xC018_AA06;
+const REGISTER_MODE_MISSING: u64 = 1;
+const REGISTER_MODE_WP: u64 = 2;
+const COPY_MODE_WP: u64 = 2;
+const WRITEPROTECT_MODE_WP: u64 = 1;
+const FEATURE_PAGEFAULT_FLAG_WP: u64 = 1;
+const EVENT_PAGEFAULT: u8 = 0x12;
+const PAGEFAULT_FLAG_WRITE: u64 = 1;
+const PAGEFAULT_FLAG_WP: u64 = 2;
+
+#[repr(C)]
+struct UffdioApi {
+    api: u64,
+    features: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct UffdioRange {
+    start: u64,
+    len: u64,
+}
+
+#[repr(C)]
+struct UffdioRegister {
+    range: UffdioRange,
+    mode: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+struct UffdioCopy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+
+#[repr(C)]
+struct UffdioWriteprotect {
+    range: UffdioRange,
+    mode: u64,
+}
+
+/// `struct uffd_msg` for page faults: event, then flags and address.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct UffdMsg {
+    event: u8,
+    _r1: u8,
+    _r2: u16,
+    _r3: u32,
+    flags: u64,
+    address: u64,
+    _feat: u64,
+}
+
+fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// A private anonymous reservation: readable and writable so userfaultfd
+/// can register it, `MAP_NORESERVE` so no swap is accounted, backed page
+/// by page only when a fault is resolved. Unmapped on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    base: usize,
+    len: usize,
+}
+
+impl Reservation {
+    /// Reserves `len` bytes anywhere (`at` = None) or exactly at `at`,
+    /// never replacing an existing mapping.
+    pub fn new(len: usize, at: Option<usize>) -> io::Result<Self> {
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | libc::MAP_NORESERVE
+            | if at.is_some() {
+                libc::MAP_FIXED_NOREPLACE
+            } else {
+                0
+            };
+        // SAFETY: a fresh anonymous mapping; MAP_FIXED_NOREPLACE refuses
+        // (EEXIST) instead of replacing anything already mapped.
+        let p = unsafe {
+            libc::mmap(
+                at.unwrap_or(0) as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let r = Self {
+            base: p as usize,
+            len,
+        };
+        if at.is_some_and(|a| a != r.base) {
+            return Err(io::Error::new(io::ErrorKind::AddrInUse, "address taken"));
+        }
+        Ok(r)
+    }
+
+    /// First byte.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Drops the pages in `[addr, addr+len)` (inside the reservation), so
+    /// the next access faults again.
+    pub fn discard(&self, addr: usize, len: usize) -> io::Result<()> {
+        if addr < self.base || addr + len > self.base + self.len {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: the range lies inside our own anonymous reservation;
+        // MADV_DONTNEED only drops page contents, never the mapping.
+        check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) })
+            .map(|_| ())
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: base/len came from a successful mmap, unmapped once.
+        unsafe {
+            libc::munmap(self.base as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// A page fault reported by userfaultfd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    /// Faulting address.
+    pub addr: usize,
+    /// The access was a write.
+    pub write: bool,
+    /// A write-protect fault (the page is present but protected).
+    pub wp: bool,
+}
+
+/// A userfaultfd, non-blocking.
+#[derive(Debug)]
+pub struct Uffd {
+    fd: OwnedFd,
+    wp: bool,
+}
+
+impl Uffd {
+    /// Opens a userfaultfd; `wp` asks for write-protect faults too.
+    pub fn new(wp: bool) -> io::Result<Self> {
+        // SAFETY: plain syscall with flags; returns a new fd or -1.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_userfaultfd,
+                libc::O_CLOEXEC | libc::O_NONBLOCK,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        let mut api = UffdioApi {
+            api: UFFD_API,
+            features: if wp { FEATURE_PAGEFAULT_FLAG_WP } else { 0 },
+            ioctls: 0,
+        };
+        // SAFETY: UFFDIO_API reads and writes the struct we pass.
+        check(unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API, &mut api) })?;
+        Ok(Self { fd, wp })
+    }
+
+    /// Registers `[addr, addr+len)` for missing faults (and write-protect
+    /// faults when opened with `wp`).
+    pub fn register(&self, addr: usize, len: usize) -> io::Result<()> {
+        let mut reg = UffdioRegister {
+            range: UffdioRange {
+                start: addr as u64,
+                len: len as u64,
+            },
+            mode: REGISTER_MODE_MISSING | if self.wp { REGISTER_MODE_WP } else { 0 },
+            ioctls: 0,
+        };
+        // SAFETY: UFFDIO_REGISTER reads/writes the struct we pass.
+        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_REGISTER, &mut reg) }).map(|_| ())
+    }
+
+    /// Installs `src` (whole pages) at the missing pages from `dst`,
+    /// write-protected when `wp`. `Ok(false)`: already present.
+    pub fn copy(&self, dst: usize, src: &[u8], wp: bool) -> io::Result<bool> {
+        let mut c = UffdioCopy {
+            dst: dst as u64,
+            src: src.as_ptr() as u64,
+            len: src.len() as u64,
+            mode: if wp { COPY_MODE_WP } else { 0 },
+            copy: 0,
+        };
+        // SAFETY: the kernel copies src.len() bytes from our live slice
+        // into a registered range; it never touches present pages.
+        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_COPY, &mut c) };
+        if r == -1 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// Wakes threads waiting on faults in the range.
+    pub fn wake(&self, addr: usize, len: usize) -> io::Result<()> {
+        let mut r = UffdioRange {
+            start: addr as u64,
+            len: len as u64,
+        };
+        // SAFETY: UFFDIO_WAKE reads the range we pass.
+        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_WAKE, &mut r) }).map(|_| ())
+    }
+
+    /// Sets (`on`) or clears write protection of present pages; clearing
+    /// wakes the threads blocked on them.
+    pub fn protect(&self, addr: usize, len: usize, on: bool) -> io::Result<()> {
+        let mut w = UffdioWriteprotect {
+            range: UffdioRange {
+                start: addr as u64,
+                len: len as u64,
+            },
+            mode: if on { WRITEPROTECT_MODE_WP } else { 0 },
+        };
+        // SAFETY: UFFDIO_WRITEPROTECT reads the struct we pass.
+        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_WRITEPROTECT, &mut w) })
+            .map(|_| ())
+    }
+
+    /// The next pending fault, if any (non-blocking).
+    pub fn next(&self) -> io::Result<Option<Fault>> {
+        loop {
+            let mut m = UffdMsg::default();
+            let n = std::mem::size_of::<UffdMsg>();
+            // SAFETY: reads at most n bytes into our message struct.
+            let r = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    (&mut m as *mut UffdMsg).cast(),
+                    n,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock => Ok(None),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => Err(e),
+                };
+            }
+            if r as usize != n || m.event != EVENT_PAGEFAULT {
+                // Other events (fork, remap) are not requested; skip.
+                continue;
+            }
+            return Ok(Some(Fault {
+                addr: m.address as usize,
+                write: m.flags & PAGEFAULT_FLAG_WRITE != 0,
+                wp: m.flags & PAGEFAULT_FLAG_WP != 0,
+            }));
+        }
+    }
+
+    /// The descriptor, for poll.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// An eventfd used to stop the fault thread.
+#[derive(Debug)]
+pub struct EventFd(OwnedFd);
+
+impl EventFd {
+    /// A new non-blocking eventfd.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: plain syscall; returns a new fd or -1.
+        let fd = check(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
+        // SAFETY: fd is a fresh descriptor we own.
+        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes the eventfd readable.
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64.
+        unsafe {
+            libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+    }
+
+    /// The descriptor, for poll.
+    pub fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Waits until one of `fds` is readable (or `timeout_ms` passes);
+/// returns which are.
+pub fn poll2(a: RawFd, b: RawFd, timeout_ms: i32) -> io::Result<(bool, bool)> {
+    let mut p = [
+        libc::pollfd {
+            fd: a,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: p is a live array of two pollfds.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), 2, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok((false, false));
+        }
+        return Err(e);
+    }
+    Ok((p[0].revents != 0, p[1].revents != 0))
+}
+
+/// Reads `len` bytes at `addr` of this process's memory into a vector.
+/// The DSM calls it on heap pages (a missing page faults and is fetched
+/// by the fault thread) and on its own segments.
+pub fn copy_out(addr: usize, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    // SAFETY: callers pass ranges inside the heap reservation or a live
+    // segment mapping; the heap may change concurrently only through
+    // data-race-free programs' own threads, and bytes are plain data.
+    unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, v.as_mut_ptr(), len) };
+    v
+}
+
+/// Copies `data` to `addr` of this process's memory (a live segment).
+pub fn copy_in(addr: usize, data: &[u8]) {
+    // SAFETY: callers pass ranges inside a live segment mapping.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+}
+
+/// The 8-byte atomic at `addr` (8-byte aligned, inside a live segment).
+pub fn word<'a>(addr: usize) -> &'a std::sync::atomic::AtomicU64 {
+    debug_assert!(addr % 8 == 0);
+    // SAFETY: callers pass aligned addresses inside a segment that lives
+    // as long as the DSM; remote updates to it are atomic too.
+    unsafe { &*(addr as *const std::sync::atomic::AtomicU64) }
+}
+
+/// Stores `value` at `addr` (checked by the caller: inside the heap and
+/// aligned for T). A missing page faults and is fetched first.
+pub fn store<T: Copy>(addr: *mut T, value: T) {
+    // SAFETY: the caller checked bounds and alignment; T is Copy (plain
+    // data), and heap pages are ordinary private memory.
+    unsafe { addr.write_volatile(value) }
+}

@@ -1,0 +1,299 @@
+//! Multi-process tests of the shared heap: jobs of 1, 2 and 4 tasks on one
+//! node (`shm`) and across the "hosts" 127.0.0.2 and 127.0.0.3 (`udp`),
+//! under each protocol and write mode.
+//!
+//! This binary plays three parts: the test driver; the launcher (when
+//! [`LAUNCH_ENV`] is set, see [`launcher_mode`]); and the tasks (when
+//! [`TASK_ENV`] names a scenario, see [`task_mode`]).
+
+use clap::Parser;
+use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode, PAGE};
+use sss_mbcf::Task;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LAUNCH_ENV: &str = "SSS_DSM_TEST_LAUNCH";
+const TASK_ENV: &str = "SSS_DSM_TEST_TASK";
+const JOB_LIMIT: Duration = Duration::from_secs(25);
+
+#[derive(Parser)]
+struct LauncherCli {
+    #[command(flatten)]
+    run: sss_launch::RunArgs,
+}
+
+/// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
+#[test]
+fn launcher_mode() {
+    let Ok(args) = std::env::var(LAUNCH_ENV) else {
+        return;
+    };
+    let argv = std::iter::once("sss-run".to_string()).chain(args.split('\x1f').map(String::from));
+    let code = match LauncherCli::try_parse_from(argv) {
+        Ok(cli) => sss_launch::run(cli.run),
+        Err(e) => {
+            eprintln!("{e}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Not a test of its own: a task of a job when [`TASK_ENV`] is set.
+#[test]
+fn task_mode() {
+    let Ok(scenario) = std::env::var(TASK_ENV) else {
+        return;
+    };
+    let code = match run_task(&scenario) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("task failed: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn check(cond: bool, what: &str) -> R {
+    if cond {
+        Ok(())
+    } else {
+        Err(what.to_string().into())
+    }
+}
+
+/// Reads a u64 of the heap (a plain load: a miss faults).
+fn load(p: *const u64) -> u64 {
+    // SAFETY: tests pass addresses inside allocations of the heap.
+    #[allow(unsafe_code)]
+    unsafe {
+        p.read_volatile()
+    }
+}
+
+fn run_task(scenario: &str) -> R {
+    let task = Task::init()?;
+    let mut parts = scenario.split(',');
+    let protocol = match parts.next() {
+        Some("invalidate") => Protocol::Invalidate,
+        _ => Protocol::Ulrc,
+    };
+    let writes = match parts.next() {
+        Some("trap") => WriteMode::Trap,
+        _ => WriteMode::Note,
+    };
+    let cfg = Config {
+        heap: 1 << 30,
+        protocol,
+        writes,
+        prefetch: 2,
+    };
+    let dsm = Dsm::new(&task, cfg)?;
+    let (me, n) = (dsm.rank() as u64, dsm.size() as u64);
+    let put = |p: *mut u64, v: u64| -> R {
+        if writes == WriteMode::Trap {
+            // Unmodified code: a plain store, caught by write protection.
+            // SAFETY: p is inside an allocation of the heap.
+            #[allow(unsafe_code)]
+            unsafe {
+                p.write_volatile(v)
+            };
+            Ok(())
+        } else {
+            Ok(dsm.store(p, v)?)
+        }
+    };
+
+    // Every placement: each task fills its own block of pages, barrier,
+    // everyone checks everything.
+    for placement in [
+        Placement::Block,
+        Placement::Cyclic(1),
+        Placement::FirstTouch,
+        Placement::Explicit((n - 1) as u32),
+    ] {
+        let pages_per = 3u64;
+        let words = (n * pages_per) as usize * PAGE / 8;
+        let a = dsm.malloc_all(words * 8, placement)?.cast::<u64>();
+        let mine = (me * pages_per) as usize * PAGE / 8..((me + 1) * pages_per) as usize * PAGE / 8;
+        for i in mine {
+            put(a.wrapping_add(i), i as u64 * 7 + 1)?;
+        }
+        dsm.barrier()?;
+        for i in 0..words {
+            check(
+                load(a.wrapping_add(i)) == i as u64 * 7 + 1,
+                &format!("{placement:?}: word {i}"),
+            )?;
+        }
+        dsm.barrier()?;
+    }
+
+    // Barrier phases with all tasks writing disjoint words of one page
+    // (multiple writers: ulrc only; invalidate wants one writer a page).
+    if protocol == Protocol::Ulrc {
+        let page = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
+        for phase in 0..5u64 {
+            put(page.wrapping_add(me as usize), phase * 100 + me)?;
+            dsm.barrier()?;
+            for r in 0..n {
+                check(
+                    load(page.wrapping_add(r as usize)) == phase * 100 + r,
+                    "shared page",
+                )?;
+            }
+            dsm.barrier()?;
+        }
+    }
+
+    // A counter under a lock: every increment survives.
+    let counter = dsm.malloc_all(8, Placement::Cyclic(1))?.cast::<u64>();
+    let k = 20;
+    for _ in 0..k {
+        dsm.lock(3)?;
+        let v = load(counter);
+        put(counter, v + 1)?;
+        dsm.unlock(3)?;
+    }
+    dsm.barrier()?;
+    check(load(counter) == n * k, "locked counter")?;
+
+    // Producer/consumer through a lock: rank 0 produces 10 items into a
+    // buffer on another home, every other task waits for each.
+    let buf = dsm
+        .malloc_all(2 * PAGE, Placement::Explicit((n - 1) as u32))?
+        .cast::<u64>();
+    for item in 1..=10u64 {
+        if me == 0 {
+            dsm.lock(7)?;
+            put(buf.wrapping_add(1), item * 11)?;
+            put(buf, item)?;
+            dsm.unlock(7)?;
+        } else {
+            loop {
+                dsm.lock(7)?;
+                let seq = load(buf);
+                let val = load(buf.wrapping_add(1));
+                dsm.unlock(7)?;
+                if seq >= item {
+                    check(val == seq * 11, "item value")?;
+                    break;
+                }
+            }
+        }
+        dsm.barrier()?;
+    }
+    let st = dsm.finalize()?;
+    if me == 0 {
+        println!("DSM-OK {} {}", n, st.to_json(0));
+    }
+    Ok(())
+}
+
+fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
+    largs.extend(["--timeout".into(), "20".into()]);
+    largs.push(exe.display().to_string());
+    largs.extend(
+        ["task_mode", "--exact", "--nocapture", "-q", "--test-threads=1"].map(String::from),
+    );
+    let mut child = Command::new(&exe)
+        .args([
+            "launcher_mode",
+            "--exact",
+            "--nocapture",
+            "-q",
+            "--test-threads=1",
+        ])
+        .env(LAUNCH_ENV, largs.join("\x1f"))
+        .env(TASK_ENV, scenario)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the launcher");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let deadline = Instant::now() + JOB_LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.and_then(|s| s.code()),
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
+}
+
+fn run_all(scenario: &str) {
+    let placements: &[(&str, &[&str])] = &[
+        ("1 task", &["-n", "1"]),
+        ("2 tasks, one node", &["-n", "2"]),
+        ("4 tasks, one node", &["-n", "4"]),
+        (
+            "2 tasks, two nodes",
+            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+        ),
+    ];
+    for (what, p) in placements {
+        let t0 = Instant::now();
+        let (code, out, err) = launch(p, scenario);
+        assert!(
+            code == Some(0) && out.contains("DSM-OK"),
+            "{scenario} with {what}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        eprintln!("{scenario} with {what}: ok in {:?}", t0.elapsed());
+    }
+}
+
+#[test]
+fn ulrc_with_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("ulrc,note");
+}
+
+#[test]
+fn ulrc_with_traps() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("ulrc,trap");
+}
+
+#[test]
+fn invalidate_with_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("invalidate,note");
+}
+
+#[test]
+fn invalidate_with_traps() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("invalidate,trap");
+}
