@@ -298,3 +298,121 @@ pub fn set_socket_buffers(fd: RawFd, bytes: i32) {
         }
     }
 }
+
+/// Asks the kernel to coalesce received datagrams of one flow (UDP GRO);
+/// best effort — older kernels simply deliver them one by one.
+pub fn enable_gro(fd: RawFd) {
+    let one: i32 = 1;
+    // SAFETY: passes a valid int of the right size.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            (&one as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+    }
+}
+
+fn sockaddr(addr: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        std::net::SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and
+            // suitably aligned for it.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// Sends `buf` as datagrams of `seg` bytes each (the last may be shorter)
+/// with one system call, letting the kernel segment it (UDP GSO).
+pub fn send_gso(fd: RawFd, buf: &[u8], seg: u16, dst: std::net::SocketAddr) -> io::Result<usize> {
+    let (mut ss, slen) = sockaddr(dst);
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // Room for one cmsg carrying a u16, 8-byte aligned.
+    let mut cbuf = [0u64; 4];
+    // SAFETY: msghdr is plain old data; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut ss as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = slen;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as usize;
+    // SAFETY: msg_control points to cbuf, large enough for one cmsg with a
+    // u16 (CMSG_SPACE(2) <= 32 bytes); CMSG_FIRSTHDR/CMSG_DATA stay inside.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_UDP;
+        (*c).cmsg_type = libc::UDP_SEGMENT;
+        (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+    }
+    // SAFETY: msg describes valid buffers for the duration of the call.
+    cvt_isize(unsafe { libc::sendmsg(fd, &msg, 0) })
+}
+
+/// Receives into `buf`; returns the bytes and the size of the datagrams
+/// they hold (less than the bytes when GRO coalesced several).
+pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, usize)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: msghdr is plain old data; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    // SAFETY: msg describes valid buffers; MSG_DONTWAIT never blocks.
+    let n = cvt_isize(unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) })?;
+    let mut seg = n;
+    // SAFETY: walking the control messages the kernel wrote into cbuf with
+    // the CMSG macros, which stay within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                let s = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u16>()) as usize;
+                if s > 0 {
+                    seg = s;
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n, seg))
+}

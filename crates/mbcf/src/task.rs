@@ -507,6 +507,13 @@ struct Net {
     out: Vec<u8>,
     /// xorshift state of the fault injector.
     rng: u64,
+    /// Datagrams gathered for one GSO send.
+    batch: Vec<u8>,
+    /// Whether the kernel takes GSO sends.
+    gso: bool,
+    /// Operations submitted since the last flush (held back while earlier
+    /// ones are in flight, so they leave in batches).
+    held: usize,
 }
 
 impl Net {
@@ -650,6 +657,7 @@ impl Task {
         let sock = UdpSocket::bind((bind_addr(&node), 0))?;
         sock.set_nonblocking(true)?;
         sys::set_socket_buffers(sock.as_raw_fd(), cfg.sockbuf);
+        sys::enable_gro(sock.as_raw_fd());
         let signal_key = sys::random_u64();
         let ctl = CtlMap::create(job, rank, &node)?;
         let me = encode_peer(sock.local_addr()?, &node, std::process::id(), signal_key);
@@ -693,6 +701,9 @@ impl Task {
                 mreqs: HashMap::new(),
                 out: Vec::with_capacity(2048),
                 rng: sys::random_u64() | 1,
+                batch: Vec::with_capacity(64 << 10),
+                gso: std::env::var_os("SSS_NO_GSO").is_none(),
+                held: 0,
             }),
             sock,
             wake: EventFd::new()?,
@@ -1381,6 +1392,11 @@ impl Inner {
             }
         }
         let mut net = self.lock_net();
+        // Nagle-like: with earlier operations to this peer still in
+        // flight, hold new packets back (their ack, a timer or a wait will
+        // flush them) so that a stream leaves in GSO batches; an operation
+        // to an idle peer leaves at once.
+        let busy = net.ep.in_flight(dst) > 0;
         let id = loop {
             match net.ep.submit(self.now(), dst, op, popts) {
                 Ok(id) => break id,
@@ -1401,7 +1417,10 @@ impl Inner {
             net.reqs.insert(id, st.clone());
             st
         });
-        self.flush(&mut net);
+        net.held += 1;
+        if !busy || net.held >= 32 || opts.nofc {
+            self.flush(&mut net);
+        }
         drop(net);
         self.wake_if_needed();
         Ok(Request {
@@ -1414,6 +1433,12 @@ impl Inner {
     fn flush(&self, net: &mut Net) {
         let now = self.now();
         let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
+        net.held = 0;
+        let mut batch = std::mem::take(&mut net.batch);
+        batch.clear();
+        let mut to: Option<SocketAddr> = None;
+        let mut seg = 0usize;
+        let mut closed = false;
         while let Some(dst) = net.ep.poll_transmit(now, &mut net.out) {
             if dst.job != self.job {
                 continue;
@@ -1421,15 +1446,56 @@ impl Inner {
             let Some(p) = self.peers.get(dst.rank as usize) else {
                 continue;
             };
-            if drop_p > 0.0 && net.draw() < drop_p {
-                continue;
+            let copies = if drop_p > 0.0 && net.draw() < drop_p {
+                0
+            } else if dup_p > 0.0 && net.draw() < dup_p {
+                2
+            } else {
+                1
+            };
+            for _ in 0..copies {
+                let len = net.out.len();
+                // One GSO send carries datagrams of one size to one peer;
+                // only the last may be shorter.
+                let fits = to == Some(p.addr)
+                    && !closed
+                    && len <= seg
+                    && batch.len() + len <= 60_000
+                    && batch.len() / seg.max(1) < 64;
+                if !fits {
+                    self.send_batch(net, &batch, to, seg);
+                    batch.clear();
+                    to = Some(p.addr);
+                    seg = len;
+                    closed = false;
+                }
+                closed |= len < seg;
+                batch.extend_from_slice(&net.out);
             }
-            // A full socket buffer drops the datagram like the network
-            // would; retransmission covers it.
-            let _ = self.sock.send_to(&net.out, p.addr);
-            if dup_p > 0.0 && net.draw() < dup_p {
-                let _ = self.sock.send_to(&net.out, p.addr);
+        }
+        self.send_batch(net, &batch, to, seg);
+        net.batch = batch;
+    }
+
+    /// Sends a batch of equal-size datagrams (the last may be shorter):
+    /// one GSO system call when the kernel allows, else one by one. A full
+    /// socket buffer drops them like the network would; retransmission
+    /// covers it.
+    fn send_batch(&self, net: &mut Net, batch: &[u8], to: Option<SocketAddr>, seg: usize) {
+        let Some(addr) = to else { return };
+        if batch.is_empty() || seg == 0 {
+            return;
+        }
+        if batch.len() > seg && net.gso {
+            match sys::send_gso(self.sock.as_raw_fd(), batch, seg as u16, addr) {
+                Ok(_) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                // No GSO here: fall back for good.
+                Err(_) => net.gso = false,
             }
+        }
+        for d in batch.chunks(seg) {
+            let _ = self.sock.send_to(d, addr);
         }
     }
 
@@ -1663,11 +1729,13 @@ impl Inner {
                 signals,
             };
             for _ in 0..256 {
-                match self.sock.recv_from(buf) {
+                match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                     Ok((0, _)) => {}
-                    Ok((n, _)) => {
+                    Ok((n, seg)) => {
                         let now = self.now();
-                        net.ep.handle_datagram(now, &buf[..n], &mut applier);
+                        for d in buf[..n].chunks(seg.max(1)) {
+                            net.ep.handle_datagram(now, d, &mut applier);
+                        }
                     }
                     Err(_) => break,
                 }
@@ -1722,14 +1790,16 @@ impl Inner {
             };
             RECV_BUF.with_borrow_mut(|buf| {
                 for _ in 0..64 {
-                    match self.sock.recv_from(buf) {
+                    match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                         // A doorbell: a same-node sender queued a signal
                         // for the progress thread, which must hear of it.
                         Ok((0, _)) => doorbell = true,
-                        Ok((n, _)) => {
+                        Ok((n, seg)) => {
                             any = true;
                             let now = self.now();
-                            net.ep.handle_datagram(now, &buf[..n], &mut applier);
+                            for d in buf[..n].chunks(seg.max(1)) {
+                                net.ep.handle_datagram(now, d, &mut applier);
+                            }
                         }
                         Err(_) => break,
                     }

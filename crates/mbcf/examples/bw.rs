@@ -1,0 +1,71 @@
+//! Quick bandwidth probe: a stream of WRITEs of SIZE bytes from one task to
+//! another (threads of this process, two "nodes") against TCP with writes
+//! of the same size. `cargo run --release -p sss-mbcf --example bw -- [SIZE] [MB]`
+
+use sss_mbcf::{Options, Perm, Task, TaskConfig, ThreadBoot};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let size: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1408);
+    let mb: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
+    let n = mb * 1_000_000 / size;
+    let boots = ThreadBoot::group(2, &["127.0.0.2", "127.0.0.3"]);
+    let hs: Vec<_> = boots
+        .into_iter()
+        .map(|b| {
+            std::thread::spawn(move || {
+                let t = Task::join(Box::new(b), TaskConfig::from_env()).unwrap();
+                let seg = t.alloc(1 << 20, Perm::ALL).unwrap();
+                let all = t.exchange(&seg).unwrap();
+                let data = vec![7u8; size];
+                let start = Instant::now();
+                if t.rank() == 0 {
+                    for i in 0..n {
+                        let off = (i * size) % ((1 << 20) - size);
+                        t.write(all[1].at(off as u64), &data, Options::default())
+                            .unwrap();
+                    }
+                    t.quiet().unwrap();
+                    let s = start.elapsed().as_secs_f64();
+                    println!(
+                        "mbcf {size} B: {:.0} MB/s, {:?}",
+                        (n * size) as f64 / s / 1e6,
+                        t.stats()
+                    );
+                }
+                t.barrier().unwrap();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let l = TcpListener::bind("127.0.0.3:0").unwrap();
+    let a = l.local_addr().unwrap();
+    let rx = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        while got < n * size {
+            got += s.read(&mut buf).unwrap();
+        }
+        s.write_all(&[1]).unwrap();
+    });
+    let mut s = TcpStream::connect(a).unwrap();
+    s.set_nodelay(true).unwrap();
+    let data = vec![7u8; size];
+    let start = Instant::now();
+    for _ in 0..n {
+        s.write_all(&data).unwrap();
+    }
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    println!(
+        "tcp {size} B writes: {:.0} MB/s",
+        (n * size) as f64 / start.elapsed().as_secs_f64() / 1e6
+    );
+    rx.join().unwrap();
+}
