@@ -26,9 +26,10 @@
 //! - `Invalidate` — single writer, write-through with eager invalidation:
 //!   a noted write reaches the home and every other copy of its pages is
 //!   dropped before [`Dsm::note_write`] returns, so noted stores are
-//!   sequentially consistent. In trap mode a page's first write in an
-//!   interval invalidates the other copies before it proceeds and the diff
-//!   goes home at release. One writer per page between synchronizations.
+//!   sequentially consistent. In trap mode the diffs go home at release
+//!   and every other copy of the written pages is dropped before the
+//!   release completes (eager invalidation). One writer per page between
+//!   synchronizations.
 //!
 //! Synchronization ([`Dsm::lock`], [`Dsm::unlock`], [`Dsm::barrier`]) is
 //! built on MBCF atomics and WRITEs, waiting with SS-Wait
@@ -795,16 +796,20 @@ impl Shared {
         let trap = self.cfg.writes == WriteMode::Trap;
         if f.wp {
             bump(&self.stats.write_faults, 1);
-            if self.cfg.protocol == Protocol::Invalidate {
-                self.invalidate_others(&[page])?;
-            }
             let mut st = lock(&self.state);
-            // The page is present and protected, so reading it is safe.
-            st.dirty
-                .entry(page)
-                .or_insert_with(|| Some(sys::copy_out(paddr, PAGE)));
-            drop(st);
-            self.uffd.protect(paddr, PAGE, false)?;
+            if !st.present.contains(&page) {
+                // Dropped meanwhile (reading it here would fault on this
+                // very thread): let the writer retry as a missing fault.
+                drop(st);
+                self.uffd.wake(paddr, PAGE)?;
+            } else {
+                // Present and protected: reading it is safe.
+                st.dirty
+                    .entry(page)
+                    .or_insert_with(|| Some(sys::copy_out(paddr, PAGE)));
+                drop(st);
+                self.uffd.protect(paddr, PAGE, false)?;
+            }
         } else {
             bump(
                 if f.write {
@@ -907,14 +912,18 @@ impl Shared {
             let cur = sys::copy_out(paddr, PAGE);
             bump(&self.stats.diffs, 1);
             let off0 = page * PAGE as u64;
+            // Word granularity (as TreadMarks): programs are data-race
+            // free at 8-byte words, and whole words keep runs long.
+            let same = |w: usize| cur[w * 8..w * 8 + 8] == twin[w * 8..w * 8 + 8];
+            let words = PAGE / 8;
             let mut i = 0;
-            while i < PAGE {
-                if cur[i] == twin[i] {
+            while i < words {
+                if same(i) {
                     i += 1;
                     continue;
                 }
-                let j = (i..PAGE).find(|&j| cur[j] == twin[j]).unwrap_or(PAGE);
-                runs.push((off0 + i as u64, (j - i) as u64));
+                let j = (i..words).find(|&j| same(j)).unwrap_or(words);
+                runs.push((off0 + i as u64 * 8, (j - i) as u64 * 8));
                 i = j;
             }
         }
@@ -979,6 +988,11 @@ impl Shared {
     fn release(&self) -> Result<(), Error> {
         let runs = self.collect_runs()?;
         let pages = self.send_runs(runs)?;
+        if self.cfg.protocol == Protocol::Invalidate {
+            // Trapped writes: the other copies go before the release
+            // completes (noted writes were written through already).
+            self.invalidate_others(&pages)?;
+        }
         if self.cfg.protocol == Protocol::Ulrc && !pages.is_empty() {
             let mut st = lock(&self.state);
             let log = self.meta.as_ptr() as usize + L::LOG;
