@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod sim;
 
 /// SSS — a scalable cluster runtime.
@@ -20,6 +21,11 @@ enum Command {
     Run(sss_launch::RunArgs),
     /// Run the scheduling simulator (seed 003's model, plus free market).
     Sim(sim::SimArgs),
+    /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
+    Bench(bench::BenchArgs),
+    /// Task side of `sss bench` (started by it through the launcher).
+    #[command(name = "__bench-task", hide = true)]
+    BenchTask(bench::TaskArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,7 +36,9 @@ fn main() -> ExitCode {
             let code = sss_launch::run(args);
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
-        Command::Sim(args) => sim::run(args),
+        Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
+        Command::Bench(args) => bench::run(args).map_err(|e| e.to_string()),
+        Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

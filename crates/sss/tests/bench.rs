@@ -1,0 +1,97 @@
+//! `sss bench --quick` end to end, so the harness cannot rot: one node
+//! (shm) and two loopback hosts (udp), each checked for every JSON section.
+
+use std::process::Command;
+
+fn quick(mode: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("sss-bench-test-{}-{mode}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let json = dir.join("bench.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sss"))
+        .args([
+            "bench", "--quick", "--no-mpi", "--reps", "1", "--mode", mode, "--json",
+        ])
+        .arg(&json)
+        .arg("--out")
+        .arg(dir.join("img"))
+        .output()
+        .expect("run sss bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "sss bench failed: {}\n{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("### Round trip against size"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("json written")).expect("valid json");
+    for svg in ["rtt", "bandwidth", "latency"] {
+        assert!(dir.join("img").join(format!("{svg}-{mode}.svg")).exists());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    v
+}
+
+fn check(v: &serde_json::Value) {
+    for section in [
+        "machine",
+        "latency",
+        "rtt",
+        "bandwidth",
+        "cpu",
+        "ratios",
+        "targets",
+        "samples",
+        "mpi",
+    ] {
+        assert!(v.get(section).is_some(), "section {section} missing");
+    }
+    let has = |sec: &str, key: &str| {
+        v[sec]
+            .get(key)
+            .and_then(|x| x.as_f64())
+            .is_some_and(|x| x > 0.0)
+    };
+    for key in [
+        "lat/write/4",
+        "lat/read/1024",
+        "lat/fifo/64",
+        "lat/signal/16",
+        "lat/swap/4",
+        "lat/cas/4",
+    ] {
+        assert!(has("latency", key), "{key}");
+    }
+    for key in ["rtt/mbcf/8", "rtt/udp/8", "rtt/tcp/8", "rtt/mbcf/1408"] {
+        assert!(has("rtt", key), "{key}");
+    }
+    for key in [
+        "bw/mbcf/4",
+        "bw/mbcf/1408",
+        "bw/mbcf/1048576",
+        "bw/tcp/1408",
+    ] {
+        assert!(has("bandwidth", key), "{key}");
+    }
+    for key in [
+        "cpu/mbcf/send",
+        "cpu/mbcf/recv",
+        "cpu/udp/send",
+        "cpu/tcp/recv",
+    ] {
+        assert!(has("cpu", key), "{key}");
+    }
+    assert!(v["ratios"].get("rtt/mbcf_over_udp/8").is_some());
+    assert_eq!(v["targets"].as_array().map(Vec::len), Some(6));
+}
+
+#[test]
+fn bench_quick_node_and_hosts() {
+    let node = quick("node");
+    check(&node);
+    assert!(node["targets"][2]["value"].as_f64().is_some());
+    let hosts = quick("hosts");
+    check(&hosts);
+    assert!(hosts["targets"][0]["value"].as_f64().is_some());
+}
