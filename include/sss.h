@@ -557,6 +557,120 @@ sss_status_t sss_request_wait(sss_request_h req);
  */
 void sss_request_free(sss_request_h req);
 
+/* ------------------------------------------------------------------ */
+/* Shared heap (ADSM)                                                  */
+/* ------------------------------------------------------------------ */
+
+/** A task's view of the shared heap. */
+typedef struct sss_dsm *sss_dsm_h;
+
+/** Consistency protocol of the heap. */
+typedef enum sss_dsm_protocol {
+    SSS_DSM_PROTOCOL_ENV = 0, /**< From SSS_DSM_PROTOCOL (default ulrc). */
+    SSS_DSM_ULRC = 1,         /**< Lazy release consistency, many writers. */
+    SSS_DSM_INVALIDATE = 2    /**< One writer a page, eager invalidation. */
+} sss_dsm_protocol_t;
+
+/** How writes are recorded. */
+typedef enum sss_dsm_writes {
+    SSS_DSM_WRITES_ENV = 0, /**< From SSS_DSM_WRITES (default note). */
+    SSS_DSM_NOTE = 1,       /**< The program calls sss_dsm_note_write(). */
+    SSS_DSM_TRAP = 2        /**< Write-protect faults, twins and diffs. */
+} sss_dsm_writes_t;
+
+/** Where the pages of an allocation live (the home of each page). */
+typedef enum sss_dsm_placement {
+    SSS_DSM_BLOCK = 0,       /**< Equal contiguous chunks in rank order. */
+    SSS_DSM_CYCLIC = 1,      /**< Blocks of `param` pages round-robin. */
+    SSS_DSM_FIRST_TOUCH = 2, /**< The first task to touch a page. */
+    SSS_DSM_EXPLICIT = 3     /**< Every page at rank `param`. */
+} sss_dsm_placement_t;
+
+/** Counters of a task's heap (128 bytes). */
+typedef struct sss_dsm_stats {
+    uint64_t read_faults;      /**< Missing-page faults on reads. */
+    uint64_t write_faults;     /**< Write faults (missing or protected). */
+    uint64_t pages_fetched;    /**< Pages fetched from homes (MBCF READ). */
+    uint64_t pages_prefetched; /**< Of those, fetched ahead. */
+    uint64_t diffs;            /**< Pages diffed against their twin. */
+    uint64_t writes;           /**< MBCF WRITEs of data to homes. */
+    uint64_t bytes_sent;       /**< Bytes written to homes. */
+    uint64_t packets;          /**< Datagrams sent (udp peers). */
+    uint64_t notes;            /**< sss_dsm_note_write calls (#CM). */
+    uint64_t notices;          /**< Write notices published. */
+    uint64_t invalidations;    /**< Pages dropped by invalidation. */
+    uint64_t locks;            /**< Lock acquisitions. */
+    uint64_t barriers;         /**< Barriers. */
+    uint64_t fault_ns;         /**< Nanoseconds resolving faults. */
+    uint64_t sync_ns;          /**< Nanoseconds in locks and barriers. */
+    uint64_t reserved;         /**< Zero. */
+} sss_dsm_stats_t;
+
+/**
+ * Collective: creates the shared heap of @p task's job — reserved at the
+ * same address in every task (SSS_DSM_HEAP bytes, default 64 GiB, backed
+ * lazily), read misses fetched from the page's home by a fault thread
+ * (userfaultfd; no signal handler is installed), SSS_DSM_PREFETCH
+ * following pages fetched with a miss. One heap per task; one thread of
+ * the task uses it. SSS_ERR_IO when userfaultfd is unavailable.
+ */
+sss_status_t sss_dsm_init(sss_task_h task, sss_dsm_protocol_t protocol,
+                          sss_dsm_writes_t writes, sss_dsm_h *dsm_p);
+
+/**
+ * Collective: a final barrier, then prints the heap's counters as one JSON
+ * line on stderr when SSS_STATS=json, stops the fault thread and frees
+ * @p dsm. The heap must not be touched afterwards. Finalize the heap
+ * before its task.
+ */
+sss_status_t sss_dsm_finalize(sss_dsm_h dsm);
+
+/**
+ * G_MALLOC: allocates @p len bytes (rounded up to whole pages, zeroed)
+ * with @p placement (@p param: pages per block for SSS_DSM_CYCLIC, the
+ * rank for SSS_DSM_EXPLICIT). Any task may call it; the address in
+ * @p *addr_p is valid in every task (pass it on through the heap or a
+ * collective). SSS_ERR_NO_MEMORY when the heap is exhausted.
+ */
+sss_status_t sss_dsm_malloc(sss_dsm_h dsm, size_t len,
+                            sss_dsm_placement_t placement, uint32_t param,
+                            void **addr_p);
+
+/** Collective sss_dsm_malloc(): rank 0 allocates, every task gets the
+ *  address. */
+sss_status_t sss_dsm_malloc_all(sss_dsm_h dsm, size_t len,
+                                sss_dsm_placement_t placement,
+                                uint32_t param, void **addr_p);
+
+/**
+ * Records that [@p addr, @p addr + @p len) of the heap was written by
+ * plain stores; call it after the stores. ulrc: the bytes reach their
+ * homes at the next release (unlock, barrier). invalidate: they reach
+ * their home, and other tasks' copies are dropped, before it returns.
+ * A no-op in trap mode (write protection records stores).
+ * SSS_ERR_INVALID_PARAM for a range outside the heap.
+ */
+sss_status_t sss_dsm_note_write(sss_dsm_h dsm, const void *addr, size_t len);
+
+/** 1 when writes are recorded by traps (stores need no notes), else 0. */
+int sss_dsm_is_trap(sss_dsm_h dsm);
+
+/**
+ * Acquires lock @p id (0..255; at most 64 tasks) with acquire semantics:
+ * pages other tasks wrote before releasing are re-fetched on next use.
+ */
+sss_status_t sss_dsm_lock(sss_dsm_h dsm, uint32_t id);
+
+/** Releases lock @p id with release semantics: this task's writes reach
+ *  their homes first. */
+sss_status_t sss_dsm_unlock(sss_dsm_h dsm, uint32_t id);
+
+/** Collective barrier with release and acquire semantics. */
+sss_status_t sss_dsm_barrier(sss_dsm_h dsm);
+
+/** This task's heap counters. */
+sss_status_t sss_dsm_stats(sss_dsm_h dsm, sss_dsm_stats_t *stats_p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,7 +51,7 @@ fn set_last_error(detail: &str) {
 }
 
 /// Runs an entry point's body: panics and failures become statuses.
-fn guard(body: impl FnOnce() -> Result<(), Failure>) -> Status {
+pub(crate) fn guard(body: impl FnOnce() -> Result<(), Failure>) -> Status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => Status::Ok,
         Ok(Err(f)) => {
@@ -67,7 +67,7 @@ fn guard(body: impl FnOnce() -> Result<(), Failure>) -> Status {
 
 /// Like [`guard`] for accessors that return a value: `fallback` on a null
 /// handle or a panic.
-fn guard_value<T>(fallback: T, body: impl FnOnce() -> Option<T>) -> T {
+pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> Option<T>) -> T {
     catch_unwind(AssertUnwindSafe(body))
         .ok()
         .flatten()
@@ -83,7 +83,7 @@ fn null(what: &'static str) -> Failure {
 /// # Safety
 /// `p` is null or a handle this library created and not yet destroyed
 /// (the header's contract for every handle argument).
-unsafe fn obj<'a, T>(p: *const T, what: &'static str) -> Result<&'a T, Failure> {
+pub(crate) unsafe fn obj<'a, T>(p: *const T, what: &'static str) -> Result<&'a T, Failure> {
     // SAFETY: by the contract above, a non-null `p` points to a live
     // object created by Box::into_raw, only ever accessed through shared
     // references.
@@ -133,13 +133,13 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8], Fail
 ///
 /// # Safety
 /// `p` is non-null, aligned and writable.
-unsafe fn put<T>(p: *mut T, v: T) {
+pub(crate) unsafe fn put<T>(p: *mut T, v: T) {
     // SAFETY: the caller checked `p`; `write` does not drop the old
     // (possibly uninitialized) value.
     unsafe { p.write(v) }
 }
 
-fn out<T>(p: *mut T, what: &'static str) -> Result<*mut T, Failure> {
+pub(crate) fn out<T>(p: *mut T, what: &'static str) -> Result<*mut T, Failure> {
     if p.is_null() {
         return Err(null(what));
     }
@@ -208,7 +208,7 @@ unsafe fn setup(
 ///
 /// # Safety
 /// `p` is non-null, aligned and writable.
-unsafe fn put_handle<T>(p: *mut *mut T, v: T) {
+pub(crate) unsafe fn put_handle<T>(p: *mut *mut T, v: T) {
     // SAFETY: as for `put`.
     unsafe { put(p, Box::into_raw(Box::new(v))) }
 }

@@ -499,10 +499,15 @@ impl Dsm {
     /// Records that `[addr, addr+len)` of the heap was written by plain
     /// stores (the code sequence a compiler emits after stores). Under
     /// `Ulrc` the range goes to its homes at the next release; under
-    /// `Invalidate` it goes now and other copies are dropped first.
+    /// `Invalidate` it goes now and other copies are dropped first. In
+    /// trap mode it only checks the range.
     pub fn note_write(&self, addr: *const u8, len: usize) -> Result<(), Error> {
         let s = &self.shared;
         let off = s.offset(addr as usize, len)?;
+        if s.cfg.writes == WriteMode::Trap {
+            // Write protection records the stores already.
+            return Ok(());
+        }
         bump(&s.stats.notes, 1);
         if len == 0 {
             return Ok(());

@@ -1,0 +1,325 @@
+//! `sss_dsm_*`: the shared heap (ADSM) for C, over the `sss-dsm` crate.
+//! Same conventions as `ffi`: pointers checked, panics caught, outputs
+//! written only on success.
+
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use crate::ffi::{guard, guard_value, obj, out, put, put_handle};
+use crate::handle::{not_in_handler, TaskObj};
+use crate::status::{Failure, Status};
+use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode};
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// The object behind `sss_dsm_h`. The heap lives in `Option` so
+/// `sss_dsm_finalize` can run the collective finalize by value.
+pub struct DsmObj {
+    dsm: Mutex<Option<Dsm>>,
+    writes: WriteMode,
+}
+
+/// `sss_dsm_stats_t`: counters of a task's heap (16 × 8 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DsmStats {
+    /// Read faults.
+    pub read_faults: u64,
+    /// Write faults.
+    pub write_faults: u64,
+    /// Pages fetched from homes.
+    pub pages_fetched: u64,
+    /// Of those, prefetched.
+    pub pages_prefetched: u64,
+    /// Pages diffed.
+    pub diffs: u64,
+    /// MBCF WRITEs of data to homes.
+    pub writes: u64,
+    /// Bytes written to homes.
+    pub bytes_sent: u64,
+    /// Datagrams sent.
+    pub packets: u64,
+    /// note_write calls (#CM).
+    pub notes: u64,
+    /// Write notices published.
+    pub notices: u64,
+    /// Pages invalidated.
+    pub invalidations: u64,
+    /// Lock acquisitions.
+    pub locks: u64,
+    /// Barriers.
+    pub barriers: u64,
+    /// Nanoseconds resolving faults.
+    pub fault_ns: u64,
+    /// Nanoseconds synchronizing.
+    pub sync_ns: u64,
+    /// Reserved, zero.
+    pub reserved: u64,
+}
+
+fn failure(e: sss_dsm::Error) -> Failure {
+    let status = match &e {
+        sss_dsm::Error::Mbcf(m) => return Failure::from(clone_mbcf(m)),
+        sss_dsm::Error::Io(_) => Status::Io,
+        sss_dsm::Error::OutOfMemory(_) | sss_dsm::Error::NoAddress => Status::NoMemory,
+        sss_dsm::Error::Invalid(_) => Status::InvalidParam,
+    };
+    Failure {
+        status,
+        detail: Cow::Owned(e.to_string()),
+    }
+}
+
+/// The MBCF error's status and text (MBCF errors are not Clone).
+fn clone_mbcf(e: &sss_mbcf::Error) -> sss_mbcf::Error {
+    match e {
+        sss_mbcf::Error::Remote(s) => sss_mbcf::Error::Remote(*s),
+        sss_mbcf::Error::PeerDown(r) => sss_mbcf::Error::PeerDown(*r),
+        sss_mbcf::Error::NoSuchTask(r) => sss_mbcf::Error::NoSuchTask(*r),
+        sss_mbcf::Error::Invalid(m) => sss_mbcf::Error::Invalid(m),
+        sss_mbcf::Error::Shutdown => sss_mbcf::Error::Shutdown,
+        other => sss_mbcf::Error::Boot(other.to_string()),
+    }
+}
+
+fn with<T>(d: &DsmObj, f: impl FnOnce(&Dsm) -> Result<T, sss_dsm::Error>) -> Result<T, Failure> {
+    let g = d.dsm.lock().unwrap_or_else(|e| e.into_inner());
+    let dsm = g
+        .as_ref()
+        .ok_or_else(|| Failure::new(Status::Shutdown, "heap finalized"))?;
+    f(dsm).map_err(failure)
+}
+
+fn placement(kind: u32, param: u32) -> Result<Placement, Failure> {
+    Ok(match kind {
+        0 => Placement::Block,
+        1 => Placement::Cyclic(param.max(1)),
+        2 => Placement::FirstTouch,
+        3 => Placement::Explicit(param),
+        _ => return Err(Failure::invalid("unknown placement")),
+    })
+}
+
+/// See `sss_dsm_init` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_init(
+    task: *const TaskObj,
+    protocol: u32,
+    writes: u32,
+    dsm_p: *mut *mut DsmObj,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let t = unsafe { obj(task, "task") }?;
+        not_in_handler()?;
+        let p = out(dsm_p, "dsm_p")?;
+        let mut cfg = Config::from_env();
+        match protocol {
+            0 => {}
+            1 => cfg.protocol = Protocol::Ulrc,
+            2 => cfg.protocol = Protocol::Invalidate,
+            _ => return Err(Failure::invalid("unknown protocol")),
+        }
+        match writes {
+            0 => {}
+            1 => cfg.writes = WriteMode::Note,
+            2 => cfg.writes = WriteMode::Trap,
+            _ => return Err(Failure::invalid("unknown write mode")),
+        }
+        let dsm = Dsm::new(t.task(), cfg).map_err(failure)?;
+        let obj = DsmObj {
+            writes: dsm.config().writes,
+            dsm: Mutex::new(Some(dsm)),
+        };
+        // SAFETY: checked non-null and aligned.
+        unsafe { put_handle(p, obj) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_finalize` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_finalize(dsm: *mut DsmObj) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        let heap = d.dsm.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let r = heap.map(|h| h.finalize());
+        // SAFETY: the handle came from Box::into_raw in sss_dsm_init and
+        // the caller gives it up here.
+        drop(unsafe { Box::from_raw(dsm) });
+        match r {
+            Some(Err(e)) => Err(failure(e)),
+            _ => Ok(()),
+        }
+    })
+}
+
+/// See `sss_dsm_malloc` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_malloc(
+    dsm: *const DsmObj,
+    len: usize,
+    placement_kind: u32,
+    param: u32,
+    addr_p: *mut *mut c_void,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        let p = out(addr_p, "addr_p")?;
+        let pl = placement(placement_kind, param)?;
+        let a = with(d, |h| h.malloc(len, pl))?;
+        // SAFETY: checked non-null and aligned.
+        unsafe { put(p, a.cast::<c_void>()) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_malloc_all` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_malloc_all(
+    dsm: *const DsmObj,
+    len: usize,
+    placement_kind: u32,
+    param: u32,
+    addr_p: *mut *mut c_void,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        let p = out(addr_p, "addr_p")?;
+        let pl = placement(placement_kind, param)?;
+        let a = with(d, |h| h.malloc_all(len, pl))?;
+        // SAFETY: checked non-null and aligned.
+        unsafe { put(p, a.cast::<c_void>()) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_note_write` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_note_write(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    len: usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        if d.writes == WriteMode::Trap {
+            // Write protection records the stores already.
+            return Ok(());
+        }
+        // The range is only checked against the heap, never dereferenced
+        // here beyond it.
+        with(d, |h| h.note_write(addr.cast::<u8>(), len))
+    })
+}
+
+/// See `sss_dsm_lock` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_lock(dsm: *const DsmObj, id: u32) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        with(d, |h| h.lock(id))
+    })
+}
+
+/// See `sss_dsm_unlock` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_unlock(dsm: *const DsmObj, id: u32) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        with(d, |h| h.unlock(id))
+    })
+}
+
+/// See `sss_dsm_barrier` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_barrier(dsm: *const DsmObj) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        with(d, |h| h.barrier())
+    })
+}
+
+/// See `sss_dsm_stats` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_stats(dsm: *const DsmObj, stats_p: *mut DsmStats) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        let p = out(stats_p, "stats_p")?;
+        let s = with(d, |h| Ok(h.stats()))?;
+        let c = DsmStats {
+            read_faults: s.read_faults,
+            write_faults: s.write_faults,
+            pages_fetched: s.pages_fetched,
+            pages_prefetched: s.pages_prefetched,
+            diffs: s.diffs,
+            writes: s.writes,
+            bytes_sent: s.bytes_sent,
+            packets: s.packets,
+            notes: s.notes,
+            notices: s.notices,
+            invalidations: s.invalidations,
+            locks: s.locks,
+            barriers: s.barriers,
+            fault_ns: s.fault_ns,
+            sync_ns: s.sync_ns,
+            reserved: 0,
+        };
+        // SAFETY: checked non-null and aligned.
+        unsafe { put(p, c) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_is_trap` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_is_trap(dsm: *const DsmObj) -> i32 {
+    guard_value(0, || {
+        // SAFETY: header contract for handles.
+        unsafe { dsm.as_ref() }.map(|d| (d.writes == WriteMode::Trap) as i32)
+    })
+}
