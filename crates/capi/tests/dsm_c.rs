@@ -1,0 +1,273 @@
+//! The shared heap from C: compiles `examples/dsm/laplace.c` and
+//! `examples/dsm/drf.c` against libsss and runs them through the launcher
+//! on 1, 2, 4 and 8 tasks on one node and on 2 and 4 tasks across the
+//! "hosts" 127.0.0.2 and 127.0.0.3, under each protocol and write mode.
+//! Laplace must print the checksum of its own sequential run (`--seq`),
+//! bit for bit; the suite must print `DRF-OK`.
+//!
+//! The launcher is `sss_launch::run`, reached by re-executing this binary
+//! with [`LAUNCH_ENV`] set, as in `c_api.rs`.
+
+use clap::Parser;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const LAUNCH_ENV: &str = "SSS_DSM_C_TEST_LAUNCH";
+const JOB_LIMIT: Duration = Duration::from_secs(25);
+/// Small grid for tests (the bench uses 1024).
+const N: &str = "128";
+const ITERS: &str = "12";
+
+const PLACEMENTS: &[(&str, &[&str])] = &[
+    ("1 task", &["-n", "1"]),
+    ("2 tasks, one node", &["-n", "2"]),
+    ("4 tasks, one node", &["-n", "4"]),
+    ("8 tasks, one node", &["-n", "8"]),
+    (
+        "2 tasks, two nodes",
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+    ),
+    (
+        "4 tasks, two nodes",
+        &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"],
+    ),
+];
+
+#[derive(Parser)]
+struct LauncherCli {
+    #[command(flatten)]
+    run: sss_launch::RunArgs,
+}
+
+/// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
+#[test]
+fn launcher_mode() {
+    let Ok(args) = std::env::var(LAUNCH_ENV) else {
+        return;
+    };
+    let argv = std::iter::once("sss-run".to_string()).chain(args.split('\x1f').map(String::from));
+    let code = match LauncherCli::try_parse_from(argv) {
+        Ok(cli) => sss_launch::run(cli.run),
+        Err(e) => {
+            eprintln!("{e}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Builds libsss for this binary's profile and target directory.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary in target/<profile>/deps")
+            .to_path_buf();
+        let target = dir.parent().expect("target dir");
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev".to_string(),
+            Some(p) => p.to_string(),
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "-p", "sss-capi", "--lib", "--profile", &profile])
+            .arg("--target-dir")
+            .arg(target)
+            .current_dir(root())
+            .output()
+            .expect("run cargo build");
+        assert!(
+            out.status.success(),
+            "cargo build -p sss-capi failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+}
+
+/// Compiles `examples/dsm/<name>.c` into `dir`.
+fn compile(dir: &TempDir, name: &str) -> PathBuf {
+    let exe = dir.path().join(name);
+    let src = root().join("examples/dsm").join(format!("{name}.c"));
+    let lib = lib_dir();
+    let out = Command::new("cc")
+        .args(["-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg(format!("-I{}", root().join("include").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lsss")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc {name}.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
+fn launch(
+    placement: &[&str],
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
+    largs.extend(["--timeout".into(), "20".into()]);
+    largs.push(exe.display().to_string());
+    largs.extend(args.iter().map(|s| s.to_string()));
+    let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
+    cmd.args([
+        "launcher_mode",
+        "--exact",
+        "--nocapture",
+        "-q",
+        "--test-threads=1",
+    ])
+    .env(LAUNCH_ENV, largs.join("\x1f"))
+    .env("SSS_DSM_HEAP", "1G")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start the launcher");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let deadline = Instant::now() + JOB_LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.and_then(|s| s.code()),
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
+}
+
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn is_launcher() -> bool {
+    std::env::var(LAUNCH_ENV).is_ok()
+}
+
+/// Laplace on every placement equals its sequential run, for `env`.
+fn laplace(env: &[(&str, &str)]) {
+    let dir = TempDir::new().expect("tempdir");
+    let exe = compile(&dir, "laplace");
+    let seq = Command::new(&exe)
+        .args([N, ITERS, "--seq"])
+        .output()
+        .expect("run laplace --seq");
+    let seq = String::from_utf8_lossy(&seq.stdout).into_owned();
+    let want = field(&seq, "checksum").expect("sequential checksum").to_string();
+    for (what, p) in PLACEMENTS {
+        let (code, out, err) = launch(p, &exe, &[N, ITERS], env);
+        let line = out.lines().find(|l| l.contains("LAPLACE")).unwrap_or("");
+        assert!(
+            code == Some(0) && field(line, "checksum") == Some(want.as_str()),
+            "laplace {env:?} with {what}: exit {code:?}, want checksum {want}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
+
+/// The data-race-free suite on every placement, for `env`.
+fn drf(env: &[(&str, &str)]) {
+    let dir = TempDir::new().expect("tempdir");
+    let exe = compile(&dir, "drf");
+    for (what, p) in PLACEMENTS {
+        let tasks: u64 = p[1].parse().expect("task count");
+        let (code, out, err) = launch(p, &exe, &[], env);
+        let want = format!("DRF-OK tasks={tasks} counter={}", tasks * 25);
+        assert!(
+            code == Some(0) && out.contains(&want),
+            "drf {env:?} with {what}: exit {code:?}, want {want:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn laplace_ulrc_notes() {
+    if !is_launcher() {
+        laplace(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "note")]);
+    }
+}
+
+#[test]
+fn laplace_ulrc_traps() {
+    if !is_launcher() {
+        laplace(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "trap")]);
+    }
+}
+
+#[test]
+fn laplace_invalidate_traps() {
+    if !is_launcher() {
+        laplace(&[
+            ("SSS_DSM_PROTOCOL", "invalidate"),
+            ("SSS_DSM_WRITES", "trap"),
+        ]);
+    }
+}
+
+#[test]
+fn drf_ulrc_notes() {
+    if !is_launcher() {
+        drf(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "note")]);
+    }
+}
+
+#[test]
+fn drf_ulrc_traps_prefetch() {
+    if !is_launcher() {
+        drf(&[
+            ("SSS_DSM_PROTOCOL", "ulrc"),
+            ("SSS_DSM_WRITES", "trap"),
+            ("SSS_DSM_PREFETCH", "4"),
+        ]);
+    }
+}
+
+#[test]
+fn drf_invalidate_notes() {
+    if !is_launcher() {
+        drf(&[
+            ("SSS_DSM_PROTOCOL", "invalidate"),
+            ("SSS_DSM_WRITES", "note"),
+        ]);
+    }
+}
