@@ -67,6 +67,10 @@ impl Netns {
              exec ip netns exec \"$ns\" sh -c \"$*\"\n"
         );
         std::fs::write(&ns.ssh, script).map_err(|e| format!("cannot write ssh stand-in: {e}"))?;
+        // Executable: mpirun's plm_rsh_agent runs it directly.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ns.ssh, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("cannot make the ssh stand-in executable: {e}"))?;
         Ok(ns)
     }
 

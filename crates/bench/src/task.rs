@@ -180,6 +180,8 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
     let n = plan.items.len();
     for k in 0..n {
         let item = plan.items[(k + args.start) % n.max(1)];
+        // Goes to the job log, which `sss bench` shows when a job fails.
+        eprintln!("rank {rank}: item {k}/{n}: {item:?}");
         cx.t.barrier().map_err(mbcf)?;
         for (key, v) in cx.run(&plan, item)? {
             out.insert(key, v);
