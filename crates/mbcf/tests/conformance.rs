@@ -676,3 +676,57 @@ fn multicast_to_a_group_of_one_completes() {
     seg.read_bytes(8, &mut b).unwrap();
     assert_eq!(&b, b"solo");
 }
+
+/// CPU time of the calling thread, in clock ticks.
+fn thread_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let f: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+}
+
+#[test]
+fn sswait_blocks_while_the_partner_is_blocked() {
+    let t = cluster(2, ONE_NODE);
+    let (segs, info) = seg_all(&t, 4096);
+    std::thread::scope(|s| {
+        // Task 1 blocks until task 0 says go.
+        let t1 = &t[1];
+        let seg1 = &segs[1];
+        s.spawn(move || {
+            t1.wait_word_with(
+                seg1.word(0).unwrap(),
+                |v| v == 1,
+                sss_mbcf::WaitPolicy::Block,
+            );
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        // Task 0 SS-Waits on a word nobody writes for 300 ms: with its
+        // partner blocked it must block too, not burn the CPU.
+        let before = thread_ticks();
+        let w = segs[0].word(8).unwrap();
+        let writer = {
+            let t1 = &t[1];
+            let at = info[0].at(8);
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                t1.write(at, &1u64.to_le_bytes(), Options::default())
+                    .unwrap();
+            })
+        };
+        t[0].sswait(w, 1, |v| v == 1);
+        let used = thread_ticks() - before;
+        assert!(
+            used <= 5,
+            "SS-Wait spun {used} ticks while its partner was blocked"
+        );
+        writer.join().unwrap();
+        t[0].write(info[1].at(0), &1u64.to_le_bytes(), Options::default())
+            .unwrap();
+    });
+}
