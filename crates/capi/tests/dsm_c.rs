@@ -18,9 +18,10 @@ use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_DSM_C_TEST_LAUNCH";
 const JOB_LIMIT: Duration = Duration::from_secs(25);
-/// Small grid for tests (the bench uses 1024).
-const N: &str = "128";
-const ITERS: &str = "12";
+/// Small grid for tests (the bench uses 1024); enough sweeps that heat
+/// crosses every task boundary, so stale boundary rows would show.
+const N: &str = "64";
+const ITERS: &str = "40";
 
 const PLACEMENTS: &[(&str, &[&str])] = &[
     ("1 task", &["-n", "1"]),
@@ -102,7 +103,14 @@ fn compile(dir: &TempDir, name: &str) -> PathBuf {
     let src = root().join("examples/dsm").join(format!("{name}.c"));
     let lib = lib_dir();
     let out = Command::new("cc")
-        .args(["-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .args([
+            "-std=c11",
+            "-pedantic",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+        ])
         .arg(format!("-I{}", root().join("include").display()))
         .arg("-o")
         .arg(&exe)
@@ -194,7 +202,9 @@ fn laplace(env: &[(&str, &str)]) {
         .output()
         .expect("run laplace --seq");
     let seq = String::from_utf8_lossy(&seq.stdout).into_owned();
-    let want = field(&seq, "checksum").expect("sequential checksum").to_string();
+    let want = field(&seq, "checksum")
+        .expect("sequential checksum")
+        .to_string();
     for (what, p) in PLACEMENTS {
         let (code, out, err) = launch(p, &exe, &[N, ITERS], env);
         let line = out.lines().find(|l| l.contains("LAPLACE")).unwrap_or("");
