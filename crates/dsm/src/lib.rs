@@ -152,7 +152,10 @@ impl Config {
     /// ignored.
     pub fn from_env() -> Self {
         let mut c = Self::default();
-        if let Some(v) = std::env::var("SSS_DSM_HEAP").ok().and_then(|v| parse_size(&v)) {
+        if let Some(v) = std::env::var("SSS_DSM_HEAP")
+            .ok()
+            .and_then(|v| parse_size(&v))
+        {
             c.heap = v;
         }
         match std::env::var("SSS_DSM_PROTOCOL").as_deref() {
@@ -676,14 +679,21 @@ impl Shared {
 
     fn offset(&self, addr: usize, len: usize) -> Result<u64, Error> {
         let base = self.view.base();
-        if addr < base || addr.checked_add(len).is_none_or(|e| e > base + self.view.len()) {
+        if addr < base
+            || addr
+                .checked_add(len)
+                .is_none_or(|e| e > base + self.view.len())
+        {
             return Err(Error::Invalid("address outside the shared heap"));
         }
         Ok((addr - base) as u64)
     }
 
     fn fetch_add(&self, at: RemoteAddr, v: u64) -> Result<u64, Error> {
-        Ok(self.task.fetch_add(at, v, Options::default())?.wait_value()?)
+        Ok(self
+            .task
+            .fetch_add(at, v, Options::default())?
+            .wait_value()?)
     }
 
     fn malloc(&self, len: usize, placement: Placement) -> Result<u64, Error> {
@@ -720,7 +730,9 @@ impl Shared {
         let at = self.meta_at(0, L::RANGES + idx as usize * L::RANGE_BYTES)?;
         // Status return: the descriptor is in place before the address is
         // handed out, so any task that learns it can find its placement.
-        self.task.write(at, &r.encode(), Options::status())?.wait()?;
+        self.task
+            .write(at, &r.encode(), Options::status())?
+            .wait()?;
         lock(&self.place).ranges.insert(r.start, r);
         Ok(off)
     }
@@ -840,7 +852,9 @@ impl Shared {
         // the same allocation.
         let mut n = 1u64;
         if self.cfg.prefetch > 0 {
-            let r_end = self.find_range(page).map_or(page + 1, |r| r.start + r.pages);
+            let r_end = self
+                .find_range(page)
+                .map_or(page + 1, |r| r.start + r.pages);
             while n <= self.cfg.prefetch as u64
                 && page + n < r_end.min(last)
                 && !lock(&self.state).present.contains(&(page + n))
@@ -881,7 +895,9 @@ impl Shared {
                     continue;
                 }
                 let install_wp = wp && !(twin && i == 0);
-                let fresh = self.uffd.copy(base + p as usize * PAGE, chunk, install_wp)?;
+                let fresh = self
+                    .uffd
+                    .copy(base + p as usize * PAGE, chunk, install_wp)?;
                 if i == 0 && !fresh {
                     self.uffd.wake(base + p as usize * PAGE, PAGE)?;
                 }
@@ -902,10 +918,7 @@ impl Shared {
     fn collect_runs(&self) -> Result<Vec<(u64, u64)>, Error> {
         let (mut runs, dirty) = {
             let mut st = lock(&self.state);
-            (
-                std::mem::take(&mut st.noted),
-                std::mem::take(&mut st.dirty),
-            )
+            (std::mem::take(&mut st.noted), std::mem::take(&mut st.dirty))
         };
         let base = self.view.base();
         for (page, twin) in dirty {
@@ -1093,8 +1106,7 @@ impl Shared {
             }
         }
         let want = self.acks_expected.fetch_add(sent, Ordering::AcqRel) + sent;
-        self.task
-            .wait_word(self.local_word(L::ACK), |v| v >= want);
+        self.task.wait_word(self.local_word(L::ACK), |v| v >= want);
         Ok(())
     }
 

@@ -185,12 +185,8 @@ impl Uffd {
     /// Opens a userfaultfd; `wp` asks for write-protect faults too.
     pub fn new(wp: bool) -> io::Result<Self> {
         // SAFETY: plain syscall with flags; returns a new fd or -1.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_userfaultfd,
-                libc::O_CLOEXEC | libc::O_NONBLOCK,
-            )
-        };
+        let fd =
+            unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -265,8 +261,7 @@ impl Uffd {
             mode: if on { WRITEPROTECT_MODE_WP } else { 0 },
         };
         // SAFETY: UFFDIO_WRITEPROTECT reads the struct we pass.
-        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_WRITEPROTECT, &mut w) })
-            .map(|_| ())
+        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_WRITEPROTECT, &mut w) }).map(|_| ())
     }
 
     /// The next pending fault, if any (non-blocking).
@@ -275,13 +270,7 @@ impl Uffd {
             let mut m = UffdMsg::default();
             let n = std::mem::size_of::<UffdMsg>();
             // SAFETY: reads at most n bytes into our message struct.
-            let r = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    (&mut m as *mut UffdMsg).cast(),
-                    n,
-                )
-            };
+            let r = unsafe { libc::read(self.fd.as_raw_fd(), (&mut m as *mut UffdMsg).cast(), n) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 return match e.kind() {

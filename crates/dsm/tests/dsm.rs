@@ -200,7 +200,14 @@ fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
     largs.extend(["--timeout".into(), "20".into()]);
     largs.push(exe.display().to_string());
     largs.extend(
-        ["task_mode", "--exact", "--nocapture", "-q", "--test-threads=1"].map(String::from),
+        [
+            "task_mode",
+            "--exact",
+            "--nocapture",
+            "-q",
+            "--test-threads=1",
+        ]
+        .map(String::from),
     );
     let mut child = Command::new(&exe)
         .args([
