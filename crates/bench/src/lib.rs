@@ -48,6 +48,17 @@ pub enum BenchError {
         /// The last lines of the job's output.
         log: String,
     },
+    /// SIGINT or SIGTERM arrived; the job was ended.
+    #[error("interrupted")]
+    Interrupted,
+    /// No item finished for too long; the job was ended.
+    #[error("no progress for {secs} s (last item started: {last}); job ended")]
+    Stalled {
+        /// Seconds without progress.
+        secs: u64,
+        /// The job log's last line.
+        last: String,
+    },
     /// Drawing a plot failed.
     #[error("plot {0}: {1}")]
     Plot(String, String),
@@ -170,6 +181,14 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
         Err(e) => e.clone(),
     };
     let mut mpi_ok = mpi.is_ok();
+    let mut failures: Vec<String> = Vec::new();
+    // SIGINT/SIGTERM end the running job and clean up (namespaces, temp
+    // files) instead of leaving them behind.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| BenchError::Io("cannot install signal handler".into(), e))?;
+    }
     let started = Instant::now();
     for rep in 0..reps {
         let base = u64::from(rep) * per_rep;
@@ -184,8 +203,21 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
             &out,
             &progress,
             start,
+            &stop,
             |n| bar.set_position(base + n.min(items)),
-        )?;
+        );
+        let res = match res {
+            Ok(r) => r,
+            Err(BenchError::Interrupted) => return Err(BenchError::Interrupted),
+            Err(e) => {
+                // One bad repetition (a hang, a crash) must not lose the
+                // others: it is reported and the medians use the rest.
+                let msg = format!("repetition {rep}: {e}");
+                bar.suspend(|| eprintln!("sss bench: {msg}"));
+                failures.push(msg);
+                Default::default()
+            }
+        };
         for (k, v) in res {
             match v {
                 serde_json::Value::Number(n) => {
@@ -217,6 +249,12 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
     }
     bar.finish_and_clear();
     drop(ns);
+    if failures.len() == reps as usize {
+        return Err(BenchError::Usage(format!(
+            "every repetition failed:\n{}",
+            failures.join("\n")
+        )));
+    }
 
     let rep = report::Report::new(
         args,
@@ -225,6 +263,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
         stats,
         mpi_ok,
         mpi_note,
+        failures,
         started.elapsed(),
     );
     let md = rep.markdown();
@@ -249,6 +288,7 @@ fn run_job(
     out: &Path,
     progress: &Path,
     start: usize,
+    stop: &std::sync::atomic::AtomicBool,
     mut on_progress: impl FnMut(u64),
 ) -> Result<serde_json::Map<String, serde_json::Value>, BenchError> {
     let hosts = match args.mode {
@@ -293,13 +333,38 @@ fn run_job(
         .stderr(log2)
         .spawn()
         .map_err(|e| BenchError::Io(format!("cannot start {}", exe.display()), e))?;
+    // The longest item (CPU or bandwidth, on a busy machine) takes a few
+    // seconds; a minute without any item finishing means a hang.
+    let stall = Duration::from_secs(if args.quick { 30 } else { 90 });
+    let (mut seen, mut since) = (0, Instant::now());
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break st,
             Ok(None) => {}
             Err(e) => return Err(BenchError::Io("waiting for the bench job".into(), e)),
         }
-        on_progress(progress.metadata().map(|m| m.len()).unwrap_or(0));
+        let n = progress.metadata().map(|m| m.len()).unwrap_or(0);
+        if n != seen {
+            (seen, since) = (n, Instant::now());
+        }
+        on_progress(n);
+        let stalled = since.elapsed() > stall;
+        if stalled || stop.load(std::sync::atomic::Ordering::Relaxed) {
+            end_job(&mut child);
+            if !stalled {
+                return Err(BenchError::Interrupted);
+            }
+            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(BenchError::Stalled {
+                secs: stall.as_secs(),
+                last: text
+                    .lines()
+                    .rev()
+                    .find(|l| l.starts_with("rank 0"))
+                    .unwrap_or("")
+                    .into(),
+            });
+        }
         std::thread::sleep(Duration::from_millis(50));
     };
     if !status.success() || !task::results_ready(out) {
@@ -313,6 +378,23 @@ fn run_job(
     }
     let bytes = std::fs::read(out).map_err(|e| BenchError::Io("cannot read results".into(), e))?;
     serde_json::from_slice(&bytes).map_err(|e| BenchError::Parse(format!("results: {e}")))
+}
+
+/// Ends the launcher with SIGTERM (it then ends its tasks and removes
+/// their shared memory), with SIGKILL if it is still there 5 s later.
+fn end_job(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Runs the Open MPI program once; `Err` says why it failed.

@@ -74,6 +74,7 @@ pub struct Report {
     stats: String,
     mpi_ok: bool,
     mpi_note: String,
+    failures: Vec<String>,
     elapsed: Duration,
     machine: Machine,
 }
@@ -114,6 +115,7 @@ impl Report {
         stats: String,
         mpi_ok: bool,
         mpi_note: String,
+        failures: Vec<String>,
         elapsed: Duration,
     ) -> Self {
         let med = samples
@@ -129,6 +131,7 @@ impl Report {
             stats,
             mpi_ok,
             mpi_note,
+            failures,
             elapsed,
             machine: Machine::current(),
         }
@@ -268,6 +271,7 @@ impl Report {
             "targets": self.targets(),
             "samples": self.samples,
             "mbcf_stats": self.stats,
+            "failures": self.failures,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -293,6 +297,10 @@ impl Report {
                 format!("not run ({})", self.mpi_note)
             },
         );
+
+        for fail in &self.failures {
+            let _ = writeln!(o, "**Failed:** {}\n", fail.lines().next().unwrap_or(""));
+        }
 
         // Seed 000 Table 3.
         let _ = writeln!(o, "### One-way latency (µs, half the round trip)\n");
