@@ -325,6 +325,58 @@ sss_status_t sss_wait_u64(sss_task_h task, const uint64_t *addr, sss_cmp_t cmp,
 sss_status_t sss_wait_u64_timeout(sss_task_h task, const uint64_t *addr, sss_cmp_t cmp,
                                   uint64_t value, uint64_t timeout_us);
 
+/**
+ * SS-Wait: like sss_wait_u64(), naming the @p partner task expected to
+ * change the word. Spins while the partner runs and its node (and ours)
+ * has a CPU for every runnable thread; otherwise blocks until something
+ * lands. Tunable with SSS_SSWAIT_SPIN_US and SSS_SSWAIT_BLOCK_US.
+ * Blocking.
+ */
+sss_status_t sss_sswait_u64(sss_task_h task, const uint64_t *addr, sss_cmp_t cmp,
+                            uint64_t value, uint32_t partner);
+
+/** Bumps this task's progress counter, which the node daemon shows in
+ *  IDM. Never fails; does nothing for a NULL task. */
+void sss_progress_bump(sss_task_h task);
+
+/** A task's scheduling state as its node daemon sampled it. */
+typedef enum {
+    SSS_TASK_UNKNOWN = 0,  /**< No daemon, or not listed. */
+    SSS_TASK_RUNNING = 1,  /**< On a CPU. */
+    SSS_TASK_RUNNABLE = 2, /**< Ready, on an oversubscribed node. */
+    SSS_TASK_SLEEPING = 3, /**< Blocked. */
+    SSS_TASK_GONE = 4      /**< Stopped, zombie or gone. */
+} sss_task_state_t;
+
+/** A node's IDM status page (see sss_idm_node()). */
+typedef struct sss_node_info {
+    char name[32];            /**< Node name (host address), NUL-padded. */
+    uint32_t up;              /**< 1 while the node gossips, 0 once down. */
+    uint32_t ncpus;           /**< CPUs. */
+    uint32_t runnable;        /**< Runnable threads on the node. */
+    uint32_t ntasks;          /**< SSS tasks on the node. */
+    uint32_t load1000[3];     /**< Load averages 1/5/15 min, times 1000. */
+    uint32_t reserved;        /**< Zero. */
+    uint64_t mem_total_kb;    /**< Memory in total, KiB. */
+    uint64_t mem_free_kb;     /**< Memory available, KiB. */
+    uint64_t packets;         /**< MBCF datagrams sent by its tasks. */
+    uint64_t bytes;           /**< MBCF bytes sent by its tasks. */
+    uint64_t retransmissions; /**< MBCF retransmissions of its tasks. */
+    uint64_t rejected;        /**< Operations its tasks refused. */
+    uint64_t updated_ns;      /**< When it was published (CLOCK_REALTIME). */
+} sss_node_info_t;
+
+/**
+ * Copies node @p node's IDM page, as this node's daemon knows it, into
+ * @p *info. Reads shared memory only (no system call once mapped).
+ * SSS_ERR_NO_MESSAGE when no daemon runs here or the node is unknown.
+ */
+sss_status_t sss_idm_node(sss_task_h task, const char *node, sss_node_info_t *info);
+
+/** Task @p rank's scheduling state from IDM (SSS_TASK_UNKNOWN without a
+ *  daemon or for a NULL task). */
+sss_task_state_t sss_idm_task_state(sss_task_h task, uint32_t rank);
+
 /* ------------------------------------------------------------------ */
 /* Segments                                                            */
 /* ------------------------------------------------------------------ */

@@ -181,6 +181,39 @@ pub fn perm_from_raw(bits: u32) -> Option<Perm> {
     (bits & !7 == 0).then_some(Perm(bits as u8))
 }
 
+/// The C view of a node page; layout mirrors `sss_node_info_t`.
+#[repr(C)]
+pub struct NodeInfo {
+    /// Node name, NUL-padded.
+    pub name: [u8; 32],
+    /// 1 while the node gossips.
+    pub up: u32,
+    /// CPUs.
+    pub ncpus: u32,
+    /// Runnable threads.
+    pub runnable: u32,
+    /// SSS tasks on the node.
+    pub ntasks: u32,
+    /// Load averages ×1000.
+    pub load1000: [u32; 3],
+    /// Zero.
+    pub reserved: u32,
+    /// Memory total, KiB.
+    pub mem_total_kb: u64,
+    /// Memory available, KiB.
+    pub mem_free_kb: u64,
+    /// Datagrams sent.
+    pub packets: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Retransmissions.
+    pub retransmissions: u64,
+    /// Refused operations.
+    pub rejected: u64,
+    /// Publication time, ns.
+    pub updated_ns: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

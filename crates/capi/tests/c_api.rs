@@ -434,7 +434,7 @@ fn api_behaviour_single_task() {
 #[test]
 fn header_matches_library() {
     use sss::status::Status;
-    use sss::types::{OpParams, RAddr, SegInfo, Stats};
+    use sss::types::{NodeInfo, OpParams, RAddr, SegInfo, Stats};
     use std::mem::{offset_of, size_of};
 
     let b = Build::new();
@@ -481,6 +481,16 @@ fn header_matches_library() {
             format!(
                 "offset sss_stats_t.bad_packets {}",
                 offset_of!(Stats, bad_packets)
+            ),
+            format!("size sss_node_info_t {}", size_of::<NodeInfo>()),
+            format!("offset sss_node_info_t.up {}", offset_of!(NodeInfo, up)),
+            format!(
+                "offset sss_node_info_t.mem_total_kb {}",
+                offset_of!(NodeInfo, mem_total_kb)
+            ),
+            format!(
+                "offset sss_node_info_t.updated_ns {}",
+                offset_of!(NodeInfo, updated_ns)
             ),
             format!("size sss_status_t {}", size_of::<Status>()),
             format!(

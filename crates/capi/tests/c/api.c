@@ -226,6 +226,17 @@ int main(void)
     uint64_t never = 0;
     EXPECT_ST(sss_wait_u64_timeout(t, &never, SSS_CMP_EQ, 1, 2000), SSS_ERR_TIMED_OUT);
     OK(sss_wait_u64_timeout(t, &never, SSS_CMP_EQ, 0, 0));
+    /* SS-Wait and IDM reading. */
+    OK(sss_sswait_u64(t, &never, SSS_CMP_EQ, 0, 0));
+    EXPECT_ST(sss_sswait_u64(t, &never, SSS_CMP_EQ, 0, 99), SSS_ERR_NO_SUCH_TASK);
+    sss_progress_bump(t);
+    {
+        sss_node_info_t ni;
+        EXPECT_ST(sss_idm_node(t, "no-such-node", &ni), SSS_ERR_NO_MESSAGE);
+        EXPECT_ST(sss_idm_node(t, NULL, &ni), SSS_ERR_INVALID_PARAM);
+        EXPECT(sss_idm_task_state(t, 0) <= SSS_TASK_GONE);
+        EXPECT(sss_idm_task_state(NULL, 0) == SSS_TASK_UNKNOWN);
+    }
     EXPECT_ST(sss_seg_info(NULL, &info), SSS_ERR_INVALID_PARAM);
     EXPECT_ST(sss_seg_info(seg, NULL), SSS_ERR_INVALID_PARAM);
 

@@ -32,6 +32,10 @@ int main(void)
     SIZE(sss_stats_t);
     OFF(sss_stats_t, retransmissions);
     OFF(sss_stats_t, bad_packets);
+    SIZE(sss_node_info_t);
+    OFF(sss_node_info_t, up);
+    OFF(sss_node_info_t, mem_total_kb);
+    OFF(sss_node_info_t, updated_ns);
     SIZE(sss_status_t);
     printf("flags %d %d %d\n", SSS_OP_FLAG_STATUS_RETURN, SSS_OP_FLAG_NOFC, SSS_OP_FLAG_NOTIFY);
     printf("perm %d %d %d %d\n", SSS_PERM_READ, SSS_PERM_WRITE, SSS_PERM_ATOMIC, SSS_PERM_ALL);
