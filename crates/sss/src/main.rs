@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod sim;
+mod status;
 
 /// SSS — a scalable cluster runtime.
 #[derive(Debug, Parser)]
@@ -21,6 +22,8 @@ enum Command {
     Run(sss_launch::RunArgs),
     /// Run the scheduling simulator (seed 003's model, plus free market).
     Sim(sim::SimArgs),
+    /// Show every node's IDM page as this node's daemon sees it.
+    Status(status::StatusArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
     Bench(bench::BenchArgs),
     /// Task side of `sss bench` (started by it through the launcher).
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
+        Command::Status(args) => status::run(args),
         Command::Bench(args) => bench::run(args).map_err(|e| e.to_string()),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
     };
