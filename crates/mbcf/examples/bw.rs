@@ -18,13 +18,14 @@ fn main() {
         .map(|b| {
             std::thread::spawn(move || {
                 let t = Task::join(Box::new(b), TaskConfig::from_env()).unwrap();
-                let seg = t.alloc(1 << 20, Perm::ALL).unwrap();
+                let seg_len = (2 * size).max(1 << 20);
+                let seg = t.alloc(seg_len, Perm::ALL).unwrap();
                 let all = t.exchange(&seg).unwrap();
                 let data = vec![7u8; size];
                 let start = Instant::now();
                 if t.rank() == 0 {
                     for i in 0..n {
-                        let off = (i * size) % ((1 << 20) - size);
+                        let off = (i * size) % (seg_len - size + 1);
                         t.write(all[1].at(off as u64), &data, Options::default())
                             .unwrap();
                     }

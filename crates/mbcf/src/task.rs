@@ -559,6 +559,12 @@ pub(crate) struct Inner {
     idm_checked: AtomicU64,
     /// Last attempt to map the IDM file (ns since start).
     idm_tried: AtomicU64,
+    /// Packets may be held back for batching (set by submit, cleared by
+    /// flush), so waiters know whether to flush first.
+    maybe_held: AtomicBool,
+    /// Per rank: an operation ever went to it over udp (so shm operations
+    /// must first wait for those to be acknowledged, to keep order).
+    udp_used: Vec<AtomicBool>,
     start: Instant,
     errors: Mutex<Vec<Error>>,
     boot: Mutex<Box<dyn Bootstrap>>,
@@ -718,6 +724,8 @@ impl Task {
             idm_down: Mutex::new(Vec::new()),
             idm_checked: AtomicU64::new(0),
             idm_tried: AtomicU64::new(0),
+            maybe_held: AtomicBool::new(false),
+            udp_used: (0..size).map(|_| AtomicBool::new(false)).collect(),
             start: Instant::now(),
             errors: Mutex::new(Vec::new()),
             boot: Mutex::new(boot),
@@ -1358,7 +1366,9 @@ impl Inner {
         let dst = TaskId::new(self.job, rank);
         if let Some(peer) = &self.shm_peers[rank as usize] {
             // Keep issue order with earlier operations that went over udp.
-            if self.lock_net().ep.in_flight(dst) > 0 {
+            if self.udp_used[rank as usize].load(Ordering::Acquire)
+                && self.lock_net().ep.in_flight(dst) > 0
+            {
                 self.wait_until(|| self.lock_net().ep.in_flight(dst) == 0, None);
             }
             let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
@@ -1391,16 +1401,20 @@ impl Inner {
                 });
             }
         }
+        self.udp_used[rank as usize].store(true, Ordering::Release);
         let mut net = self.lock_net();
         // Nagle-like: with earlier operations to this peer still in
         // flight, hold new packets back (their ack, a timer or a wait will
         // flush them) so that a stream leaves in GSO batches; an operation
         // to an idle peer leaves at once.
-        let busy = net.ep.in_flight(dst) > 0;
+        let busy = net.ep.unacked_sent(dst) > 0;
         let id = loop {
             match net.ep.submit(self.now(), dst, op, popts) {
                 Ok(id) => break id,
                 Err(SubmitError::WouldBlock) => {
+                    // Whatever was held back for batching must leave now,
+                    // or nothing would ever make room.
+                    self.flush(&mut net);
                     drop(net);
                     self.wait_progress();
                     net = self.lock_net();
@@ -1420,6 +1434,8 @@ impl Inner {
         net.held += 1;
         if !busy || net.held >= 32 || opts.nofc {
             self.flush(&mut net);
+        } else {
+            self.maybe_held.store(true, Ordering::Release);
         }
         drop(net);
         self.wake_if_needed();
@@ -1434,6 +1450,7 @@ impl Inner {
         let now = self.now();
         let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
         net.held = 0;
+        self.maybe_held.store(false, Ordering::Release);
         let mut batch = std::mem::take(&mut net.batch);
         batch.clear();
         let mut to: Option<SocketAddr> = None;
@@ -1523,6 +1540,11 @@ impl Inner {
     /// Spins for the configured time, then blocks on the event word until
     /// `cond` holds or `deadline` passes. Returns whether `cond` held.
     fn wait_until(&self, mut cond: impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        // Nothing held back for batching may wait on our waiting.
+        if self.maybe_held.load(Ordering::Acquire) {
+            let mut net = self.lock_net();
+            self.flush(&mut net);
+        }
         if self.on_progress_thread() {
             loop {
                 if cond() {
@@ -1537,9 +1559,18 @@ impl Inner {
             }
         }
         let spin_end = Instant::now() + self.cfg.spin;
+        let mut spins: u32 = 0;
         loop {
             if cond() {
                 return true;
+            }
+            // Memory is checked on every turn; the socket and the clock,
+            // which cost a system call or a vDSO read, every 16th: on one
+            // node the answer lands in memory and every turn counts.
+            spins = spins.wrapping_add(1);
+            if spins % 16 != 1 {
+                std::hint::spin_loop();
+                continue;
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
@@ -1903,7 +1934,7 @@ fn status_error(s: Status, rank: u32) -> Error {
 thread_local! {
     /// Receive buffer of application threads that make progress while they
     /// wait; large enough for any datagram.
-    static RECV_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 65_536]);
+    static RECV_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 1 << 17]);
 }
 
 /// Applies incoming operations to this task's memory after checking them.
@@ -1997,7 +2028,8 @@ fn progress(inner: Arc<Inner>) {
     let _ = inner.progress_thread.set(std::thread::current().id());
     let sock_fd = inner.sock.as_raw_fd();
     let wake_fd = inner.wake.fd();
-    let mut buf = vec![0u8; 65_536];
+    // Room for a whole GRO-coalesced batch.
+    let mut buf = vec![0u8; 1 << 17];
     let mut signals: Vec<(u32, u32, Vec<u8>)> = Vec::new();
     let handler_task = Task {
         inner: inner.clone(),

@@ -730,3 +730,33 @@ fn sswait_blocks_while_the_partner_is_blocked() {
             .unwrap();
     });
 }
+
+/// Regression: a stream of large WRITEs could leave packets held back for
+/// batching with nothing in flight to release them, and `quiet` waited
+/// for ever.
+#[test]
+fn a_stream_of_large_writes_never_stalls() {
+    let t = cluster(2, TWO_NODES);
+    let (_segs, info) = seg_all(&t, 4 << 20);
+    let data = vec![5u8; 1 << 20];
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let t0 = &t[0];
+        let at = info[1].at(0);
+        let data = &data;
+        s.spawn(move || {
+            for round in 0..4 {
+                for i in 0..60u64 {
+                    t0.write(at.offset((i % 3) << 20), data, Options::default())
+                        .unwrap();
+                }
+                t0.quiet().unwrap();
+                tx.send(round).unwrap();
+            }
+        });
+        for round in 0..4 {
+            let got = rx.recv_timeout(Duration::from_secs(30));
+            assert_eq!(got, Ok(round), "round {round} stalled");
+        }
+    });
+}

@@ -385,6 +385,14 @@ impl Endpoint {
         })
     }
 
+    /// Packets toward `peer` that were transmitted and are not yet
+    /// acknowledged: while there are any, an ack (or a timer) will come.
+    pub fn unacked_sent(&self, peer: TaskId) -> usize {
+        self.index.get(&peer).map_or(0, |&i| {
+            (self.chans[i].next_send - self.chans[i].base) as usize
+        })
+    }
+
     /// Everything not yet acknowledged or answered, toward all peers,
     /// including multicasts (QUIET waits for zero).
     pub fn total_in_flight(&self) -> usize {
@@ -737,9 +745,10 @@ impl Endpoint {
                 if any {
                     c.recover_before = Some(now);
                 }
-                if !any && c.slots.is_empty() {
-                    // Only replies are outstanding: make sure the peer is
-                    // still there.
+                if !any {
+                    // Only replies are outstanding, or everything sent was
+                    // selectively acked and the cumulative ack got lost:
+                    // ask the peer for an ACK.
                     c.probe = true;
                 }
                 c.rto_at = Some(now + c.rtt.rto());
