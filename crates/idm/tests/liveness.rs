@@ -151,7 +151,10 @@ fn a_killed_node_is_seen_down_within_the_bound_and_nothing_hangs() {
     }
     // `sss status` shows it too.
     let table = sss_idm::status_table(NODES[0]).unwrap();
-    assert!(table.contains(&format!("| {} | down |", NODES[2])), "{table}");
+    assert!(
+        table.contains(&format!("| {} | down |", NODES[2])),
+        "{table}"
+    );
     assert!(table.contains(&format!("| {} | up |", NODES[1])), "{table}");
     // The survivors' daemons show the node down.
     for n in &NODES[..2] {
