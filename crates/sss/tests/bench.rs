@@ -86,12 +86,34 @@ fn check(v: &serde_json::Value) {
     assert_eq!(v["targets"].as_array().map(Vec::len), Some(6));
 }
 
+/// One quick run per mode must have every figure. A single repetition on
+/// a shared 2-core machine can lose an item to a stall the harness then
+/// reports; up to three attempts, each failure printed with the reasons
+/// the bench gave.
+fn quick_checked(mode: &str) -> serde_json::Value {
+    let mut last = String::new();
+    for attempt in 1..=3 {
+        let v = quick(mode);
+        match std::panic::catch_unwind(|| check(&v)) {
+            Ok(()) => return v,
+            Err(e) => {
+                let why = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                last = format!("{why}; bench failures: {}", v["failures"]);
+                eprintln!("{mode} attempt {attempt}: {last}");
+            }
+        }
+    }
+    panic!("{mode}: {last}");
+}
+
 #[test]
 fn bench_quick_node_and_hosts() {
-    let node = quick("node");
-    check(&node);
+    let node = quick_checked("node");
     assert!(node["targets"][2]["value"].as_f64().is_some());
-    let hosts = quick("hosts");
-    check(&hosts);
+    let hosts = quick_checked("hosts");
     assert!(hosts["targets"][0]["value"].as_f64().is_some());
 }
