@@ -21,6 +21,7 @@ pub mod mpi;
 pub mod netns;
 pub mod plan;
 pub mod report;
+pub mod sswait;
 pub mod task;
 
 pub use task::{task_main, TaskArgs};

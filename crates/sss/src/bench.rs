@@ -4,6 +4,35 @@
 
 pub use sss_bench::{BenchArgs, TaskArgs};
 
+/// `sss bench [sswait]`: the MBCF comparison, or the SS-Wait one.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchCli {
+    #[command(subcommand)]
+    which: Option<Which>,
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Which {
+    /// Ring pass and barrier on one node: spin, block, SS-Wait, Open MPI.
+    Sswait(sss_bench::sswait::SswaitArgs),
+}
+
+/// Dispatches `sss bench` and `sss bench sswait`.
+pub fn run_cli(cli: BenchCli) -> Result<(), String> {
+    match cli.which {
+        None => run(cli.args).map_err(|e| e.to_string()),
+        Some(Which::Sswait(a)) => {
+            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+            let md = sss_bench::sswait::run(&a, &exe)?;
+            print!("{md}");
+            Ok(())
+        }
+    }
+}
+
 /// Runs the bench; the tasks re-invoke this very binary.
 pub fn run(args: BenchArgs) -> Result<(), sss_bench::BenchError> {
     let exe = std::env::current_exe()

@@ -25,7 +25,7 @@ enum Command {
     /// Show every node's IDM page as this node's daemon sees it.
     Status(status::StatusArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
-    Bench(bench::BenchArgs),
+    Bench(bench::BenchCli),
     /// Task side of `sss bench` (started by it through the launcher).
     #[command(name = "__bench-task", hide = true)]
     BenchTask(bench::TaskArgs),
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         }
         Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
         Command::Status(args) => status::run(args),
-        Command::Bench(args) => bench::run(args).map_err(|e| e.to_string()),
+        Command::Bench(cli) => bench::run_cli(cli),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
     };
     match result {

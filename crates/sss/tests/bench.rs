@@ -117,3 +117,30 @@ fn bench_quick_node_and_hosts() {
     let hosts = quick_checked("hosts");
     assert!(hosts["targets"][0]["value"].as_f64().is_some());
 }
+
+/// `sss bench sswait --quick` prints the table with every policy for both
+/// task counts. Needs the `sss-sswait-bench` task program, which a
+/// workspace build puts beside `sss`.
+#[test]
+fn sswait_quick() {
+    let sss = std::path::Path::new(env!("CARGO_BIN_EXE_sss"));
+    if !sss.with_file_name("sss-sswait-bench").is_file() {
+        eprintln!("skipped: build the workspace (sss-idm) for sss-sswait-bench");
+        return;
+    }
+    let out = Command::new(sss)
+        .args(["bench", "sswait", "--quick", "--no-mpi"])
+        .output()
+        .expect("run sss bench sswait");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{md}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for n in [2, 8] {
+        for p in ["spin", "block", "sswait"] {
+            assert!(md.contains(&format!("| {n} | {p} |")), "{md}");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! `sss bench sswait`: a ring pass and a barrier among N tasks on one node
+//! with spin-only, block-only and SS-Wait waiting (the task program
+//! `sss-sswait-bench`), and the same ring under Open MPI, default and with
+//! `--mca mpi_yield_when_idle 1`; N = 2 (cores free) and N = 8 (4×
+//! oversubscribed on 2 cores).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Arguments of `sss bench sswait`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SswaitArgs {
+    /// Few rounds, for a smoke test.
+    #[arg(long)]
+    pub quick: bool,
+    /// Skip the Open MPI rows.
+    #[arg(long)]
+    pub no_mpi: bool,
+    /// Write every figure as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// One measured row: (tasks, policy, µs per ring hop, µs per barrier).
+type Row = (u32, String, f64, f64);
+
+fn parse(out: &str, n: u32, policy: &str) -> Option<Row> {
+    let mut ring = None;
+    let mut bar = None;
+    for l in out.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 4 {
+            let v = f[3].parse::<f64>().ok();
+            match f[0] {
+                "ring" => ring = v,
+                "barrier" => bar = v,
+                _ => {}
+            }
+        }
+    }
+    Some((n, policy.to_string(), ring?, bar?))
+}
+
+fn task_program(exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    [
+        dir.join("sss-sswait-bench"),
+        dir.join("../sss-sswait-bench"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Runs the table; returns it as Markdown.
+pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
+    let prog = task_program(exe)
+        .ok_or("sss-sswait-bench not found beside sss (cargo build -p sss-idm)")?;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut notes = Vec::new();
+    let mpi = if args.no_mpi {
+        notes.push("Open MPI: skipped (--no-mpi)".to_string());
+        None
+    } else {
+        let dir = std::env::temp_dir().join(format!("sss-sswait-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        match crate::mpi::setup(&dir) {
+            Ok(_) => {
+                let src = dir.join("ring.c");
+                let bin = dir.join("ring");
+                std::fs::write(&src, include_str!("../c/ring.c")).map_err(|e| e.to_string())?;
+                let ok = Command::new("mpicc")
+                    .args(["-O2", "-o"])
+                    .arg(&bin)
+                    .arg(&src)
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if ok {
+                    Some(bin)
+                } else {
+                    notes.push("Open MPI: mpicc failed".into());
+                    None
+                }
+            }
+            Err(e) => {
+                notes.push(format!("Open MPI: {e}"));
+                None
+            }
+        }
+    };
+    for n in [2u32, 8] {
+        let rounds = match (args.quick, n) {
+            (true, 2) => 200,
+            (true, _) => 10,
+            (false, 2) => 4000,
+            (false, _) => 400,
+        };
+        for policy in ["spin", "block", "sswait"] {
+            let out = Command::new(exe)
+                .args(["run", "-n", &n.to_string(), "--timeout", "120"])
+                .arg(&prog)
+                .args([policy, &rounds.to_string()])
+                .output()
+                .map_err(|e| e.to_string())?;
+            match parse(&String::from_utf8_lossy(&out.stdout), n, policy) {
+                Some(r) => rows.push(r),
+                None => notes.push(format!("{policy} with {n} tasks failed")),
+            }
+        }
+        if let Some(bin) = &mpi {
+            for (name, extra) in [
+                ("mpi", &[][..]),
+                ("mpi-yield", &["--mca", "mpi_yield_when_idle", "1"][..]),
+            ] {
+                let mut c = Command::new("mpirun");
+                c.args([
+                    "-np",
+                    &n.to_string(),
+                    "--oversubscribe",
+                    "--mca",
+                    "btl",
+                    "self,vader",
+                ]);
+                if crate::mpi::is_root() {
+                    c.arg("--allow-run-as-root");
+                }
+                c.args(extra).arg(bin).arg(rounds.to_string());
+                match c
+                    .output()
+                    .ok()
+                    .and_then(|o| parse(&String::from_utf8_lossy(&o.stdout), n, name))
+                {
+                    Some(r) => rows.push(r),
+                    None => notes.push(format!("{name} with {n} tasks failed")),
+                }
+            }
+        }
+    }
+    let mut md =
+        String::from("| tasks | wait | ring hop (µs) | barrier (µs) |\n|---:|---|---:|---:|\n");
+    for (n, p, r, b) in &rows {
+        md.push_str(&format!("| {n} | {p} | {r:.2} | {b:.2} |\n"));
+    }
+    for n in [2u32, 8] {
+        let get = |p: &str| {
+            rows.iter()
+                .find(|r| r.0 == n && r.1 == p)
+                .map(|r| (r.2, r.3))
+        };
+        if let (Some(s), Some(b), Some(w)) = (get("spin"), get("block"), get("sswait")) {
+            let best = (s.0.min(b.0), s.1.min(b.1));
+            md.push_str(&format!(
+                "\nN = {n}: SS-Wait / better of spin and block = {:.2} (ring), {:.2} (barrier); target ≤ 1.2",
+                w.0 / best.0,
+                w.1 / best.1
+            ));
+            for m in ["mpi", "mpi-yield"] {
+                if let Some(x) = get(m) {
+                    md.push_str(&format!("; SS-Wait / {m} ring = {:.2}", w.0 / x.0));
+                }
+            }
+            md.push('\n');
+        }
+    }
+    for note in &notes {
+        md.push_str(&format!("\n{note}\n"));
+    }
+    if let Some(path) = &args.json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(n, p, r, b)| serde_json::json!({"tasks": n, "wait": p, "ring_us": r, "barrier_us": b}))
+            .collect();
+        let doc = serde_json::json!({"sswait": v, "notes": notes});
+        std::fs::write(
+            path,
+            serde_json::to_vec_pretty(&doc).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(md)
+}
