@@ -1211,10 +1211,13 @@ impl Task {
     /// Policy (environment): `SSS_SSWAIT_SPIN_US` (default 2000) is the
     /// longest stretch spun before the partner's state is looked at again;
     /// `SSS_SSWAIT_BLOCK_US` (default 5000) the longest a block lasts
-    /// before re-checking it.
+    /// before re-checking it; `SSS_SSWAIT_YIELDS` (default 32) how many
+    /// times a waiter that should not spin yields the CPU before it
+    /// blocks.
     pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
         let spin = Duration::from_micros(env_u64("SSS_SSWAIT_SPIN_US").unwrap_or(2000));
         let block = Duration::from_micros(env_u64("SSS_SSWAIT_BLOCK_US").unwrap_or(5000));
+        let yields = env_u64("SSS_SSWAIT_YIELDS").unwrap_or(32);
         loop {
             let v = word.load(Ordering::Acquire);
             if pred(v) {
@@ -1223,7 +1226,20 @@ impl Task {
             let spin_ok = Some(self.inner.partner_spins(partner));
             let deadline = Instant::now() + if spin_ok == Some(false) { block } else { spin };
             let hit = if spin_ok == Some(false) {
-                self.inner
+                // Give the CPU away a few times first: on an oversubscribed
+                // node the partner we wait for is often runnable and needs
+                // exactly this CPU, and a yield costs less than a futex
+                // sleep and wake-up.
+                let mut got = false;
+                for _ in 0..yields {
+                    if pred(word.load(Ordering::Acquire)) {
+                        got = true;
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+                got || self
+                    .inner
                     .block_until(|| pred(word.load(Ordering::Acquire)), deadline)
             } else {
                 self.inner
