@@ -19,6 +19,15 @@ pub struct SswaitArgs {
     /// Write every figure as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Repetitions of every row, interleaved; the table shows medians
+    /// (default 5, 1 with --quick).
+    #[arg(long)]
+    pub reps: Option<u32>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }
 
 /// One measured row: (tasks, policy, µs per ring hop, µs per barrier).
@@ -87,6 +96,7 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
             }
         }
     };
+    let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
     for n in [2u32, 8] {
         let rounds = match (args.quick, n) {
             (true, 2) => 200,
@@ -94,49 +104,62 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
             (false, 2) => 4000,
             (false, _) => 400,
         };
-        for policy in ["spin", "block", "sswait"] {
-            let out = Command::new(exe)
-                .args(["run", "-n", &n.to_string(), "--timeout", "120"])
-                .arg(&prog)
-                .args([policy, &rounds.to_string()])
-                .output()
-                .map_err(|e| e.to_string())?;
-            match parse(&String::from_utf8_lossy(&out.stdout), n, policy) {
-                Some(r) => rows.push(r),
-                None => notes.push(format!("{policy} with {n} tasks failed")),
-            }
+        let mut names: Vec<&str> = vec!["spin", "block", "sswait"];
+        if mpi.is_some() {
+            names.extend(["mpi", "mpi-yield"]);
         }
-        if let Some(bin) = &mpi {
-            for (name, extra) in [
-                ("mpi", &[][..]),
-                ("mpi-yield", &["--mca", "mpi_yield_when_idle", "1"][..]),
-            ] {
-                let mut c = Command::new("mpirun");
-                c.args([
-                    "-np",
-                    &n.to_string(),
-                    "--oversubscribe",
-                    "--mca",
-                    "btl",
-                    "self,vader",
-                ]);
-                if crate::mpi::is_root() {
-                    c.arg("--allow-run-as-root");
-                }
-                c.args(extra).arg(bin).arg(rounds.to_string());
-                match c
-                    .output()
+        let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); names.len()];
+        for rep in 0..reps as usize {
+            // Rotate the order so drift hits every contender alike.
+            for k in 0..names.len() {
+                let i = (k + rep) % names.len();
+                let name = names[i];
+                let out = if let Some(bin) = mpi.as_ref().filter(|_| name.starts_with("mpi")) {
+                    let mut c = Command::new("mpirun");
+                    c.args([
+                        "-np",
+                        &n.to_string(),
+                        "--oversubscribe",
+                        "--mca",
+                        "btl",
+                        "self,vader",
+                    ]);
+                    if crate::mpi::is_root() {
+                        c.arg("--allow-run-as-root");
+                    }
+                    if name == "mpi-yield" {
+                        c.args(["--mca", "mpi_yield_when_idle", "1"]);
+                    }
+                    c.arg(bin).arg(rounds.to_string()).output()
+                } else {
+                    Command::new(exe)
+                        .args(["run", "-n", &n.to_string(), "--timeout", "120"])
+                        .arg(&prog)
+                        .args([name, &rounds.to_string()])
+                        .output()
+                };
+                match out
                     .ok()
                     .and_then(|o| parse(&String::from_utf8_lossy(&o.stdout), n, name))
                 {
-                    Some(r) => rows.push(r),
-                    None => notes.push(format!("{name} with {n} tasks failed")),
+                    Some((_, _, r, b)) => {
+                        samples[i].0.push(r);
+                        samples[i].1.push(b);
+                    }
+                    None => notes.push(format!("{name} with {n} tasks failed (repetition {rep})")),
                 }
             }
         }
+        for (i, name) in names.iter().enumerate() {
+            let (r, b) = &mut samples[i];
+            if !r.is_empty() {
+                rows.push((n, name.to_string(), median(r), median(b)));
+            }
+        }
     }
-    let mut md =
-        String::from("| tasks | wait | ring hop (µs) | barrier (µs) |\n|---:|---|---:|---:|\n");
+    let mut md = format!(
+        "Medians of {reps} interleaved repetitions.\n\n| tasks | wait | ring hop (µs) | barrier (µs) |\n|---:|---|---:|---:|\n"
+    );
     for (n, p, r, b) in &rows {
         md.push_str(&format!("| {n} | {p} | {r:.2} | {b:.2} |\n"));
     }
