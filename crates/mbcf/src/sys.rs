@@ -112,17 +112,21 @@ impl Drop for Mapping {
 }
 
 /// Creates (exclusively) or opens a file under /dev/shm and sizes it.
+/// Errors name the file: a missing peer file usually means that peer has
+/// already left the job.
 pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = format!("/dev/shm/{name}");
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{path}: {e}"));
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(create)
         .mode(0o600)
-        .open(path)?;
+        .open(&path)
+        .map_err(named)?;
     if create {
-        f.set_len(len as u64)?;
+        f.set_len(len as u64).map_err(named)?;
     }
     Ok(OwnedFd::from(f))
 }

@@ -420,15 +420,22 @@ pub fn image(args: &Args) -> Result<Image, Error> {
 pub fn run(args: &Args) -> Result<Option<Summary>, Error> {
     let img = image(args)?;
     let task = Task::init()?;
+    run_on(&task, args, &img)
+}
+
+/// [`run`] on a task that has already joined. The caller keeps the task
+/// alive until it has reported the outcome: once a task leaves, its peers
+/// fail and the launcher may stop this process before it has said why.
+pub fn run_on(task: &Task, args: &Args, img: &Image) -> Result<Option<Summary>, Error> {
     if task.rank() != 0 {
-        worker(&task, &img, args.chunk)?;
+        worker(task, img, args.chunk)?;
         return Ok(None);
     }
     let file = File::create(&args.out).map_err(|e| Error::Output {
         path: args.out.clone(),
         msg: e.to_string(),
     })?;
-    let done = display(&task, &img, args.chunk).and_then(|summary| {
+    let done = display(task, img, args.chunk).and_then(|summary| {
         write_png(BufWriter::new(file), img.width, img.height, &summary.pixels)
             .map(|()| summary)
             .map_err(|e| Error::Output {
@@ -582,7 +589,13 @@ pub fn write_png(out: impl Write, width: u32, height: u32, pixels: &[u8]) -> std
 /// the display write the PNG and print the report. Returns the exit status.
 pub fn main() -> i32 {
     let args = Args::parse();
-    match run(&args).and_then(|s| match s {
+    // The task stays joined until the outcome is printed (see `run_on`).
+    let mut task = None;
+    let outcome = image(&args).and_then(|img| {
+        let t = task.insert(Task::init()?);
+        run_on(t, &args, &img)
+    });
+    let code = match outcome.and_then(|s| match s {
         Some(s) => {
             let mut out = std::io::stdout().lock();
             let printed = if args.quiet {
@@ -604,7 +617,9 @@ pub fn main() -> i32 {
             eprintln!("sss-raytrace: error: {e}");
             1
         }
-    }
+    };
+    drop(task);
+    code
 }
 
 #[cfg(test)]

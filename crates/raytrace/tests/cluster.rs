@@ -193,6 +193,19 @@ const CASES: &[Case] = &[
         extra: &["--out", "/nonexistent-dir/x.png"],
         expect: Expect::Failure("cannot write /nonexistent-dir/x.png"),
     },
+    // Regression: the display used to leave the job before printing why,
+    // so a worker's failure could get the display stopped first.
+    Case {
+        name: "unwritable_png_is_reported_many_workers",
+        tasks: Some(8),
+        hosts: "",
+        env: &[],
+        width: 16,
+        height: 16,
+        chunk: 8,
+        extra: &["--out", "/nonexistent-dir/x.png"],
+        expect: Expect::Failure("cannot write /nonexistent-dir/x.png"),
+    },
 ];
 
 fn main() {
