@@ -326,6 +326,25 @@ impl Idm {
         seq.store(s + 2, Ordering::Release);
     }
 
+    /// Runnable threads and CPUs of the daemon's own node, read in place
+    /// (two loads, no copy, so possibly from two samples): `None` until
+    /// the daemon published its page.
+    pub fn own_load(&self) -> Option<(u32, u32)> {
+        let i = self.self_slot();
+        if i >= IDM_NODES {
+            return None;
+        }
+        let page = 64 + i * SLOT_BYTES + 64;
+        let field = |off: usize| crate::mem::idm_u32(self.map.ptr(), page + off);
+        if field(std::mem::offset_of!(NodeData, flags)) & NODE_VALID == 0 {
+            return None;
+        }
+        Some((
+            field(std::mem::offset_of!(NodeData, runnable)),
+            field(std::mem::offset_of!(NodeData, ncpus)),
+        ))
+    }
+
     /// Every node in use.
     pub fn nodes(&self) -> Vec<NodeData> {
         (0..IDM_NODES)

@@ -205,3 +205,13 @@ pub(crate) fn idm_write(base: *mut u8, off: usize, d: &NodeData) {
     // the only writer; readers retry on the sequence word.
     unsafe { std::ptr::write_volatile(base.add(off).cast::<NodeData>(), *d) }
 }
+
+/// One 4-byte field of a node page, read in place; may be mid-update (a
+/// hint, not a consistent snapshot).
+pub(crate) fn idm_u32(base: *mut u8, off: usize) -> u32 {
+    // SAFETY: the caller passes the offset of a u32 field of a slot inside
+    // the mapping (4-byte aligned: slots and pages start on 64 bytes and
+    // NodeData is repr(C)); any bit pattern is a valid u32; volatile as
+    // the daemon rewrites it concurrently.
+    unsafe { std::ptr::read_volatile(base.add(off).cast::<u32>()) }
+}

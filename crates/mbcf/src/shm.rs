@@ -230,39 +230,40 @@ impl CtlMap {
             && self.ctl().handlers[(h / 64) as usize].load(Ordering::Acquire) & (1 << (h % 64)) != 0
     }
 
-    /// Finds the published segment with `key`.
-    fn lookup(&self, key: u64) -> Option<Published> {
+    /// Entry `i` of the published table if it holds `key` (a consistent
+    /// read under the entry's sequence lock).
+    fn entry(&self, i: usize, key: u64) -> Option<Published> {
+        let e = self.ctl().segs.get(i)?;
+        loop {
+            let s1 = e.seq.load(Ordering::Acquire);
+            if s1 % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let k = e.key.load(Ordering::Relaxed);
+            let base = e.base.load(Ordering::Relaxed);
+            let len = e.len.load(Ordering::Relaxed);
+            let meta = e.meta.load(Ordering::Relaxed);
+            std::sync::atomic::fence(Ordering::Acquire);
+            if e.seq.load(Ordering::Relaxed) != s1 {
+                continue;
+            }
+            return (k == key).then_some(Published {
+                base,
+                len,
+                perm: Perm((meta & 0xff) as u8),
+                shared: meta & 0x100 != 0,
+                id: (meta >> 32) as u32,
+            });
+        }
+    }
+
+    /// Finds the published segment with `key`, and its table index.
+    fn lookup(&self, key: u64) -> Option<(usize, Published)> {
         if key == 0 {
             return None;
         }
-        for e in &self.ctl().segs {
-            loop {
-                let s1 = e.seq.load(Ordering::Acquire);
-                if s1 % 2 == 1 {
-                    std::hint::spin_loop();
-                    continue;
-                }
-                let k = e.key.load(Ordering::Relaxed);
-                let base = e.base.load(Ordering::Relaxed);
-                let len = e.len.load(Ordering::Relaxed);
-                let meta = e.meta.load(Ordering::Relaxed);
-                std::sync::atomic::fence(Ordering::Acquire);
-                if e.seq.load(Ordering::Relaxed) != s1 {
-                    continue;
-                }
-                if k == key {
-                    return Some(Published {
-                        base,
-                        len,
-                        perm: Perm((meta & 0xff) as u8),
-                        shared: meta & 0x100 != 0,
-                        id: (meta >> 32) as u32,
-                    });
-                }
-                break;
-            }
-        }
-        None
+        (0..CTL_SEGMENTS).find_map(|i| self.entry(i, key).map(|p| (i, p)))
     }
 
     /// Bumps the event word and wakes the task's waiters.
@@ -297,8 +298,12 @@ pub(crate) struct Peer {
     job: u32,
     rank: u32,
     pid: i32,
-    ctl: CtlMap,
+    ctl: Arc<CtlMap>,
     maps: HashMap<u32, Arc<Mapping>>,
+    /// Table entries where recently used keys were found (key, index),
+    /// tried before the full scan; round robin.
+    hints: [(u64, usize); 4],
+    next_hint: usize,
 }
 
 impl Peer {
@@ -307,15 +312,39 @@ impl Peer {
             job,
             rank,
             pid: pid as i32,
-            ctl: CtlMap::open(job, rank)?,
+            ctl: Arc::new(CtlMap::open(job, rank)?),
             maps: HashMap::new(),
+            hints: [(0, 0); 4],
+            next_hint: 0,
         })
+    }
+
+    /// The peer's control block, for reading its state without the
+    /// peer's lock.
+    pub fn ctl(&self) -> Arc<CtlMap> {
+        self.ctl.clone()
+    }
+
+    /// Finds the published segment with `key`: where it was found last
+    /// time if it is still there, else by scanning the table.
+    fn find(&mut self, key: u64) -> Option<Published> {
+        for &(k, i) in &self.hints {
+            if k == key && key != 0 {
+                if let Some(p) = self.ctl.entry(i, key) {
+                    return Some(p);
+                }
+            }
+        }
+        let (i, p) = self.ctl.lookup(key)?;
+        self.hints[self.next_hint] = (key, i);
+        self.next_hint = (self.next_hint + 1) % self.hints.len();
+        Some(p)
     }
 
     /// Checks (key, addr, len, perm) against the peer's table, as the
     /// receiver would.
-    fn check(&self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Published, Status> {
-        let p = self.ctl.lookup(key).ok_or(Status::BadKey)?;
+    fn check(&mut self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Published, Status> {
+        let p = self.find(key).ok_or(Status::BadKey)?;
         let off = addr.checked_sub(p.base).ok_or(Status::OutOfBounds)?;
         if off.checked_add(len as u64).is_none_or(|e| e > p.len) {
             return Err(Status::OutOfBounds);
@@ -500,11 +529,6 @@ impl Peer {
                 }
             }
         }
-    }
-
-    /// True when one of the peer's threads is blocked in a wait.
-    pub fn blocked(&self) -> bool {
-        self.ctl.ctl().blocked.load(Ordering::Relaxed) != 0
     }
 
     /// True when the peer's progress thread sleeps and needs a doorbell.

@@ -153,6 +153,41 @@ pub struct TaskConfig {
     /// Fault injection: fraction of outgoing udp datagrams sent twice
     /// (`SSS_FAULT_DUP`, default 0).
     pub fault_dup: f64,
+    /// SS-Wait policy constants.
+    pub sswait: SsWaitTuning,
+}
+
+/// SS-Wait's policy constants ([`Task::sswait`]), read once when the task
+/// starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SsWaitTuning {
+    /// Longest stretch spun (partner running, CPUs to spare) before the
+    /// partner and the node are looked at again (`SSS_SSWAIT_SPIN_US`,
+    /// default 2000).
+    pub spin: Duration,
+    /// Longest block before the waiter looks again
+    /// (`SSS_SSWAIT_BLOCK_US`, default 5000).
+    pub block: Duration,
+    /// Yields before blocking while the partner is blocked itself
+    /// (`SSS_SSWAIT_YIELDS`, default 32): it needs a wake-up before it can
+    /// answer, so our flag is not imminent.
+    pub yields: u32,
+    /// Longest stretch of yielding on an oversubscribed node while the
+    /// partner is not blocked, before blocking anyway
+    /// (`SSS_SSWAIT_YIELD_US`, default 1000): bounds what a waiter costs
+    /// others while its partner computes.
+    pub yield_for: Duration,
+}
+
+impl Default for SsWaitTuning {
+    fn default() -> Self {
+        Self {
+            spin: Duration::from_micros(2000),
+            block: Duration::from_micros(5000),
+            yields: 32,
+            yield_for: Duration::from_micros(1000),
+        }
+    }
 }
 
 /// Which transport carries operations to a peer.
@@ -174,6 +209,7 @@ impl Default for TaskConfig {
             transport: Transport::Auto,
             fault_drop: 0.0,
             fault_dup: 0.0,
+            sswait: SsWaitTuning::default(),
         }
     }
 }
@@ -187,7 +223,9 @@ impl TaskConfig {
     /// udp across; `udp`: udp everywhere; `shm` means `auto`, as shm cannot
     /// reach other nodes), `SSS_SPIN_US`, `SSS_SOCKBUF`,
     /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
-    /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), and the fault
+    /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), SS-Wait's
+    /// `SSS_SSWAIT_SPIN_US`, `SSS_SSWAIT_BLOCK_US`, `SSS_SSWAIT_YIELDS`,
+    /// `SSS_SSWAIT_YIELD_US` ([`SsWaitTuning`]), and the fault
     /// injector's `SSS_FAULT_DROP` / `SSS_FAULT_DUP` (fractions of outgoing
     /// udp datagrams dropped / duplicated).
     pub fn from_env() -> Self {
@@ -230,8 +268,57 @@ impl TaskConfig {
         if let Some(v) = env_u64("SSS_PAYLOAD") {
             c.proto.payload_size = v.clamp(64, 65_000) as usize;
         }
+        if let Some(v) = env_u64("SSS_SSWAIT_SPIN_US") {
+            c.sswait.spin = Duration::from_micros(v);
+        }
+        if let Some(v) = env_u64("SSS_SSWAIT_BLOCK_US") {
+            c.sswait.block = Duration::from_micros(v.max(1));
+        }
+        if let Some(v) = env_u64("SSS_SSWAIT_YIELDS") {
+            c.sswait.yields = v.min(u32::MAX as u64) as u32;
+        }
+        if let Some(v) = env_u64("SSS_SSWAIT_YIELD_US") {
+            c.sswait.yield_for = Duration::from_micros(v);
+        }
         c
     }
+}
+
+/// What an SS-Waiter does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SsNext {
+    /// The partner runs and there is a CPU for everyone: the flag may
+    /// change any moment, and spinning sees it first.
+    Spin,
+    /// Oversubscribed, partner not blocked: the partner (or the task it
+    /// waits for) needs CPU time to answer, so give ours away and look
+    /// again when we are back. A yield keeps the CPUs busy, where a
+    /// futex wake-up of a blocked task costs an inter-processor interrupt
+    /// and often an idle CPU's wake-up.
+    Yield,
+    /// The partner is blocked: it needs a wake-up before it can answer,
+    /// so our flag is not imminent; yield a few times, then block.
+    YieldThenBlock,
+}
+
+/// SS-Wait's decision from the node's and the partner's state.
+fn sswait_next(oversubscribed: bool, partner_blocked: bool) -> SsNext {
+    match (oversubscribed, partner_blocked) {
+        (_, true) => SsNext::YieldThenBlock,
+        (false, false) => SsNext::Spin,
+        (true, false) => SsNext::Yield,
+    }
+}
+
+/// Oversubscription as SS-Wait judges it: more of our job's tasks on
+/// the node not blocked (`active`, the caller included) than CPUs —
+/// exact and current — or, in the daemon's last sample (`page`:
+/// runnable threads, CPUs), more runnable threads than CPUs, which also
+/// counts other programs. The sample alone is not enough: taken while
+/// our tasks were blocked it says "CPUs to spare" for 10 ms after they
+/// all started spinning.
+fn oversubscribed(ncpus: usize, active: usize, page: Option<(u32, u32)>) -> bool {
+    active > ncpus.max(1) || page.is_some_and(|(r, c)| r > c.max(1))
 }
 
 /// How a wait behaves; see [`Task::wait_word_with`].
@@ -544,6 +631,11 @@ pub(crate) struct Inner {
     ctl: CtlMap,
     /// Same-node peers reached through shared memory, by rank.
     shm_peers: Vec<Option<Mutex<Peer>>>,
+    /// Their control blocks, read without the peer's lock (SS-Wait).
+    peer_ctls: Vec<Option<Arc<CtlMap>>>,
+    /// CPUs this process may use, counted once: counting reads cgroup
+    /// files, far too slow for every wait.
+    ncpus: usize,
     next_wake: AtomicU64,
     shutdown: AtomicBool,
     progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
@@ -679,13 +771,17 @@ impl Task {
             .map(|b| decode_peer(b).ok_or_else(|| Error::Boot("malformed peer record".into())))
             .collect::<Result<Vec<_>, _>>()?;
         let mut shm_peers = Vec::with_capacity(peers.len());
+        let mut peer_ctls = Vec::with_capacity(peers.len());
         for (r, p) in peers.iter().enumerate() {
             let local = cfg.transport == Transport::Auto && p.node == node;
-            shm_peers.push(if local {
-                Some(Mutex::new(Peer::open(job, r as u32, p.pid)?))
+            if local {
+                let peer = Peer::open(job, r as u32, p.pid)?;
+                peer_ctls.push(Some(peer.ctl()));
+                shm_peers.push(Some(Mutex::new(peer)));
             } else {
-                None
-            });
+                peer_ctls.push(None);
+                shm_peers.push(None);
+            }
         }
         let mut pcfg = cfg.proto.clone();
         pcfg.epoch = std::time::SystemTime::now()
@@ -715,6 +811,8 @@ impl Task {
             wake: EventFd::new()?,
             ctl,
             shm_peers,
+            peer_ctls,
+            ncpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             next_wake: AtomicU64::new(u64::MAX),
             shutdown: AtomicBool::new(false),
             progress_thread: std::sync::OnceLock::new(),
@@ -1201,49 +1299,47 @@ impl Task {
 
     /// SS-Wait (snoopy spin wait): waits until `pred` holds for `word`,
     /// spinning only while `partner` — the task expected to change it —
-    /// is running and its node is not oversubscribed, and otherwise
-    /// blocking until something lands. A partner on this node is running
-    /// unless it is blocked in a wait itself (it says so in its control
-    /// block); elsewhere its node daemon's last sample tells. The node is
-    /// oversubscribed when its daemon counts more runnable threads than
-    /// CPUs (without a daemon: more of the job's tasks than CPUs).
+    /// runs on a node with a CPU for every runnable thread; on an
+    /// oversubscribed node yielding the CPU (the partner, or the task it
+    /// waits for, needs it to answer), and blocking on the futex while the
+    /// partner is blocked itself. A partner on this node is blocked when
+    /// its control block says so — exact and current, where a sampled
+    /// `/proc` state would be 10 ms old; elsewhere its node daemon's last
+    /// sample tells. The node is oversubscribed when more of the job's
+    /// tasks on it are not blocked than it has CPUs, or when its daemon
+    /// counted more runnable threads than CPUs.
     ///
-    /// Policy (environment): `SSS_SSWAIT_SPIN_US` (default 2000) is the
-    /// longest stretch spun before the partner's state is looked at again;
-    /// `SSS_SSWAIT_BLOCK_US` (default 5000) the longest a block lasts
-    /// before re-checking it; `SSS_SSWAIT_YIELDS` (default 32) how many
-    /// times a waiter that should not spin yields the CPU before it
-    /// blocks.
+    /// Policy constants: [`SsWaitTuning`] (`SSS_SSWAIT_*` variables).
     pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
-        let spin = Duration::from_micros(env_u64("SSS_SSWAIT_SPIN_US").unwrap_or(2000));
-        let block = Duration::from_micros(env_u64("SSS_SSWAIT_BLOCK_US").unwrap_or(5000));
-        let yields = env_u64("SSS_SSWAIT_YIELDS").unwrap_or(32);
+        let tune = self.inner.cfg.sswait;
+        let done = || pred(word.load(Ordering::Acquire));
         loop {
             let v = word.load(Ordering::Acquire);
             if pred(v) {
                 return v;
             }
-            let spin_ok = Some(self.inner.partner_spins(partner));
-            let deadline = Instant::now() + if spin_ok == Some(false) { block } else { spin };
-            let hit = if spin_ok == Some(false) {
-                // Give the CPU away a few times first: on an oversubscribed
-                // node the partner we wait for is often runnable and needs
-                // exactly this CPU, and a yield costs less than a futex
-                // sleep and wake-up.
-                let mut got = false;
-                for _ in 0..yields {
-                    if pred(word.load(Ordering::Acquire)) {
-                        got = true;
-                        break;
-                    }
-                    std::thread::yield_now();
-                }
-                got || self
+            let next = sswait_next(
+                self.inner.oversubscribed(),
+                self.inner.partner_blocked(partner),
+            );
+            let hit = match next {
+                SsNext::Spin => self
                     .inner
-                    .block_until(|| pred(word.load(Ordering::Acquire)), deadline)
-            } else {
-                self.inner
-                    .wait_until(|| pred(word.load(Ordering::Acquire)), Some(deadline))
+                    .wait_until(done, Some(Instant::now() + tune.spin)),
+                SsNext::Yield => self.inner.yield_while(partner, &done, tune),
+                SsNext::YieldThenBlock => {
+                    // A yield is cheaper than a futex sleep and wake-up, and
+                    // the partner may be woken any moment.
+                    let mut got = false;
+                    for _ in 0..tune.yields {
+                        if done() {
+                            got = true;
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                    got || self.inner.block_until(done, Instant::now() + tune.block)
+                }
             };
             if hit {
                 return word.load(Ordering::Acquire);
@@ -1656,35 +1752,64 @@ impl Inner {
             .map_or(TaskState::Unknown, |t| TaskState::from_u32(t.state))
     }
 
-    /// SS-Wait's test: spinning pays while the partner runs on a node
-    /// with a CPU for everyone (and, on our own node, for us too).
-    fn partner_spins(&self, partner: u32) -> bool {
-        let Some(p) = self.peers.get(partner as usize) else {
-            return false;
-        };
-        // Oversubscription: the daemon's count of runnable threads against
-        // CPUs when there is a daemon, else our job's tasks on the node.
-        let over = |node: &str| match self.node_page(node) {
-            Some(page) => page.oversubscribed(),
-            None => {
-                let local = self.peers.iter().filter(|q| q.node == node).count();
-                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-                local > cpus
-            }
-        };
-        if over(&self.node) || (p.node != self.node && over(&p.node)) {
-            return false;
+    /// True when SS-Wait should not spin here: see [`oversubscribed`].
+    fn oversubscribed(&self) -> bool {
+        let active = 1 + self
+            .peer_ctls
+            .iter()
+            .enumerate()
+            .filter(|&(r, c)| {
+                r != self.rank as usize
+                    && c.as_ref()
+                        .is_some_and(|c| c.ctl().blocked.load(Ordering::Relaxed) == 0)
+            })
+            .count();
+        oversubscribed(self.ncpus, active, self.idm().and_then(|i| i.own_load()))
+    }
+
+    /// True when `partner` is blocked in a wait: from its control block on
+    /// this node, from its node's IDM page elsewhere.
+    fn partner_blocked(&self, partner: u32) -> bool {
+        if let Some(Some(c)) = self.peer_ctls.get(partner as usize) {
+            return c.ctl().blocked.load(Ordering::Relaxed) != 0;
         }
-        match &self.shm_peers[partner as usize] {
-            // Same node: the partner's own word, exact and current.
-            Some(peer) => !peer.lock().map_or(true, |q| q.blocked()),
-            // Elsewhere: what its node's daemon last sampled.
-            None => matches!(
-                self.node_page(&p.node)
-                    .and_then(|d| d.task(self.job, partner))
-                    .map(|t| TaskState::from_u32(t.state)),
-                Some(TaskState::Running) | None
-            ),
+        let Some(p) = self.peers.get(partner as usize) else {
+            return true;
+        };
+        matches!(
+            self.node_page(&p.node)
+                .and_then(|d| d.task(self.job, partner))
+                .map(|t| TaskState::from_u32(t.state)),
+            Some(TaskState::Sleeping) | Some(TaskState::Gone)
+        )
+    }
+
+    /// SS-Wait on an oversubscribed node with the partner not blocked:
+    /// yields until `done`, the partner blocks, or `tune.yield_for`
+    /// passes (then blocks for up to `tune.block`). Looks at a local
+    /// partner's state after every yield (one load), at the clock and a
+    /// remote partner's state every 64.
+    fn yield_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+        let end = Instant::now() + tune.yield_for;
+        let local = matches!(self.peer_ctls.get(partner as usize), Some(Some(_)));
+        let mut k: u32 = 0;
+        loop {
+            if done() {
+                return true;
+            }
+            k = k.wrapping_add(1);
+            if k % 64 == 0 {
+                if Instant::now() >= end {
+                    return self.block_until(done, Instant::now() + tune.block);
+                }
+                if !local && self.partner_blocked(partner) {
+                    return false;
+                }
+            }
+            if local && self.partner_blocked(partner) {
+                return false;
+            }
+            std::thread::yield_now();
         }
     }
 
