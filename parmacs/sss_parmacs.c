@@ -1,0 +1,483 @@
+/*
+ * PARMACS on SSS: see sss_parmacs.h. Compiled into the program, so that
+ * the linker's bounds of the executable's .data and .bss are the
+ * program's own.
+ */
+#define _GNU_SOURCE
+#include "sss_parmacs.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sss.h>
+
+/* Bounds GNU ld (and glibc's crt1) define for every executable. */
+extern char __data_start[], _edata[], __bss_start[], _end[];
+extern char **environ;
+
+/* Control segment of each task (8-byte words, then the snapshot). */
+enum {
+    W_CMD = 0,     /* commands posted to this task (it waits on it) */
+    W_KIND = 1,    /* CMD_CREATE or CMD_EXIT */
+    W_FN = 2,      /* function to run */
+    W_FROM = 3,    /* creator's rank */
+    W_DONE = 4,    /* rank 0: created functions that returned */
+    W_NEXT = 5,    /* rank 0: CREATEs handed out */
+    W_LOCKS = 6,   /* rank 0: lock ids handed out */
+    CTL_WORDS = 8, /* header size in words; the snapshot follows */
+};
+enum { CMD_CREATE = 1, CMD_EXIT = 2 };
+
+/* Lock id kept for CREATE's release/acquire; LOCKINIT hands out the rest. */
+#define PM_SYNC_LOCK 255u
+#define PM_MAX_SKIP 64
+
+struct pm_skip {
+    uintptr_t lo, hi;
+};
+
+/* Everything the runtime keeps lives here: it is in the executable's
+ * .bss, so installing a snapshot saves and restores it. */
+static struct pm_state {
+    sss_task_h task;
+    sss_dsm_h dsm;
+    uint32_t rank, size;
+    sss_seg_h ctl;
+    volatile uint64_t *w;     /* this task's control words */
+    sss_seg_info_t *infos;    /* every task's control segment */
+    uint32_t *order;          /* CREATE order: round-robin over hosts */
+    uint32_t norder;
+    size_t snap_len;          /* .data + .bss bytes */
+    struct pm_skip skip[PM_MAX_SKIP];
+    int nskip;
+    sss_dsm_placement_t place;
+    uint32_t place_param;
+    int trap;
+} S;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "parmacs: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static void check(sss_status_t st, const char *what)
+{
+    if (st != SSS_OK)
+        die("%s: %s (%s)", what, sss_status_string(st), sss_last_error());
+}
+
+/* Same addresses in every task: function pointers, string literals and
+ * libraries must agree, so address-space randomization is switched off by
+ * re-executing once with ADDR_NO_RANDOMIZE. */
+static void no_aslr(void)
+{
+    int pers = personality(0xffffffff);
+    if (pers == -1 || (pers & ADDR_NO_RANDOMIZE))
+        return;
+    FILE *f = fopen("/proc/sys/kernel/randomize_va_space", "r");
+    if (f) {
+        int v = -1;
+        int n = fscanf(f, "%d", &v);
+        fclose(f);
+        if (n == 1 && v == 0)
+            return;
+    }
+    if (getenv("SSS_PARMACS_REEXEC"))
+        die("address-space randomization is still on after re-executing; "
+            "CREATE needs the same addresses in every task");
+    if (personality((unsigned long)pers | ADDR_NO_RANDOMIZE) == -1)
+        die("personality(ADDR_NO_RANDOMIZE): %s", strerror(errno));
+    int fd = open("/proc/self/cmdline", O_RDONLY);
+    if (fd < 0)
+        die("/proc/self/cmdline: %s", strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            die("out of memory");
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0)
+            die("/proc/self/cmdline: %s", strerror(errno));
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    close(fd);
+    size_t argc = 0;
+    for (size_t i = 0; i < len; i++)
+        argc += buf[i] == '\0';
+    char **argv = calloc(argc + 1, sizeof *argv);
+    if (!argv)
+        die("out of memory");
+    for (size_t i = 0, a = 0; i < len && a < argc; a++) {
+        argv[a] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    setenv("SSS_PARMACS_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);
+    die("re-executing /proc/self/exe: %s", strerror(errno));
+}
+
+static uintptr_t exe_base;
+
+static int find_exe(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    exe_base = info->dlpi_addr; /* the first object is the executable */
+    return 1;
+}
+
+static void skip_add(uintptr_t lo, uintptr_t hi)
+{
+    if (hi <= lo)
+        return;
+    if (S.nskip == PM_MAX_SKIP)
+        die("more than %d copy-relocated objects", PM_MAX_SKIP);
+    S.skip[S.nskip].lo = lo;
+    S.skip[S.nskip].hi = hi;
+    S.nskip++;
+}
+
+/* Objects the dynamic linker copied into the executable (stdout, environ,
+ * optind, ...) hold values of this process, not the program's: a
+ * snapshot leaves them alone. They are the targets of R_X86_64_COPY
+ * relocations, read from the executable file. */
+static void find_copy_relocs(void)
+{
+    dl_iterate_phdr(find_exe, NULL);
+    int fd = open("/proc/self/exe", O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        die("/proc/self/exe: %s", strerror(errno));
+    unsigned char *img = malloc((size_t)st.st_size);
+    size_t got = 0;
+    while (img && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, img + got, (size_t)st.st_size - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (!img || got != (size_t)st.st_size || got < sizeof(Elf64_Ehdr))
+        die("cannot read /proc/self/exe");
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > got)
+        die("/proc/self/exe is not a 64-bit ELF file");
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_RELA || sh[i].sh_link >= eh->e_shnum)
+            continue;
+        const Elf64_Shdr *sym = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset + sh[i].sh_size > got || sym->sh_offset + sym->sh_size > got)
+            continue;
+        const Elf64_Rela *r = (const Elf64_Rela *)(img + sh[i].sh_offset);
+        const Elf64_Sym *syms = (const Elf64_Sym *)(img + sym->sh_offset);
+        size_t nsyms = sym->sh_size / sizeof(Elf64_Sym);
+        for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Rela); k++) {
+            if (ELF64_R_TYPE(r[k].r_info) != R_X86_64_COPY)
+                continue;
+            size_t s = ELF64_R_SYM(r[k].r_info);
+            uint64_t size = s < nsyms ? syms[s].st_size : 8;
+            uintptr_t lo = exe_base + r[k].r_offset;
+            skip_add(lo, lo + (size ? size : 8));
+        }
+    }
+    free(img);
+    /* Belt and braces for the one object that always differs. */
+    skip_add((uintptr_t)&environ, (uintptr_t)&environ + sizeof environ);
+}
+
+static size_t data_len(void) { return (size_t)(_edata - __data_start); }
+static size_t bss_len(void) { return (size_t)(_end - __bss_start); }
+
+static void snapshot(char *buf)
+{
+    memcpy(buf, __data_start, data_len());
+    memcpy(buf + data_len(), __bss_start, bss_len());
+}
+
+/* Installs a snapshot over this task's globals, keeping the skipped
+ * objects and this runtime's state. Only this thread uses them. */
+static void install(const char *buf)
+{
+    struct pm_state keep = S;
+    unsigned char saved[PM_MAX_SKIP][256]; /* larger objects agree anyway */
+    size_t saved_len[PM_MAX_SKIP];
+    for (int i = 0; i < keep.nskip; i++) {
+        saved_len[i] = keep.skip[i].hi - keep.skip[i].lo;
+        if (saved_len[i] > sizeof saved[i])
+            saved_len[i] = sizeof saved[i];
+        memcpy(saved[i], (const void *)keep.skip[i].lo, saved_len[i]);
+    }
+    memcpy(__data_start, buf, data_len());
+    memcpy(__bss_start, buf + data_len(), bss_len());
+    for (int i = 0; i < keep.nskip; i++)
+        memcpy((void *)keep.skip[i].lo, saved[i], saved_len[i]);
+    S = keep;
+}
+
+static sss_raddr_t ctl_at(uint32_t rank, unsigned word)
+{
+    return sss_seg_raddr(&S.infos[rank], (uint64_t)word * 8);
+}
+
+static uint64_t fetch_add(uint32_t rank, unsigned word, uint64_t v)
+{
+    uint64_t old = 0;
+    sss_request_h req = NULL;
+    check(sss_fetch_add(S.task, ctl_at(rank, word), v, NULL, &old, &req), "fetch_add");
+    check(sss_request_wait(req), "fetch_add");
+    sss_request_free(req);
+    return old;
+}
+
+static void put(uint32_t rank, unsigned word, const void *buf, size_t len)
+{
+    sss_request_h req = NULL;
+    check(sss_write(S.task, ctl_at(rank, word), buf, len, NULL, &req), "write");
+    if (req) {
+        check(sss_request_wait(req), "write");
+        sss_request_free(req);
+    }
+}
+
+/* Release then acquire through one lock: what this task wrote before is
+ * at the homes, and what others released is seen. */
+static void sync_point(void)
+{
+    check(sss_dsm_lock(S.dsm, PM_SYNC_LOCK), "lock");
+    check(sss_dsm_unlock(S.dsm, PM_SYNC_LOCK), "unlock");
+}
+
+/* Ranks of the job in CREATE order: the first task of each host in host
+ * order, then the second of each, ...; rank 0 (main) is not in it. */
+static void creation_order(void)
+{
+    char node[64] = {0};
+    const char *n = getenv("SSS_NODE");
+    snprintf(node, sizeof node, "%s", n ? n : "");
+    char *all = calloc(S.size, sizeof node);
+    uint32_t *host = calloc(S.size, sizeof *host);
+    uint32_t *nth = calloc(S.size, sizeof *nth);
+    S.order = calloc(S.size, sizeof *S.order);
+    if (!all || !host || !nth || !S.order)
+        die("out of memory");
+    check(sss_allgather(S.task, node, sizeof node, all), "allgather");
+    uint32_t hosts = 0;
+    for (uint32_t r = 0; r < S.size; r++) {
+        uint32_t h = 0;
+        while (h < r && memcmp(all + h * sizeof node, all + r * sizeof node, sizeof node) != 0)
+            h++;
+        host[r] = h == r ? hosts++ : host[h];
+        nth[r] = 0;
+        for (uint32_t q = 0; q < r; q++)
+            nth[r] += host[q] == host[r];
+    }
+    /* Round-robin over hosts from rank 0's, whose first slot is main. */
+    S.norder = 0;
+    for (uint32_t k = 0; S.norder + 1 < S.size; k++)
+        for (uint32_t i = 0; i < hosts; i++) {
+            uint32_t h = (host[0] + i) % hosts;
+            for (uint32_t r = 1; r < S.size; r++)
+                if (host[r] == h && nth[r] == k)
+                    S.order[S.norder++] = r;
+        }
+    free(all);
+    free(host);
+    free(nth);
+}
+
+static void placement_from_env(void)
+{
+    const char *p = getenv("SSS_PARMACS_PLACEMENT");
+    S.place = SSS_DSM_FIRST_TOUCH;
+    S.place_param = 0;
+    if (!p || !*p || strcmp(p, "first_touch") == 0)
+        return;
+    if (strcmp(p, "block") == 0) {
+        S.place = SSS_DSM_BLOCK;
+    } else if (strncmp(p, "cyclic", 6) == 0) {
+        S.place = SSS_DSM_CYCLIC;
+        S.place_param = p[6] == ':' ? (uint32_t)strtoul(p + 7, NULL, 10) : 1;
+        if (S.place_param == 0)
+            S.place_param = 1;
+    } else {
+        die("SSS_PARMACS_PLACEMENT is first_touch, block or cyclic[:pages], not %s", p);
+    }
+}
+
+static void finish(int code)
+{
+    fflush(NULL);
+    check(sss_dsm_finalize(S.dsm), "dsm finalize");
+    check(sss_finalize(S.task), "finalize");
+    exit(code);
+}
+
+/* Tasks other than rank 0: run what CREATE sends until told to exit. */
+static void serve(void)
+{
+    char *snap = (char *)S.w + CTL_WORDS * 8;
+    uint64_t handled = 0;
+    for (;;) {
+        check(sss_wait_u64(S.task, (const uint64_t *)&S.w[W_CMD], SSS_CMP_GT, handled),
+              "wait");
+        handled++;
+        if (S.w[W_KIND] == CMD_EXIT)
+            finish(0);
+        void (*fn)(void) = (void (*)(void))(uintptr_t)S.w[W_FN];
+        sync_point();
+        install(snap);
+        fn();
+        sync_point();
+        fetch_add(0, W_DONE, 1);
+    }
+}
+
+void sss_pm_init(void)
+{
+    no_aslr();
+    find_copy_relocs();
+    placement_from_env();
+    check(sss_init(&S.task), "init");
+    S.rank = sss_task_rank(S.task);
+    S.size = sss_task_size(S.task);
+    check(sss_dsm_init(S.task, SSS_DSM_PROTOCOL_ENV, SSS_DSM_WRITES_ENV, &S.dsm), "dsm init");
+    S.trap = sss_dsm_is_trap(S.dsm);
+    S.snap_len = data_len() + bss_len();
+    check(sss_seg_alloc(S.task, CTL_WORDS * 8 + S.snap_len, SSS_PERM_ALL, &S.ctl), "segment");
+    S.w = sss_seg_ptr(S.ctl);
+    S.infos = calloc(S.size, sizeof *S.infos);
+    if (!S.infos)
+        die("out of memory");
+    check(sss_seg_exchange(S.task, S.ctl, S.infos), "exchange");
+    creation_order();
+    if (S.rank != 0)
+        serve();
+}
+
+void sss_pm_end(int code)
+{
+    if (S.rank == 0) {
+        uint64_t kind = CMD_EXIT;
+        for (uint32_t r = 1; r < S.size; r++) {
+            put(r, W_KIND, &kind, 8);
+            fetch_add(r, W_CMD, 1);
+        }
+    }
+    finish(code);
+}
+
+void sss_pm_create(void (*fn)(void))
+{
+    uint64_t idx = fetch_add(0, W_NEXT, 1);
+    if (idx >= S.norder)
+        die("CREATE of task %llu, but the job has only %u tasks (sss run -n)",
+            (unsigned long long)idx + 2, S.size);
+    uint32_t to = S.order[idx];
+    char *buf = malloc(S.snap_len ? S.snap_len : 1);
+    if (!buf)
+        die("out of memory");
+    snapshot(buf);
+    sync_point();
+    if (S.snap_len)
+        put(to, CTL_WORDS, buf, S.snap_len);
+    free(buf);
+    uint64_t hdr[3] = {CMD_CREATE, (uint64_t)(uintptr_t)fn, S.rank};
+    put(to, W_KIND, hdr, sizeof hdr);
+    fetch_add(to, W_CMD, 1);
+}
+
+void sss_pm_wait_for_end(int n)
+{
+    if (n <= 0)
+        return;
+    check(sss_wait_u64(S.task, (const uint64_t *)&S.w[W_DONE], SSS_CMP_GE, (uint64_t)n),
+          "wait");
+    sync_point();
+}
+
+void *sss_pm_malloc(size_t len)
+{
+    void *p = NULL;
+    check(sss_dsm_malloc(S.dsm, len, S.place, S.place_param, &p), "G_MALLOC");
+    return p;
+}
+
+sss_pm_lock_t sss_pm_lock_new(void)
+{
+    uint64_t id = fetch_add(0, W_LOCKS, 1);
+    /* Ids beyond the table share locks: coarser, still correct. */
+    return (sss_pm_lock_t)(id % PM_SYNC_LOCK);
+}
+
+void sss_pm_lock(sss_pm_lock_t l) { check(sss_dsm_lock(S.dsm, l), "LOCK"); }
+
+void sss_pm_unlock(sss_pm_lock_t l) { check(sss_dsm_unlock(S.dsm, l), "UNLOCK"); }
+
+void sss_pm_barrier(int n)
+{
+    if (n != (int)S.size)
+        die("BARRIER of %d tasks in a job of %u: run with sss run -n %d", n, S.size, n);
+    check(sss_dsm_barrier(S.dsm), "BARRIER");
+}
+
+void sss_pm_note(const void *addr, size_t len)
+{
+    if (S.trap || len == 0)
+        return;
+    /* Stores outside the heap (locals, private data) need no note. */
+    (void)sss_dsm_note_write(S.dsm, addr, len);
+}
+
+void sss_pm_pause_set(sss_pm_pause_t *p, long v)
+{
+    sss_pm_lock(p->lock);
+    p->flag = v;
+    sss_pm_note((const void *)&p->flag, sizeof p->flag);
+    sss_pm_unlock(p->lock);
+}
+
+void sss_pm_pause_wait(sss_pm_pause_t *p)
+{
+    for (;;) {
+        sss_pm_lock(p->lock);
+        long v = p->flag;
+        sss_pm_unlock(p->lock);
+        if (v)
+            return;
+        sched_yield();
+    }
+}
+
+unsigned long sss_pm_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long)ts.tv_sec * 1000000ul + (unsigned long)ts.tv_nsec / 1000ul;
+}
+
+int sss_pm_rank(void) { return (int)S.rank; }
+
+int sss_pm_size(void) { return (int)S.size; }

@@ -1,0 +1,104 @@
+/*
+ * PARMACS on SSS: the runtime behind parmacs/sss.m4.
+ *
+ * A PARMACS program is started by `sss run -n P prog`: all P tasks start
+ * at once. MAIN_INITENV (sss_pm_init) joins the job and creates the shared
+ * heap; rank 0 returns and runs main, every other task waits there for a
+ * CREATE. CREATE (sss_pm_create) hands a function to the next idle task,
+ * going round-robin over the hosts of the job, together with a snapshot
+ * of the creator's global variables (.data and .bss of the executable):
+ * the created task starts as a fork of its creator would. Shared data
+ * lives in the shared heap (G_MALLOC), so pointers to it kept in globals
+ * are valid everywhere; pointers to the creator's private memory (stack,
+ * malloc) are not, as with fork across machines.
+ *
+ * Build: m4 parmacs/sss.m4 prog.c.in > prog.c, then
+ *   cc -Iinclude -Iparmacs prog.c parmacs/sss_parmacs.c -lsss
+ * linking libsss as a shared library (its state must not live in the
+ * executable's globals). Compile with -DSSS_PM_NOTE_EACH to note every
+ * shared store (ST) instead of one note per range (NOTE_RANGE).
+ */
+#ifndef SSS_PARMACS_H
+#define SSS_PARMACS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A PARMACS lock: an ADSM lock id. */
+typedef unsigned sss_pm_lock_t;
+
+/** PAUSE flag: a word in the shared heap guarded by a lock. */
+typedef struct sss_pm_pause {
+    volatile long flag; /**< 1 when set. */
+    sss_pm_lock_t lock; /**< Guards flag. */
+} sss_pm_pause_t;
+
+/** MAIN_INITENV: joins the job and creates the heap. Returns on rank 0
+ *  only; other tasks serve CREATEs until MAIN_END, then exit. */
+void sss_pm_init(void);
+
+/** MAIN_END: ends every task of the job; never returns. */
+void sss_pm_end(int code);
+
+/** CREATE: runs @p fn in the next idle task, with this task's globals. */
+void sss_pm_create(void (*fn)(void));
+
+/** WAIT_FOR_END: waits until @p n created functions have returned. */
+void sss_pm_wait_for_end(int n);
+
+/** G_MALLOC: @p len bytes of the shared heap (placement from
+ *  SSS_PARMACS_PLACEMENT: first_touch (default), block, cyclic[:pages]). */
+void *sss_pm_malloc(size_t len);
+
+/** LOCKINIT: a fresh lock id. */
+sss_pm_lock_t sss_pm_lock_new(void);
+
+/** LOCK, with acquire semantics. */
+void sss_pm_lock(sss_pm_lock_t l);
+
+/** UNLOCK, with release semantics. */
+void sss_pm_unlock(sss_pm_lock_t l);
+
+/** BARRIER among @p n tasks (must be the job size). */
+void sss_pm_barrier(int n);
+
+/** Records a store of @p len bytes at @p addr (no-op outside the heap
+ *  and in trap mode). */
+void sss_pm_note(const void *addr, size_t len);
+
+/** SETPAUSE / CLEARPAUSE. */
+void sss_pm_pause_set(sss_pm_pause_t *p, long v);
+
+/** WAITPAUSE: waits until the flag is set. */
+void sss_pm_pause_wait(sss_pm_pause_t *p);
+
+/** CLOCK: microseconds since an arbitrary start. */
+unsigned long sss_pm_clock(void);
+
+/** This task's rank and the job size (for diagnostics). */
+int sss_pm_rank(void);
+/** Tasks in the job. */
+int sss_pm_size(void);
+
+/* Shared stores. ST(lvalue, value) stores; with SSS_PM_NOTE_EACH it also
+ * notes the store (unoptimized: one consistency call per store).
+ * NOTE_RANGE(addr, len) notes a contiguous run once (coalesced); it does
+ * nothing with SSS_PM_NOTE_EACH, whose stores were noted one by one. */
+#ifdef SSS_PM_NOTE_EACH
+#define SSS_PM_ST(lv, v) \
+    do { (lv) = (v); sss_pm_note((const void *)&(lv), sizeof(lv)); } while (0)
+#define SSS_PM_NOTE_RANGE(a, n) do { (void)(a); (void)(n); } while (0)
+#else
+#define SSS_PM_ST(lv, v) do { (lv) = (v); } while (0)
+#define SSS_PM_NOTE_RANGE(a, n) sss_pm_note((const void *)(a), (size_t)(n))
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SSS_PARMACS_H */
