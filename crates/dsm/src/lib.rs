@@ -16,7 +16,14 @@
 //! write-protected, the first write of an interval keeps a twin, and
 //! release sends the diff.
 //!
-//! Protocols ([`Protocol`]):
+//! Protocols ([`Protocol`], seed 001 §3) belong to allocations: each
+//! range's descriptor at rank 0 holds its protocol, chosen at allocation
+//! ([`Dsm::malloc_with`]; [`Config::protocol`], `SSS_DSM_PROTOCOL`, is the
+//! default) and switched later with the collective [`Dsm::set_protocol`]
+//! (pending writes flushed, every copy of the range dropped, holder
+//! directory cleared, barriers). Every protocol gives data-race-free
+//! programs, synchronized with the DSM's locks and barriers, the results
+//! of a sequential run.
 //! - `Ulrc` — home-based lazy release consistency, multiple writers. At a
 //!   release, noted ranges and diffs go to the homes (one MBCF WRITE per
 //!   contiguous run with the same home; MBCF splits runs into packets), then
@@ -30,6 +37,38 @@
 //!   and every other copy of the written pages is dropped before the
 //!   release completes (eager invalidation). One writer per page between
 //!   synchronizations.
+//! - `HomeUpdate` — SAURC (AURC emulated in software): a noted write goes
+//!   to its home at once as an asynchronous MBCF WRITE; consecutive
+//!   contiguous notes for one home are combined up to one datagram's
+//!   payload. The local copy keeps the stores. Release fences the homes
+//!   written and publishes write notices; acquire drops noticed pages as
+//!   under `Ulrc`. Multiple writers.
+//! - `Update` — writes go through the home to every copy: a task sets its
+//!   bit in the page's holder directory (at the home) before it first
+//!   reads the page; a noted write is a SIGNAL to the home, whose handler
+//!   applies it to the home copy and forwards it to every other holder,
+//!   whose handler copies it into its view. Release waits until every
+//!   holder acknowledged (the home tells the writer how many acks to
+//!   expect). Acquire does nothing for these pages. At most 64 tasks.
+//! - `UpdateDirect` — the copy set is fixed at allocation: every task. A
+//!   noted write goes to the home at once (combined WRITEs); at release,
+//!   after the homes are fenced, the written bytes go straight to every
+//!   other task, and release waits for their acknowledgements. (Pushing
+//!   after the fence means a copy fetched meanwhile cannot miss them: a
+//!   holder without the page ignores the update and its fetch reads the
+//!   home again.)
+//! - `HomeOnly` — no copies are kept: [`Dsm::read`] and [`Dsm::write`]
+//!   go to the home (reads of pages not cached here are MBCF READs that
+//!   install nothing). Plain loads still work: the page is fetched on a
+//!   fault and dropped at every acquire; noted writes go home at once as
+//!   under `HomeUpdate`, without notices.
+//!
+//! In trap mode (write-protect faults) writes are seen only at release,
+//! so every protocol sends diffs then: `HomeUpdate`, `HomeOnly` and
+//! `UpdateDirect` to the homes (and `UpdateDirect` to every copy),
+//! `Update` through the homes. An update reaching a write-protected clean
+//! page in trap mode drops the page instead of writing it (a store would
+//! fault); a page with a twin gets the bytes in both view and twin.
 //!
 //! Synchronization ([`Dsm::lock`], [`Dsm::unlock`], [`Dsm::barrier`]) is
 //! built on MBCF atomics and WRITEs, waiting with SS-Wait
@@ -267,9 +306,10 @@ pub struct Stats {
     pub pages_prefetched: u64,
     /// Pages diffed against their twin.
     pub diffs: u64,
-    /// MBCF WRITEs of data to homes.
+    /// Messages of written data: MBCF WRITEs to homes, and update
+    /// SIGNALs (to homes, forwarded by homes, or sent to copies).
     pub writes: u64,
-    /// Bytes of data written to homes.
+    /// Bytes of data in those messages.
     pub bytes_sent: u64,
     /// MBCF datagrams sent (udp peers only; shm peers need none).
     pub packets: u64,
