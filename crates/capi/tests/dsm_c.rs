@@ -450,3 +450,16 @@ fn drf_home_only() {
         );
     }
 }
+
+#[test]
+fn laplace_invalidate_notes() {
+    if !is_launcher() {
+        laplace_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "invalidate"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+    }
+}

@@ -35,8 +35,10 @@
 //!   dropped before [`Dsm::note_write`] returns, so noted stores are
 //!   sequentially consistent. In trap mode the diffs go home at release
 //!   and every other copy of the written pages is dropped before the
-//!   release completes (eager invalidation). One writer per page between
-//!   synchronizations.
+//!   release completes (eager invalidation). Only tasks recorded in the
+//!   page's holder directory (see `Update`) are told, not every task
+//!   (with more than 64 tasks, every task). One writer per page between
+//!   synchronizations; writers are not serialized at the home.
 //! - `HomeUpdate` — SAURC (AURC emulated in software): a noted write goes
 //!   to its home at once as an asynchronous MBCF WRITE; consecutive
 //!   contiguous notes for one home are combined up to one datagram's
@@ -1185,16 +1187,19 @@ impl Shared {
         let last = (self.view.len() / PAGE) as u64;
         let home = self.home_of(page)?;
         let proto = self.proto_of(page)?;
-        if proto == Protocol::Update {
-            // Before reading the page: updates the home applies after
-            // this are forwarded here; earlier ones are in the data.
+        let tracked = proto == Protocol::Update
+            || (proto == Protocol::Invalidate && self.size <= MAX_HOLDERS);
+        if tracked {
+            // Before reading the page: updates (invalidations) the home
+            // (a writer) applies after this reach this task; earlier ones
+            // are in the data.
             self.register(page, home)?;
         }
         // Prefetch: following pages of the same home, not present, within
-        // the same allocation (not for Update: each page would need its
-        // own registration round trip first).
+        // the same allocation (not for pages in the holder directory: each
+        // would need its own registration round trip first).
         let mut n = 1u64;
-        if self.cfg.prefetch > 0 && proto != Protocol::Update {
+        if self.cfg.prefetch > 0 && !tracked {
             let r_end = self
                 .find_range(page)
                 .map_or(page + 1, |r| r.start + r.pages);
@@ -1845,7 +1850,7 @@ impl Shared {
             self.discard(&mut st, &mine)?;
             st.registered.retain(|p| !pages.contains(p));
         }
-        if r.protocol == Protocol::Update {
+        if matches!(r.protocol, Protocol::Update | Protocol::Invalidate) {
             // Nobody holds a copy any more: clear the holder bits of the
             // pages homed here.
             for p in pages.clone() {
@@ -1886,20 +1891,60 @@ impl Shared {
         if self.size == 1 || pages.is_empty() {
             return Ok(());
         }
-        let mut sent = 0u64;
-        for chunk in pages.chunks(128) {
-            let payload: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
-            for r in 0..self.size {
-                if r != self.rank {
-                    self.task
-                        .signal(r, INVALIDATE_HANDLER, &payload, Options::default())?;
-                    sent += 1;
+        // With the holder directory (at most 64 tasks), only the tasks
+        // that ever held a page hear of it; beyond, every task does.
+        let mut per_rank: Vec<Vec<u64>> = vec![Vec::new(); self.size as usize];
+        if self.size <= MAX_HOLDERS {
+            // Pairs with the fence after a holder registers: the written
+            // bytes are at the home (send_runs fenced them), so either its
+            // READ sees them or this load sees its bit.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            for &p in pages {
+                let mask = self.holders(p)?;
+                for (r, list) in per_rank.iter_mut().enumerate() {
+                    if r as u32 != self.rank && mask & (1 << r) != 0 {
+                        list.push(p);
+                    }
                 }
             }
+        } else {
+            for (r, list) in per_rank.iter_mut().enumerate() {
+                if r as u32 != self.rank {
+                    list.extend_from_slice(pages);
+                }
+            }
+        }
+        let mut sent = 0u64;
+        for (r, list) in per_rank.iter().enumerate() {
+            for chunk in list.chunks(128) {
+                let payload: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
+                self.task
+                    .signal(r as u32, INVALIDATE_HANDLER, &payload, Options::default())?;
+                sent += 1;
+            }
+        }
+        if sent == 0 {
+            return Ok(());
         }
         let want = self.acks_expected.fetch_add(sent, Ordering::AcqRel) + sent;
         self.task.wait_word(self.local_word(L::ACK), |v| v >= want);
         Ok(())
+    }
+
+    /// The holder mask of `page`, read at its home.
+    fn holders(&self, page: u64) -> Result<u64, Error> {
+        let home = self.home_of(page)?;
+        if home == self.rank {
+            return Ok(
+                sys::word(self.dir.as_ptr() as usize + page as usize * 8).load(Ordering::SeqCst)
+            );
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        self.fetch_add(at, 0)
     }
 
     /// Handler of an eager invalidation (progress thread).
