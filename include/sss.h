@@ -616,11 +616,33 @@ void sss_request_free(sss_request_h req);
 /** A task's view of the shared heap. */
 typedef struct sss_dsm *sss_dsm_h;
 
-/** Consistency protocol of the heap. */
+/**
+ * Consistency protocol of an allocation (SSS_DSM_PROTOCOL spelling in
+ * brackets). Every protocol gives data-race-free programs, synchronized
+ * with sss_dsm_lock/unlock/barrier, the results of a sequential run.
+ */
 typedef enum sss_dsm_protocol {
-    SSS_DSM_PROTOCOL_ENV = 0, /**< From SSS_DSM_PROTOCOL (default ulrc). */
-    SSS_DSM_ULRC = 1,         /**< Lazy release consistency, many writers. */
-    SSS_DSM_INVALIDATE = 2    /**< One writer a page, eager invalidation. */
+    /** sss_dsm_init: from SSS_DSM_PROTOCOL (default ulrc); elsewhere:
+     *  the heap's default protocol. */
+    SSS_DSM_PROTOCOL_ENV = 0,
+    /** [ulrc] Lazy release consistency, many writers: writes go home at
+     *  release, acquire drops pages others wrote. */
+    SSS_DSM_ULRC = 1,
+    /** [invalidate] One writer a page: noted writes go home and every
+     *  other copy is dropped before the note returns. */
+    SSS_DSM_INVALIDATE = 2,
+    /** [home_update] SAURC: noted writes go home at once (combined per
+     *  packet); acquire drops pages others wrote. */
+    SSS_DSM_HOME_UPDATE = 3,
+    /** [update] Writes go to the home, which forwards them to every task
+     *  holding a copy; no invalidations. At most 64 tasks. */
+    SSS_DSM_UPDATE = 4,
+    /** [update_drct] Writes go home at once and, at release, straight to
+     *  every other task's copy (the copy set is the whole job). */
+    SSS_DSM_UPDATE_DRCT = 5,
+    /** [home_only] No copies kept: sss_dsm_read/sss_dsm_write go to the
+     *  home; pages of plain loads are dropped at every acquire. */
+    SSS_DSM_HOME_ONLY = 6
 } sss_dsm_protocol_t;
 
 /** How writes are recorded. */
@@ -655,7 +677,8 @@ typedef struct sss_dsm_stats {
     uint64_t barriers;         /**< Barriers. */
     uint64_t fault_ns;         /**< Nanoseconds resolving faults. */
     uint64_t sync_ns;          /**< Nanoseconds in locks and barriers. */
-    uint64_t reserved;         /**< Zero. */
+    uint64_t updates;          /**< Update messages received for this
+                                    task's copies (update, update_drct). */
 } sss_dsm_stats_t;
 
 /**
@@ -695,11 +718,68 @@ sss_status_t sss_dsm_malloc_all(sss_dsm_h dsm, size_t len,
                                 uint32_t param, void **addr_p);
 
 /**
+ * sss_dsm_malloc() with the allocation's consistency @p protocol
+ * (SSS_DSM_PROTOCOL_ENV: the heap's default). SSS_ERR_INVALID_PARAM for
+ * an unknown protocol, or SSS_DSM_UPDATE with more than 64 tasks.
+ */
+sss_status_t sss_dsm_malloc_with(sss_dsm_h dsm, size_t len,
+                                 sss_dsm_placement_t placement,
+                                 uint32_t param, sss_dsm_protocol_t protocol,
+                                 void **addr_p);
+
+/** Collective sss_dsm_malloc_with(): rank 0 allocates, every task gets
+ *  the address (or rank 0's failure). */
+sss_status_t sss_dsm_malloc_all_with(sss_dsm_h dsm, size_t len,
+                                     sss_dsm_placement_t placement,
+                                     uint32_t param,
+                                     sss_dsm_protocol_t protocol,
+                                     void **addr_p);
+
+/**
+ * Collective: switches the allocation containing @p addr to @p protocol
+ * (SSS_DSM_PROTOCOL_ENV: the heap's default). Every task's pending
+ * writes reach their homes, every cached copy of the allocation is
+ * dropped, and the tasks agree through barriers; the contents are kept.
+ * Has barrier semantics. SSS_ERR_INVALID_PARAM when @p addr is in no
+ * allocation.
+ */
+sss_status_t sss_dsm_set_protocol(sss_dsm_h dsm, const void *addr,
+                                  sss_dsm_protocol_t protocol);
+
+/** The protocol of the allocation containing @p addr in @p *protocol_p
+ *  (an sss_dsm_protocol_t value). */
+sss_status_t sss_dsm_protocol(sss_dsm_h dsm, const void *addr,
+                              uint32_t *protocol_p);
+
+/**
+ * Reads @p len bytes of the heap at @p addr into @p buf (private memory,
+ * not the heap). On SSS_DSM_HOME_ONLY allocations, bytes of pages not
+ * cached here are read from their home (MBCF READ) without keeping a
+ * copy; elsewhere this is a plain load. @p buf may be reused on return.
+ */
+sss_status_t sss_dsm_read(sss_dsm_h dsm, const void *addr, void *buf,
+                          size_t len);
+
+/**
+ * Writes @p len bytes of @p buf (private memory) to the heap at @p addr.
+ * On SSS_DSM_HOME_ONLY allocations the bytes go to their homes (and into
+ * a cached copy, if any); other tasks see them after this task's next
+ * release. Elsewhere this is plain stores plus sss_dsm_note_write().
+ * @p buf may be reused on return.
+ */
+sss_status_t sss_dsm_write(sss_dsm_h dsm, void *addr, const void *buf,
+                           size_t len);
+
+/**
  * Records that [@p addr, @p addr + @p len) of the heap was written by
- * plain stores; call it after the stores. ulrc: the bytes reach their
- * homes at the next release (unlock, barrier). invalidate: they reach
- * their home, and other tasks' copies are dropped, before it returns.
- * A no-op in trap mode (write protection records stores).
+ * plain stores; call it after the stores. What happens follows each
+ * allocation's protocol: ulrc keeps the range until the next release
+ * (unlock, barrier); invalidate writes it home and drops other tasks'
+ * copies before it returns; home_update, home_only and update_drct send
+ * it home now (combined per packet; update_drct also to every copy at
+ * release); update sends it through the home to every copy holder.
+ * A no-op in trap mode (write protection records stores; diffs then go
+ * out at release under every protocol).
  * SSS_ERR_INVALID_PARAM for a range outside the heap.
  */
 sss_status_t sss_dsm_note_write(sss_dsm_h dsm, const void *addr, size_t len);

@@ -9,6 +9,10 @@
  *    every task reads all words after each barrier (ulrc only: under
  *    invalidate a page has one writer).
  * 3. A counter incremented ROUNDS times by every task under lock 2.
+ * 4. Explicit calls and switching: every task writes its word of a
+ *    home_only allocation with sss_dsm_write, everyone reads them all
+ *    with sss_dsm_read; then the allocation switches to the heap's
+ *    protocol and the words are read with plain loads and rewritten.
  *
  * Rank 0 prints "DRF-OK tasks=N counter=C" when everything matched.
  */
@@ -112,6 +116,51 @@ int main(void) {
     if (*counter != np * ROUNDS) {
         fail("counter", *counter, np * ROUNDS);
     }
+    /* 4. Explicit calls, then a protocol switch. */
+    volatile uint64_t *words;
+    CHECK(sss_dsm_malloc_all_with(dsm, 4096, SSS_DSM_CYCLIC, 1,
+                                  SSS_DSM_HOME_ONLY, (void **)&words));
+    uint32_t got_proto = 0;
+    CHECK(sss_dsm_protocol(dsm, (const void *)words, &got_proto));
+    if (got_proto != SSS_DSM_HOME_ONLY) {
+        fail("protocol of the home_only allocation", got_proto,
+             SSS_DSM_HOME_ONLY);
+    }
+    uint64_t mine = 7000 + me;
+    CHECK(sss_dsm_write(dsm, (void *)&words[me], &mine, sizeof mine));
+    CHECK(sss_dsm_barrier(dsm));
+    for (uint64_t r = 0; r < np; r++) {
+        uint64_t v = 0;
+        CHECK(sss_dsm_read(dsm, (const void *)&words[r], &v, sizeof v));
+        if (v != 7000 + r) {
+            fail("sss_dsm_read", v, 7000 + r);
+        }
+    }
+    CHECK(sss_dsm_set_protocol(dsm, (const void *)words, SSS_DSM_PROTOCOL_ENV));
+    for (uint64_t r = 0; r < np; r++) {
+        if (words[r] != 7000 + r) {
+            fail("after the switch", words[r], 7000 + r);
+        }
+    }
+    CHECK(sss_dsm_barrier(dsm));
+    if (multi_writer) {
+        put(&words[me], 8000 + me);
+    } else {
+        /* One writer a page at a time. */
+        for (uint64_t r = 0; r < np; r++) {
+            if (r == me) {
+                put(&words[me], 8000 + me);
+            }
+            CHECK(sss_dsm_barrier(dsm));
+        }
+    }
+    CHECK(sss_dsm_barrier(dsm));
+    for (uint64_t r = 0; r < np; r++) {
+        if (words[r] != 8000 + r) {
+            fail("written after the switch", words[r], 8000 + r);
+        }
+    }
+
     if (me == 0) {
         printf("DRF-OK tasks=%llu counter=%llu\n", (unsigned long long)np,
                (unsigned long long)*counter);

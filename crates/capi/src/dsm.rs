@@ -54,8 +54,9 @@ pub struct DsmStats {
     pub fault_ns: u64,
     /// Nanoseconds synchronizing.
     pub sync_ns: u64,
-    /// Reserved, zero.
-    pub reserved: u64,
+    /// Update messages received for this task's copies (was `reserved`,
+    /// always zero before: the struct keeps its size).
+    pub updates: u64,
 }
 
 fn failure(e: sss_dsm::Error) -> Failure {
@@ -84,11 +85,16 @@ fn clone_mbcf(e: &sss_mbcf::Error) -> sss_mbcf::Error {
 }
 
 fn with<T>(d: &DsmObj, f: impl FnOnce(&Dsm) -> Result<T, sss_dsm::Error>) -> Result<T, Failure> {
+    with_failure(d, |h| f(h).map_err(failure))
+}
+
+/// Like `with`, for closures that build their own failures.
+fn with_failure<T>(d: &DsmObj, f: impl FnOnce(&Dsm) -> Result<T, Failure>) -> Result<T, Failure> {
     let g = d.dsm.lock().unwrap_or_else(|e| e.into_inner());
     let dsm = g
         .as_ref()
         .ok_or_else(|| Failure::new(Status::Shutdown, "heap finalized"))?;
-    f(dsm).map_err(failure)
+    f(dsm)
 }
 
 fn placement(kind: u32, param: u32) -> Result<Placement, Failure> {
@@ -99,6 +105,20 @@ fn placement(kind: u32, param: u32) -> Result<Placement, Failure> {
         3 => Placement::Explicit(param),
         _ => return Err(Failure::invalid("unknown placement")),
     })
+}
+
+/// A protocol code of the header (1..=6; 0 is handled by the caller).
+fn protocol_of(code: u32) -> Result<Protocol, Failure> {
+    Protocol::from_code(code).ok_or_else(|| Failure::invalid("unknown protocol"))
+}
+
+/// The protocol for `code`, 0 meaning the heap's default.
+fn protocol_or_default(h: &Dsm, code: u32) -> Result<Protocol, Failure> {
+    if code == 0 {
+        Ok(h.config().protocol)
+    } else {
+        protocol_of(code)
+    }
 }
 
 /// See `sss_dsm_init` in `include/sss.h`.
@@ -118,11 +138,8 @@ pub unsafe extern "C" fn sss_dsm_init(
         not_in_handler()?;
         let p = out(dsm_p, "dsm_p")?;
         let mut cfg = Config::from_env();
-        match protocol {
-            0 => {}
-            1 => cfg.protocol = Protocol::Ulrc,
-            2 => cfg.protocol = Protocol::Invalidate,
-            _ => return Err(Failure::invalid("unknown protocol")),
+        if protocol != 0 {
+            cfg.protocol = protocol_of(protocol)?;
         }
         match writes {
             0 => {}
@@ -208,6 +225,159 @@ pub unsafe extern "C" fn sss_dsm_malloc_all(
         let a = with(d, |h| h.malloc_all(len, pl))?;
         // SAFETY: checked non-null and aligned.
         unsafe { put(p, a.cast::<c_void>()) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_malloc_with` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_malloc_with(
+    dsm: *const DsmObj,
+    len: usize,
+    placement_kind: u32,
+    param: u32,
+    protocol: u32,
+    addr_p: *mut *mut c_void,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        let p = out(addr_p, "addr_p")?;
+        let pl = placement(placement_kind, param)?;
+        let a = with_failure(d, |h| {
+            let proto = protocol_or_default(h, protocol)?;
+            h.malloc_with(len, pl, proto).map_err(failure)
+        })?;
+        // SAFETY: checked non-null and aligned.
+        unsafe { put(p, a.cast::<c_void>()) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_malloc_all_with` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_malloc_all_with(
+    dsm: *const DsmObj,
+    len: usize,
+    placement_kind: u32,
+    param: u32,
+    protocol: u32,
+    addr_p: *mut *mut c_void,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        let p = out(addr_p, "addr_p")?;
+        let pl = placement(placement_kind, param)?;
+        let a = with_failure(d, |h| {
+            let proto = protocol_or_default(h, protocol)?;
+            h.malloc_all_with(len, pl, proto).map_err(failure)
+        })?;
+        // SAFETY: checked non-null and aligned.
+        unsafe { put(p, a.cast::<c_void>()) };
+        Ok(())
+    })
+}
+
+/// See `sss_dsm_set_protocol` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_set_protocol(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    protocol: u32,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        with_failure(d, |h| {
+            let proto = protocol_or_default(h, protocol)?;
+            h.set_protocol(addr.cast::<u8>(), proto).map_err(failure)
+        })
+    })
+}
+
+/// See `sss_dsm_read` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_read(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    buf: *mut c_void,
+    len: usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        if len == 0 {
+            return Ok(());
+        }
+        if buf.is_null() {
+            return Err(Failure::invalid("buf is NULL"));
+        }
+        // SAFETY: the header requires `buf` to be writable for `len`
+        // bytes and outside the shared heap.
+        let b = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+        with(d, |h| h.read(addr.cast::<u8>(), b))
+    })
+}
+
+/// See `sss_dsm_write` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_write(
+    dsm: *const DsmObj,
+    addr: *mut c_void,
+    buf: *const c_void,
+    len: usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        if len == 0 {
+            return Ok(());
+        }
+        if buf.is_null() {
+            return Err(Failure::invalid("buf is NULL"));
+        }
+        // SAFETY: the header requires `buf` to be readable for `len`
+        // bytes and outside the shared heap.
+        let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+        with(d, |h| h.write(addr.cast::<u8>(), b))
+    })
+}
+
+/// See `sss_dsm_protocol` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_protocol(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    protocol_p: *mut u32,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        let p = out(protocol_p, "protocol_p")?;
+        let proto = with(d, |h| h.protocol_of(addr.cast::<u8>()))?;
+        // SAFETY: checked non-null and aligned.
+        unsafe { put(p, proto.code()) };
         Ok(())
     })
 }
@@ -304,7 +474,7 @@ pub unsafe extern "C" fn sss_dsm_stats(dsm: *const DsmObj, stats_p: *mut DsmStat
             barriers: s.barriers,
             fault_ns: s.fault_ns,
             sync_ns: s.sync_ns,
-            reserved: 0,
+            updates: s.updates,
         };
         // SAFETY: checked non-null and aligned.
         unsafe { put(p, c) };

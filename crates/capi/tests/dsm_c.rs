@@ -1,7 +1,9 @@
 //! The shared heap from C: compiles `examples/dsm/laplace.c` and
 //! `examples/dsm/drf.c` against libsss and runs them through the launcher
 //! on 1, 2, 4 and 8 tasks on one node and on 2 and 4 tasks across the
-//! "hosts" 127.0.0.2 and 127.0.0.3, under each protocol and write mode.
+//! "hosts" 127.0.0.2 and 127.0.0.3, under each protocol and write mode
+//! (the protocols added to ulrc and invalidate run on a subset of the
+//! placements, [`SOME_PLACEMENTS`], to keep the suite short).
 //! Laplace must print the checksum of its own sequential run (`--seq`),
 //! bit for bit; the suite must print `DRF-OK`.
 //!
@@ -35,6 +37,17 @@ const PLACEMENTS: &[(&str, &[&str])] = &[
     (
         "4 tasks, two nodes",
         &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"],
+    ),
+];
+
+/// Placements for the update-family protocols: one node with 2 and 4
+/// tasks, and two nodes.
+const SOME_PLACEMENTS: &[(&str, &[&str])] = &[
+    ("2 tasks, one node", &["-n", "2"]),
+    ("4 tasks, one node", &["-n", "4"]),
+    (
+        "2 tasks, two nodes",
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
     ),
 ];
 
@@ -195,6 +208,10 @@ fn is_launcher() -> bool {
 
 /// Laplace on every placement equals its sequential run, for `env`.
 fn laplace(env: &[(&str, &str)]) {
+    laplace_on(PLACEMENTS, env)
+}
+
+fn laplace_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
     let dir = TempDir::new().expect("tempdir");
     let exe = compile(&dir, "laplace");
     let seq = Command::new(&exe)
@@ -205,7 +222,7 @@ fn laplace(env: &[(&str, &str)]) {
     let want = field(&seq, "checksum")
         .expect("sequential checksum")
         .to_string();
-    for (what, p) in PLACEMENTS {
+    for (what, p) in placements {
         let (code, out, err) = launch(p, &exe, &[N, ITERS], env);
         let line = out.lines().find(|l| l.contains("LAPLACE")).unwrap_or("");
         assert!(
@@ -217,9 +234,13 @@ fn laplace(env: &[(&str, &str)]) {
 
 /// The data-race-free suite on every placement, for `env`.
 fn drf(env: &[(&str, &str)]) {
+    drf_on(PLACEMENTS, env)
+}
+
+fn drf_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
     let dir = TempDir::new().expect("tempdir");
     let exe = compile(&dir, "drf");
-    for (what, p) in PLACEMENTS {
+    for (what, p) in placements {
         let tasks: u64 = p[1].parse().expect("task count");
         let (code, out, err) = launch(p, &exe, &[], env);
         let want = format!("DRF-OK tasks={tasks} counter={}", tasks * 25);
@@ -279,5 +300,166 @@ fn drf_invalidate_notes() {
             ("SSS_DSM_PROTOCOL", "invalidate"),
             ("SSS_DSM_WRITES", "note"),
         ]);
+    }
+}
+
+#[test]
+fn laplace_home_update() {
+    if !is_launcher() {
+        laplace_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "home_update"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+        laplace_on(
+            &SOME_PLACEMENTS[2..],
+            &[
+                ("SSS_DSM_PROTOCOL", "home_update"),
+                ("SSS_DSM_WRITES", "trap"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn drf_home_update() {
+    if !is_launcher() {
+        drf_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "home_update"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+        drf_on(
+            &SOME_PLACEMENTS[2..],
+            &[
+                ("SSS_DSM_PROTOCOL", "home_update"),
+                ("SSS_DSM_WRITES", "trap"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn laplace_update() {
+    if !is_launcher() {
+        laplace_on(
+            SOME_PLACEMENTS,
+            &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "note")],
+        );
+        laplace_on(
+            &SOME_PLACEMENTS[2..],
+            &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "trap")],
+        );
+    }
+}
+
+#[test]
+fn drf_update() {
+    if !is_launcher() {
+        drf_on(
+            SOME_PLACEMENTS,
+            &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "note")],
+        );
+        drf_on(
+            &SOME_PLACEMENTS[2..],
+            &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "trap")],
+        );
+    }
+}
+
+#[test]
+fn laplace_update_drct() {
+    if !is_launcher() {
+        laplace_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "update_drct"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+        laplace_on(
+            &SOME_PLACEMENTS[2..],
+            &[
+                ("SSS_DSM_PROTOCOL", "update_drct"),
+                ("SSS_DSM_WRITES", "trap"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn drf_update_drct() {
+    if !is_launcher() {
+        drf_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "update_drct"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+        drf_on(
+            &SOME_PLACEMENTS[2..],
+            &[
+                ("SSS_DSM_PROTOCOL", "update_drct"),
+                ("SSS_DSM_WRITES", "trap"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn laplace_home_only() {
+    if !is_launcher() {
+        laplace_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "home_only"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+        laplace_on(
+            &SOME_PLACEMENTS[2..],
+            &[
+                ("SSS_DSM_PROTOCOL", "home_only"),
+                ("SSS_DSM_WRITES", "trap"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn drf_home_only() {
+    if !is_launcher() {
+        drf_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "home_only"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
+        drf_on(
+            &SOME_PLACEMENTS[2..],
+            &[
+                ("SSS_DSM_PROTOCOL", "home_only"),
+                ("SSS_DSM_WRITES", "trap"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn laplace_invalidate_notes() {
+    if !is_launcher() {
+        laplace_on(
+            SOME_PLACEMENTS,
+            &[
+                ("SSS_DSM_PROTOCOL", "invalidate"),
+                ("SSS_DSM_WRITES", "note"),
+            ],
+        );
     }
 }

@@ -12,10 +12,19 @@
 //! | `HEAP_BUMP` | bytes of heap handed out (rank 0 only) | allocators fetch_add |
 //! | `RANGE_COUNT` | range descriptors claimed (rank 0 only) | allocators fetch_add |
 //! | `FT_BUMP` | first-touch directory words claimed (rank 0 only) | allocators |
+//! | `UPD_HOME` | forwarded updates this task sent that their home handled | bumped by homes |
+//! | `UPD_WANT` | update acknowledgements this task must receive | homes (forwards), the owner (direct) |
+//! | `UPD_ACK` | update acknowledgements received | bumped by copy holders |
 //! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
-//! | `RANGES` | range descriptors (rank 0 only) | written once by the allocator |
+//! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
 //! | `FT` | first-touch directory: home rank + 1 per page, 0 = unclaimed | CAS by the first toucher |
+//!
+//! A second sparse segment per task, the *holder directory*, has one word
+//! per heap page (at `page * 8`): for `Update` pages homed at this task,
+//! the bit mask of tasks holding a copy. A holder sets its own bit (MBCF
+//! FETCH_ADD, once per page) before it reads the page; `set_protocol`
+//! clears the words of the pages the task homes.
 
 /// Barrier arrivals.
 pub const BAR_COUNT: usize = 0;
@@ -33,6 +42,12 @@ pub const HEAP_BUMP: usize = 40;
 pub const RANGE_COUNT: usize = 48;
 /// First-touch words claimed.
 pub const FT_BUMP: usize = 56;
+/// Forwarded updates handled by their homes.
+pub const UPD_HOME: usize = 64;
+/// Update acknowledgements expected.
+pub const UPD_WANT: usize = 72;
+/// Update acknowledgements received.
+pub const UPD_ACK: usize = 80;
 
 /// Locks, at most this many.
 pub const MAX_LOCKS: usize = 256;
@@ -47,8 +62,12 @@ pub const LOCKS: usize = 4096;
 pub const RANGES: usize = (LOCKS + MAX_LOCKS * LOCK_BYTES).next_multiple_of(4096);
 /// At most this many allocations.
 pub const MAX_RANGES: usize = 4096;
-/// Bytes per descriptor.
-pub const RANGE_BYTES: usize = 32;
+/// Bytes per descriptor: start page (8), pages (8), placement kind (4)
+/// and parameter (4), first first-touch word (8), protocol code (4,
+/// [`crate::Protocol::code`]), reserved (12, zero).
+pub const RANGE_BYTES: usize = 48;
+/// Offset of the protocol code in a descriptor.
+pub const RANGE_PROTOCOL: usize = 32;
 
 /// Write-notice ring.
 pub const LOG: usize = RANGES + MAX_RANGES * RANGE_BYTES;

@@ -16,7 +16,14 @@
 //! write-protected, the first write of an interval keeps a twin, and
 //! release sends the diff.
 //!
-//! Protocols ([`Protocol`]):
+//! Protocols ([`Protocol`], seed 001 §3) belong to allocations: each
+//! range's descriptor at rank 0 holds its protocol, chosen at allocation
+//! ([`Dsm::malloc_with`]; [`Config::protocol`], `SSS_DSM_PROTOCOL`, is the
+//! default) and switched later with the collective [`Dsm::set_protocol`]
+//! (pending writes flushed, every copy of the range dropped, holder
+//! directory cleared, barriers). Every protocol gives data-race-free
+//! programs, synchronized with the DSM's locks and barriers, the results
+//! of a sequential run.
 //! - `Ulrc` — home-based lazy release consistency, multiple writers. At a
 //!   release, noted ranges and diffs go to the homes (one MBCF WRITE per
 //!   contiguous run with the same home; MBCF splits runs into packets), then
@@ -28,8 +35,42 @@
 //!   dropped before [`Dsm::note_write`] returns, so noted stores are
 //!   sequentially consistent. In trap mode the diffs go home at release
 //!   and every other copy of the written pages is dropped before the
-//!   release completes (eager invalidation). One writer per page between
-//!   synchronizations.
+//!   release completes (eager invalidation). Only tasks recorded in the
+//!   page's holder directory (see `Update`) are told, not every task
+//!   (with more than 64 tasks, every task). One writer per page between
+//!   synchronizations; writers are not serialized at the home.
+//! - `HomeUpdate` — SAURC (AURC emulated in software): a noted write goes
+//!   to its home at once as an asynchronous MBCF WRITE; consecutive
+//!   contiguous notes for one home are combined up to one datagram's
+//!   payload. The local copy keeps the stores. Release fences the homes
+//!   written and publishes write notices; acquire drops noticed pages as
+//!   under `Ulrc`. Multiple writers.
+//! - `Update` — writes go through the home to every copy: a task sets its
+//!   bit in the page's holder directory (at the home) before it first
+//!   reads the page; a noted write is a SIGNAL to the home, whose handler
+//!   applies it to the home copy and forwards it to every other holder,
+//!   whose handler copies it into its view. Release waits until every
+//!   holder acknowledged (the home tells the writer how many acks to
+//!   expect). Acquire does nothing for these pages. At most 64 tasks.
+//! - `UpdateDirect` — the copy set is fixed at allocation: every task. A
+//!   noted write goes to the home at once (combined WRITEs); at release,
+//!   after the homes are fenced, the written bytes go straight to every
+//!   other task, and release waits for their acknowledgements. (Pushing
+//!   after the fence means a copy fetched meanwhile cannot miss them: a
+//!   holder without the page ignores the update and its fetch reads the
+//!   home again.)
+//! - `HomeOnly` — no copies are kept: [`Dsm::read`] and [`Dsm::write`]
+//!   go to the home (reads of pages not cached here are MBCF READs that
+//!   install nothing). Plain loads still work: the page is fetched on a
+//!   fault and dropped at every acquire; noted writes go home at once as
+//!   under `HomeUpdate`, without notices.
+//!
+//! In trap mode (write-protect faults) writes are seen only at release,
+//! so every protocol sends diffs then: `HomeUpdate`, `HomeOnly` and
+//! `UpdateDirect` to the homes (and `UpdateDirect` to every copy),
+//! `Update` through the homes. An update reaching a write-protected clean
+//! page in trap mode drops the page instead of writing it (a store would
+//! fault); a page with a twin gets the bytes in both view and twin.
 //!
 //! Synchronization ([`Dsm::lock`], [`Dsm::unlock`], [`Dsm::barrier`]) is
 //! built on MBCF atomics and WRITEs, waiting with SS-Wait
@@ -55,6 +96,21 @@ pub use sys::PAGE;
 
 /// Signal handler index the DSM registers for eager invalidations.
 pub const INVALIDATE_HANDLER: u32 = 40;
+/// Signal handler index the DSM registers for updates (`Update`,
+/// `UpdateDirect`).
+pub const UPDATE_HANDLER: u32 = 41;
+
+/// Eager WRITEs to one home are combined up to MBCF's default datagram
+/// payload: one packet each.
+const COMBINE: usize = 1408;
+/// Data bytes per update SIGNAL: with its 16-byte header it fits one
+/// datagram (signals are not fragmented).
+const UPDATE_DATA: usize = 1024;
+/// Update message to a home (forward it), and to a copy (apply it).
+const TAG_HOME: u32 = 1;
+const TAG_COPY: u32 = 2;
+/// The holder directory has one bit per task.
+const MAX_HOLDERS: u32 = 64;
 
 /// Why a DSM operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -76,14 +132,73 @@ pub enum Error {
     NoAddress,
 }
 
-/// Consistency protocol of the heap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Consistency protocol of an allocation (seed 001 §3 page attributes).
+/// Every protocol gives data-race-free programs (synchronized with the
+/// DSM's locks and barriers) the answer of a sequential run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum Protocol {
     /// Single writer, write-through with eager invalidation.
     Invalidate,
     /// Lazy release consistency, multiple writers, home based.
     #[default]
     Ulrc,
+    /// SAURC: noted writes go to the home eagerly (combined per packet)
+    /// and stay in the local copy; release fences the homes and publishes
+    /// write notices, acquire invalidates noticed pages as `Ulrc` does.
+    HomeUpdate,
+    /// Writes go to the home, which forwards them to every task holding a
+    /// copy (a directory of holders per page); no invalidations.
+    Update,
+    /// Writes go straight from the writer to the home and to every other
+    /// task (the copy set, fixed at allocation, is the whole job).
+    UpdateDirect,
+    /// No copies are kept: [`Dsm::read`] and [`Dsm::write`] go to the
+    /// home; pages fetched by plain loads are dropped at every acquire.
+    HomeOnly,
+}
+
+impl Protocol {
+    /// Every protocol, in the order of their wire codes.
+    pub const ALL: [Protocol; 6] = [
+        Protocol::Ulrc,
+        Protocol::Invalidate,
+        Protocol::HomeUpdate,
+        Protocol::Update,
+        Protocol::UpdateDirect,
+        Protocol::HomeOnly,
+    ];
+
+    /// The `SSS_DSM_PROTOCOL` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Ulrc => "ulrc",
+            Protocol::Invalidate => "invalidate",
+            Protocol::HomeUpdate => "home_update",
+            Protocol::Update => "update",
+            Protocol::UpdateDirect => "update_drct",
+            Protocol::HomeOnly => "home_only",
+        }
+    }
+
+    /// Parses an `SSS_DSM_PROTOCOL` spelling.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        Self::ALL.into_iter().find(|p| p.name() == s.trim())
+    }
+
+    /// Code in range descriptors and the C API (1 = ulrc … 6 = home_only).
+    pub fn code(self) -> u32 {
+        Self::ALL.iter().position(|p| *p == self).unwrap_or(0) as u32 + 1
+    }
+
+    /// The protocol of a code; None for 0 and unknown codes.
+    pub fn from_code(c: u32) -> Option<Protocol> {
+        Self::ALL.get((c as usize).checked_sub(1)?).copied()
+    }
+
+    /// Keeps write notices (acquire invalidates noticed pages).
+    fn lazy(self) -> bool {
+        matches!(self, Protocol::Ulrc | Protocol::HomeUpdate)
+    }
 }
 
 /// How writes are recorded.
@@ -115,7 +230,8 @@ pub struct Config {
     /// Bytes of heap reserved in every task (`SSS_DSM_HEAP`, default 64 GiB;
     /// suffixes K, M, G).
     pub heap: usize,
-    /// The protocol (`SSS_DSM_PROTOCOL=ulrc|invalidate`).
+    /// The protocol of allocations that name none (`SSS_DSM_PROTOCOL=
+    /// ulrc|invalidate|home_update|update|update_drct|home_only`).
     pub protocol: Protocol,
     /// How writes are recorded (`SSS_DSM_WRITES=note|trap`).
     pub writes: WriteMode,
@@ -158,10 +274,11 @@ impl Config {
         {
             c.heap = v;
         }
-        match std::env::var("SSS_DSM_PROTOCOL").as_deref() {
-            Ok("invalidate") => c.protocol = Protocol::Invalidate,
-            Ok("ulrc") => c.protocol = Protocol::Ulrc,
-            _ => {}
+        if let Some(p) = std::env::var("SSS_DSM_PROTOCOL")
+            .ok()
+            .and_then(|v| Protocol::parse(&v))
+        {
+            c.protocol = p;
         }
         match std::env::var("SSS_DSM_WRITES").as_deref() {
             Ok("trap") => c.writes = WriteMode::Trap,
@@ -191,9 +308,10 @@ pub struct Stats {
     pub pages_prefetched: u64,
     /// Pages diffed against their twin.
     pub diffs: u64,
-    /// MBCF WRITEs of data to homes.
+    /// Messages of written data: MBCF WRITEs to homes, and update
+    /// SIGNALs (to homes, forwarded by homes, or sent to copies).
     pub writes: u64,
-    /// Bytes of data written to homes.
+    /// Bytes of data in those messages.
     pub bytes_sent: u64,
     /// MBCF datagrams sent (udp peers only; shm peers need none).
     pub packets: u64,
@@ -211,13 +329,18 @@ pub struct Stats {
     pub fault_ns: u64,
     /// Nanoseconds in lock, unlock, barrier and write-through.
     pub sync_ns: u64,
+    /// Update messages received for this task's copies (`update`,
+    /// `update_drct`), applied or not.
+    pub updates: u64,
+    /// [`Dsm::read`] pieces served by an MBCF READ from a home.
+    pub home_reads: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -232,7 +355,9 @@ impl Stats {
             self.locks,
             self.barriers,
             self.fault_ns,
-            self.sync_ns
+            self.sync_ns,
+            self.updates,
+            self.home_reads
         )
     }
 }
@@ -253,6 +378,8 @@ struct Counters {
     barriers: AtomicU64,
     fault_ns: AtomicU64,
     sync_ns: AtomicU64,
+    updates: AtomicU64,
+    home_reads: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -267,9 +394,14 @@ struct Range {
     placement: Placement,
     /// First first-touch directory word (FirstTouch only).
     ft: u64,
+    /// Consistency protocol; changed by [`Dsm::set_protocol`].
+    protocol: Protocol,
+    /// Index of the descriptor in rank 0's table (not encoded).
+    idx: u64,
 }
 
 impl Range {
+    /// The descriptor (see `layout::RANGE_*`).
     fn encode(&self) -> [u8; L::RANGE_BYTES] {
         let (kind, param) = match self.placement {
             Placement::Block => (1u32, 0u32),
@@ -283,10 +415,12 @@ impl Range {
         b[16..20].copy_from_slice(&kind.to_le_bytes());
         b[20..24].copy_from_slice(&param.to_le_bytes());
         b[24..32].copy_from_slice(&self.ft.to_le_bytes());
+        b[L::RANGE_PROTOCOL..L::RANGE_PROTOCOL + 4]
+            .copy_from_slice(&self.protocol.code().to_le_bytes());
         b
     }
 
-    fn decode(b: &[u8]) -> Option<Self> {
+    fn decode(b: &[u8], idx: u64) -> Option<Self> {
         let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
         let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
         let placement = match (u32_at(16)?, u32_at(20)?) {
@@ -301,6 +435,8 @@ impl Range {
             pages: u64_at(8)?,
             placement,
             ft: u64_at(24)?,
+            protocol: Protocol::from_code(u32_at(L::RANGE_PROTOCOL)?)?,
+            idx,
         })
     }
 }
@@ -313,6 +449,9 @@ struct Placements {
     known: u64,
     /// First-touch homes learnt.
     ft: HashMap<u64, u32>,
+    /// A range with write notices (ulrc, home_update) is known here:
+    /// acquires must read other tasks' notices.
+    lazy: bool,
 }
 
 #[derive(Default)]
@@ -321,12 +460,48 @@ struct State {
     present: HashSet<u64>,
     /// Pages written this interval; the twin in trap mode.
     dirty: HashMap<u64, Option<Vec<u8>>>,
-    /// Noted ranges (heap offset, length) not yet sent.
-    noted: Vec<(u64, u64)>,
     /// Per rank: write notices of that rank already applied.
     seen: Vec<u64>,
     /// Notices this task published.
     published: u64,
+    /// Present pages of `HomeOnly` ranges: dropped at every acquire.
+    transient: HashSet<u64>,
+    /// `Update` pages whose holder bit this task set at the home.
+    registered: HashSet<u64>,
+}
+
+/// How an eager write leaves the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// MBCF WRITE into the home segment.
+    Home,
+    /// SIGNAL to the home, which applies it and forwards it to holders.
+    Forward,
+}
+
+/// Contiguous noted bytes for one home, combined into one packet.
+struct Pending {
+    via: Via,
+    home: u32,
+    off: u64,
+    data: Vec<u8>,
+}
+
+/// Outgoing writes of the application thread (only it takes this lock).
+#[derive(Default)]
+struct Out {
+    /// Noted `Ulrc` ranges (heap offset, length) not yet sent.
+    noted: Vec<(u64, u64)>,
+    /// The packet being combined.
+    pending: Option<Pending>,
+    /// Homes written by eager WRITEs since the last release (fenced then).
+    homes: HashSet<u32>,
+    /// Pages written eagerly to homes since the last release.
+    pages: Vec<u64>,
+    /// `UpdateDirect` ranges to push to every copy at release.
+    direct: Vec<(u64, u64)>,
+    /// Forwarded updates sent to homes so far (compared with `UPD_HOME`).
+    forwarded: u64,
 }
 
 struct Shared {
@@ -340,7 +515,11 @@ struct Shared {
     homes: Vec<SegmentInfo>,
     meta: Segment,
     metas: Vec<SegmentInfo>,
+    /// Holder directory: a bit mask of copy holders per page homed here.
+    dir: Segment,
+    dirs: Vec<SegmentInfo>,
     state: Mutex<State>,
+    out: Mutex<Out>,
     place: Mutex<Placements>,
     /// Bumped on every invalidation: a fetch that raced one is redone.
     epoch: AtomicU64,
@@ -389,6 +568,8 @@ impl Dsm {
         let homes = task.exchange(&home)?;
         let meta = task.alloc(L::META_BYTES, Perm::ALL)?;
         let metas = task.exchange(&meta)?;
+        let dir = task.alloc(heap / PAGE * 8, Perm::ALL)?;
+        let dirs = task.exchange(&dir)?;
         let size = task.size();
         let packets0 = task.stats().packets_sent;
         let shared = Arc::new(Shared {
@@ -402,11 +583,17 @@ impl Dsm {
             homes,
             meta,
             metas,
+            dir,
+            dirs,
             state: Mutex::new(State {
                 seen: vec![0; size as usize],
                 ..State::default()
             }),
-            place: Mutex::new(Placements::default()),
+            out: Mutex::new(Out::default()),
+            place: Mutex::new(Placements {
+                lazy: cfg.protocol.lazy(),
+                ..Placements::default()
+            }),
             epoch: AtomicU64::new(0),
             acks_expected: AtomicU64::new(0),
             stats: Counters::default(),
@@ -418,6 +605,15 @@ impl Dsm {
             Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
                 if let Some(s) = weak.upgrade() {
                     s.on_invalidate(ctx, payload);
+                }
+            }),
+        )?;
+        let weak = Arc::downgrade(&shared);
+        task.set_handler(
+            UPDATE_HANDLER,
+            Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
+                if let Some(s) = weak.upgrade() {
+                    s.on_update(ctx, payload);
                 }
             }),
         )?;
@@ -472,16 +668,48 @@ impl Dsm {
     }
 
     /// G_MALLOC: allocates `len` bytes (whole pages, zeroed) from any
-    /// task; the address is valid in every task. Not collective.
+    /// task, with the heap's default protocol ([`Config::protocol`]);
+    /// the address is valid in every task. Not collective.
     pub fn malloc(&self, len: usize, placement: Placement) -> Result<*mut u8, Error> {
-        self.shared.malloc(len, placement).map(|off| self.at(off))
+        self.malloc_with(len, placement, self.shared.cfg.protocol)
+    }
+
+    /// [`Dsm::malloc`] with the range's consistency protocol.
+    /// `Update` needs at most 64 tasks (one directory bit each).
+    pub fn malloc_with(
+        &self,
+        len: usize,
+        placement: Placement,
+        protocol: Protocol,
+    ) -> Result<*mut u8, Error> {
+        self.shared
+            .malloc(len, placement, protocol)
+            .map(|off| self.at(off))
     }
 
     /// Collective: rank 0 allocates, every task gets the address.
     pub fn malloc_all(&self, len: usize, placement: Placement) -> Result<*mut u8, Error> {
+        self.malloc_all_with(len, placement, self.shared.cfg.protocol)
+    }
+
+    /// Collective [`Dsm::malloc_with`].
+    pub fn malloc_all_with(
+        &self,
+        len: usize,
+        placement: Placement,
+        protocol: Protocol,
+    ) -> Result<*mut u8, Error> {
         let s = &self.shared;
+        // Rank 0's outcome travels with the address so that every task
+        // fails alike.
         let mine = if s.rank == 0 {
-            s.malloc(len, placement)?.to_le_bytes().to_vec()
+            match s.malloc(len, placement, protocol) {
+                Ok(off) => off.to_le_bytes().to_vec(),
+                Err(e) => {
+                    s.task.allgather(&[])?;
+                    return Err(e);
+                }
+            }
         } else {
             Vec::new()
         };
@@ -491,8 +719,69 @@ impl Dsm {
             .and_then(|b| b.get(..8))
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
-            .ok_or(Error::Invalid("rank 0 sent no address"))?;
+            .ok_or(Error::Invalid("allocation failed at rank 0"))?;
         Ok(self.at(off))
+    }
+
+    /// Collective: switches the allocation containing `addr` to
+    /// `protocol`. Every task's pending writes reach their homes, every
+    /// cached copy of the range is dropped and its holder directory
+    /// cleared, then a barrier; afterwards the range behaves as if
+    /// allocated with `protocol`. Has barrier semantics.
+    pub fn set_protocol(&self, addr: *const u8, protocol: Protocol) -> Result<(), Error> {
+        let t0 = Instant::now();
+        let r = self.shared.set_protocol(addr as usize, protocol);
+        bump(&self.shared.stats.sync_ns, t0.elapsed().as_nanos() as u64);
+        r
+    }
+
+    /// The protocol of the allocation containing `addr` (the default for
+    /// heap memory nobody allocated).
+    pub fn protocol_of(&self, addr: *const u8) -> Result<Protocol, Error> {
+        let s = &self.shared;
+        s.proto_of(page_of(s.offset(addr as usize, 1)?))
+    }
+
+    /// Reads `buf.len()` bytes of the heap at `addr`. On `HomeOnly`
+    /// ranges pages not cached here (every page after an acquire) are
+    /// read from their home with MBCF READ, without keeping a copy; on
+    /// other ranges this is a plain load of the local copy.
+    pub fn read(&self, addr: *const u8, buf: &mut [u8]) -> Result<(), Error> {
+        let s = &self.shared;
+        let off = s.offset(addr as usize, buf.len())?;
+        let mut done = 0usize;
+        for (o, l, proto) in s.split_by_range(off, buf.len() as u64)? {
+            let dst = &mut buf[done..done + l as usize];
+            if proto == Protocol::HomeOnly {
+                s.read_home(o, dst)?;
+            } else {
+                dst.copy_from_slice(&sys::copy_out(s.view.base() + o as usize, l as usize));
+            }
+            done += l as usize;
+        }
+        Ok(())
+    }
+
+    /// Writes `buf` to the heap at `addr`. On `HomeOnly` ranges the bytes
+    /// go to their homes (eagerly, combined per packet; visible to others
+    /// after this task's next release) and into the local copy if one is
+    /// cached; on other ranges this is a plain store followed by
+    /// [`Dsm::note_write`].
+    pub fn write(&self, addr: *mut u8, buf: &[u8]) -> Result<(), Error> {
+        let s = &self.shared;
+        let off = s.offset(addr as usize, buf.len())?;
+        let mut done = 0usize;
+        for (o, l, proto) in s.split_by_range(off, buf.len() as u64)? {
+            let src = &buf[done..done + l as usize];
+            if proto == Protocol::HomeOnly {
+                s.write_home(o, src)?;
+            } else {
+                sys::copy_in(s.view.base() + o as usize, src);
+                self.note_write(self.at(o), l as usize)?;
+            }
+            done += l as usize;
+        }
+        Ok(())
     }
 
     fn at(&self, off: u64) -> *mut u8 {
@@ -500,10 +789,13 @@ impl Dsm {
     }
 
     /// Records that `[addr, addr+len)` of the heap was written by plain
-    /// stores (the code sequence a compiler emits after stores). Under
-    /// `Ulrc` the range goes to its homes at the next release; under
-    /// `Invalidate` it goes now and other copies are dropped first. In
-    /// trap mode it only checks the range.
+    /// stores (the code sequence a compiler emits after stores). What
+    /// happens depends on each range's protocol: `Ulrc` keeps the range
+    /// for the next release; `Invalidate` writes it through and drops
+    /// other copies before returning; `HomeUpdate`, `HomeOnly` and
+    /// `UpdateDirect` send it to the home now (combined per packet),
+    /// `Update` sends it through the home to every copy holder. In trap
+    /// mode it only checks the range.
     pub fn note_write(&self, addr: *const u8, len: usize) -> Result<(), Error> {
         let s = &self.shared;
         let off = s.offset(addr as usize, len)?;
@@ -515,19 +807,25 @@ impl Dsm {
         if len == 0 {
             return Ok(());
         }
-        match s.cfg.protocol {
-            Protocol::Ulrc => {
-                lock(&s.state).noted.push((off, len as u64));
-                Ok(())
-            }
-            Protocol::Invalidate => {
-                let t0 = Instant::now();
-                let pages = s.send_runs(vec![(off, len as u64)])?;
-                s.invalidate_others(&pages)?;
-                bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
-                Ok(())
+        for (o, l, proto) in s.split_by_range(off, len as u64)? {
+            match proto {
+                Protocol::Ulrc => lock(&s.out).noted.push((o, l)),
+                Protocol::Invalidate => {
+                    let t0 = Instant::now();
+                    let data = sys::copy_out(s.view.base() + o as usize, l as usize);
+                    let pages = s.send_runs(vec![(o, data)])?;
+                    s.invalidate_others(&pages)?;
+                    bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
+                }
+                Protocol::HomeUpdate | Protocol::HomeOnly => s.eager(o, l, Via::Home)?,
+                Protocol::UpdateDirect => {
+                    s.eager(o, l, Via::Home)?;
+                    lock(&s.out).direct.push((o, l));
+                }
+                Protocol::Update => s.eager(o, l, Via::Forward)?,
             }
         }
+        Ok(())
     }
 
     /// Store helper: writes `value` at `addr` (inside the heap, aligned
@@ -593,6 +891,8 @@ impl Dsm {
             barriers: g(&c.barriers),
             fault_ns: g(&c.fault_ns),
             sync_ns: g(&c.sync_ns),
+            updates: g(&c.updates),
+            home_reads: g(&c.home_reads),
         }
     }
 
@@ -696,7 +996,12 @@ impl Shared {
             .wait_value()?)
     }
 
-    fn malloc(&self, len: usize, placement: Placement) -> Result<u64, Error> {
+    fn malloc(&self, len: usize, placement: Placement, protocol: Protocol) -> Result<u64, Error> {
+        if protocol == Protocol::Update && self.size > MAX_HOLDERS {
+            return Err(Error::Invalid(
+                "the update protocol supports at most 64 tasks",
+            ));
+        }
         if let Placement::Explicit(r) = placement {
             if r >= self.size {
                 return Err(Error::Invalid("explicit home outside the job"));
@@ -726,6 +1031,8 @@ impl Shared {
             pages,
             placement,
             ft,
+            protocol,
+            idx,
         };
         let at = self.meta_at(0, L::RANGES + idx as usize * L::RANGE_BYTES)?;
         // Status return: the descriptor is in place before the address is
@@ -733,7 +1040,9 @@ impl Shared {
         self.task
             .write(at, &r.encode(), Options::status())?
             .wait()?;
-        lock(&self.place).ranges.insert(r.start, r);
+        let mut p = lock(&self.place);
+        p.lazy |= protocol.lazy();
+        p.ranges.insert(r.start, r);
         Ok(off)
     }
 
@@ -755,7 +1064,10 @@ impl Shared {
         let mut done = known;
         for c in data.chunks_exact(L::RANGE_BYTES) {
             // A descriptor still being written ends what we take this time.
-            let Some(r) = Range::decode(c) else { break };
+            let Some(r) = Range::decode(c, done) else {
+                break;
+            };
+            p.lazy |= r.protocol.lazy();
             p.ranges.insert(r.start, r);
             done += 1;
         }
@@ -769,18 +1081,44 @@ impl Shared {
         (page < r.start + r.pages).then_some(*r)
     }
 
+    /// The allocation containing `page`, learning new ones from rank 0.
+    fn range_of(&self, page: u64) -> Result<Option<Range>, Error> {
+        if let Some(r) = self.find_range(page) {
+            return Ok(Some(r));
+        }
+        self.refresh_ranges()?;
+        Ok(self.find_range(page))
+    }
+
+    /// The protocol of `page` (the default for memory nobody allocated).
+    fn proto_of(&self, page: u64) -> Result<Protocol, Error> {
+        Ok(self
+            .range_of(page)?
+            .map_or(self.cfg.protocol, |r| r.protocol))
+    }
+
+    /// Cuts `[off, off+len)` where the allocation changes: pieces with
+    /// their protocol.
+    fn split_by_range(&self, off: u64, len: u64) -> Result<Vec<(u64, u64, Protocol)>, Error> {
+        let end = off + len;
+        let mut v = Vec::with_capacity(1);
+        let mut at = off;
+        while at < end {
+            let (stop, proto) = match self.range_of(page_of(at))? {
+                Some(r) => (((r.start + r.pages) * PAGE as u64).min(end), r.protocol),
+                None => (end, self.cfg.protocol),
+            };
+            v.push((at, stop - at, proto));
+            at = stop;
+        }
+        Ok(v)
+    }
+
     /// The home of heap page `page` (claims it under first touch).
     fn home_of(&self, page: u64) -> Result<u32, Error> {
-        let r = match self.find_range(page) {
-            Some(r) => r,
-            None => {
-                self.refresh_ranges()?;
-                match self.find_range(page) {
-                    Some(r) => r,
-                    // Memory nobody allocated: rank 0 serves zeros.
-                    None => return Ok(0),
-                }
-            }
+        let Some(r) = self.range_of(page)? else {
+            // Memory nobody allocated: rank 0 serves zeros.
+            return Ok(0);
         };
         let rel = page - r.start;
         let n = self.size as u64;
@@ -848,10 +1186,20 @@ impl Shared {
         let base = self.view.base();
         let last = (self.view.len() / PAGE) as u64;
         let home = self.home_of(page)?;
+        let proto = self.proto_of(page)?;
+        let tracked = proto == Protocol::Update
+            || (proto == Protocol::Invalidate && self.size <= MAX_HOLDERS);
+        if tracked {
+            // Before reading the page: updates (invalidations) the home
+            // (a writer) applies after this reach this task; earlier ones
+            // are in the data.
+            self.register(page, home)?;
+        }
         // Prefetch: following pages of the same home, not present, within
-        // the same allocation.
+        // the same allocation (not for pages in the holder directory: each
+        // would need its own registration round trip first).
         let mut n = 1u64;
-        if self.cfg.prefetch > 0 {
+        if self.cfg.prefetch > 0 && !tracked {
             let r_end = self
                 .find_range(page)
                 .map_or(page + 1, |r| r.start + r.pages);
@@ -906,6 +1254,9 @@ impl Shared {
                     bump(&self.stats.pages_prefetched, 1);
                 }
                 st.present.insert(p);
+                if proto == Protocol::HomeOnly {
+                    st.transient.insert(p);
+                }
                 if i == 0 && twin {
                     st.dirty.entry(p).or_insert_with(|| Some(chunk.to_vec()));
                 }
@@ -914,20 +1265,32 @@ impl Shared {
         }
     }
 
-    /// Turns this interval's writes into runs (noted ranges, diffs).
-    fn collect_runs(&self) -> Result<Vec<(u64, u64)>, Error> {
-        let (mut runs, dirty) = {
-            let mut st = lock(&self.state);
-            (std::mem::take(&mut st.noted), std::mem::take(&mut st.dirty))
-        };
+    /// Turns this interval's writes into runs with their bytes (noted
+    /// ranges, diffs). Each dirty page is protected, copied and leaves
+    /// `dirty` under the state lock: an update or invalidation handler
+    /// sees it either still dirty (and updates the twin) or clean and
+    /// protected (and may drop it: the bytes to send are copied already).
+    fn collect_runs(&self) -> Result<Vec<Run>, Error> {
+        let noted = std::mem::take(&mut lock(&self.out).noted);
         let base = self.view.base();
-        for (page, twin) in dirty {
-            let Some(twin) = twin else { continue };
+        let mut runs: Vec<Run> = noted
+            .into_iter()
+            .map(|(o, l)| (o, sys::copy_out(base + o as usize, l as usize)))
+            .collect();
+        let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
+        for page in pages {
             let paddr = base + page as usize * PAGE;
-            // Protect first so the next write of the page starts a new
-            // twin; this thread is the only writer, so nothing is missed.
-            self.uffd.protect(paddr, PAGE, true)?;
-            let cur = sys::copy_out(paddr, PAGE);
+            let (cur, twin) = {
+                let mut st = lock(&self.state);
+                let Some(Some(twin)) = st.dirty.remove(&page) else {
+                    continue;
+                };
+                // Protect first so the next write of the page starts a new
+                // twin; this thread is the only writer, so nothing is
+                // missed. A dirty page is present: the copy cannot fault.
+                self.uffd.protect(paddr, PAGE, true)?;
+                (sys::copy_out(paddr, PAGE), twin)
+            };
             bump(&self.stats.diffs, 1);
             let off0 = page * PAGE as u64;
             // Word granularity (as TreadMarks): programs are data-race
@@ -941,34 +1304,25 @@ impl Shared {
                     continue;
                 }
                 let j = (i..words).find(|&j| same(j)).unwrap_or(words);
-                runs.push((off0 + i as u64 * 8, (j - i) as u64 * 8));
+                runs.push((off0 + i as u64 * 8, cur[i * 8..j * 8].to_vec()));
                 i = j;
             }
         }
         Ok(runs)
     }
 
-    /// Sends `runs` (heap offset, length) to their homes: runs are sorted
-    /// and merged, then cut where the home changes; each piece is one MBCF
-    /// WRITE. Waits until every home applied them. Returns the pages.
-    fn send_runs(&self, mut runs: Vec<(u64, u64)>) -> Result<Vec<u64>, Error> {
+    /// Sends `runs` to their homes: runs are sorted and merged, then cut
+    /// where the home changes; each piece is one MBCF WRITE. Waits until
+    /// every home applied them. Returns the pages.
+    fn send_runs(&self, runs: Vec<Run>) -> Result<Vec<u64>, Error> {
         if runs.is_empty() {
             return Ok(Vec::new());
         }
-        runs.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
-        for (o, l) in runs {
-            match merged.last_mut() {
-                Some((mo, ml)) if o <= *mo + *ml => *ml = (*ml).max(o + l - *mo),
-                _ => merged.push((o, l)),
-            }
-        }
-        let base = self.view.base();
         let mut pages = Vec::new();
         let mut homes_hit = HashSet::new();
-        for (o, l) in merged {
+        for (o, data) in merge_runs(runs) {
+            let end = o + data.len() as u64;
             let mut start = o;
-            let end = o + l;
             while start < end {
                 let home = self.home_of(page_of(start))?;
                 let mut stop = ((page_of(start) + 1) * PAGE as u64).min(end);
@@ -977,20 +1331,20 @@ impl Shared {
                     pages.push(page_of(stop));
                     stop = ((page_of(stop) + 1) * PAGE as u64).min(end);
                 }
-                let data = sys::copy_out(base + start as usize, (stop - start) as usize);
+                let piece = &data[(start - o) as usize..(stop - o) as usize];
                 if home == self.rank {
-                    sys::copy_in(self.home.as_ptr() as usize + start as usize, &data);
+                    sys::copy_in(self.home.as_ptr() as usize + start as usize, piece);
                 } else {
                     let at = self
                         .homes
                         .get(home as usize)
                         .ok_or(Error::Invalid("no such home"))?
                         .at(start);
-                    self.task.write(at, &data, Options::default())?;
+                    self.task.write(at, piece, Options::default())?;
                     homes_hit.insert(home);
                 }
                 bump(&self.stats.writes, 1);
-                bump(&self.stats.bytes_sent, data.len() as u64);
+                bump(&self.stats.bytes_sent, piece.len() as u64);
                 start = stop;
             }
         }
@@ -1001,20 +1355,71 @@ impl Shared {
         Ok(pages)
     }
 
-    /// Release: this interval's writes reach their homes, then (Ulrc) the
-    /// written pages are published as write notices.
+    /// Release: this interval's writes reach their homes and, for the
+    /// update protocols, every copy; then pages of `Ulrc` and
+    /// `HomeUpdate` ranges are published as write notices and (trap mode)
+    /// other copies of `Invalidate` pages are dropped.
     fn release(&self) -> Result<(), Error> {
-        let runs = self.collect_runs()?;
-        let pages = self.send_runs(runs)?;
-        if self.cfg.protocol == Protocol::Invalidate {
-            // Trapped writes: the other copies go before the release
-            // completes (noted writes were written through already).
-            self.invalidate_others(&pages)?;
+        self.flush_pending()?;
+        let mut home_runs = Vec::new();
+        let mut fwd_runs = Vec::new();
+        let base = self.view.base();
+        // Noted UpdateDirect ranges went home already; copies get them now.
+        let mut direct: Vec<Run> = std::mem::take(&mut lock(&self.out).direct)
+            .into_iter()
+            .map(|(o, l)| (o, sys::copy_out(base + o as usize, l as usize)))
+            .collect();
+        // Noted runs were cut at allocations, diffs lie in one page: each
+        // run has one protocol.
+        for run in self.collect_runs()? {
+            match self.proto_of(page_of(run.0))? {
+                // Trapped writes of Update ranges: through the home.
+                Protocol::Update => fwd_runs.push(run),
+                Protocol::UpdateDirect => {
+                    direct.push(run.clone());
+                    home_runs.push(run);
+                }
+                _ => home_runs.push(run),
+            }
         }
-        if self.cfg.protocol == Protocol::Ulrc && !pages.is_empty() {
+        let mut pages = self.send_runs(home_runs)?;
+        for (o, data) in fwd_runs {
+            self.eager_data(o, &data, Via::Forward)?;
+        }
+        self.flush_pending()?;
+        let (homes, eager_pages) = {
+            let mut out = lock(&self.out);
+            (
+                std::mem::take(&mut out.homes),
+                std::mem::take(&mut out.pages),
+            )
+        };
+        for h in homes {
+            self.task.fence(h)?;
+        }
+        pages.extend(eager_pages);
+        pages.sort_unstable();
+        pages.dedup();
+        let mut notices = Vec::new();
+        let mut invalidate = Vec::new();
+        for p in pages {
+            match self.proto_of(p)? {
+                Protocol::Ulrc | Protocol::HomeUpdate => notices.push(p),
+                Protocol::Invalidate => invalidate.push(p),
+                _ => {}
+            }
+        }
+        // Trapped Invalidate writes: the other copies go before the
+        // release completes (noted writes were written through already).
+        self.invalidate_others(&invalidate)?;
+        // Homes have every byte (fenced above), so a copy that misses a
+        // direct update while being fetched reads it from the home.
+        self.push_direct(direct)?;
+        self.wait_updates()?;
+        if !notices.is_empty() {
             let mut st = lock(&self.state);
             let log = self.meta.as_ptr() as usize + L::LOG;
-            for p in &pages {
+            for p in &notices {
                 let slot = (st.published % L::LOG_CAP as u64) as usize;
                 sys::word(log + slot * 8).store(*p, Ordering::Relaxed);
                 st.published += 1;
@@ -1022,23 +1427,23 @@ impl Shared {
             // Entries before the count: readers READ the count first.
             self.local_word(L::NOTICES)
                 .store(st.published, Ordering::Release);
-            bump(&self.stats.notices, pages.len() as u64);
+            bump(&self.stats.notices, notices.len() as u64);
         }
         Ok(())
     }
 
-    /// Acquire (Ulrc): pulls every other task's new write notices and
-    /// drops this task's copies of those pages.
+    /// Acquire: pulls every other task's new write notices (when a range
+    /// with notices is known here) and drops this task's copies of those
+    /// pages, and drops every cached `HomeOnly` page, so the next read
+    /// faults.
     fn acquire(&self) -> Result<(), Error> {
-        if self.cfg.protocol != Protocol::Ulrc {
-            return Ok(());
-        }
         // Writes of this task not yet released would be lost with the page.
         self.release()?;
         let mut drop_all = false;
         let mut pages = Vec::new();
+        let lazy = lock(&self.place).lazy;
         for r in 0..self.size {
-            if r == self.rank {
+            if r == self.rank || !lazy {
                 continue;
             }
             let count = self.fetch_add(self.meta_at(r, L::NOTICES)?, 0)?;
@@ -1068,6 +1473,7 @@ impl Shared {
         if drop_all {
             pages = st.present.iter().copied().collect();
         }
+        pages.extend(st.transient.iter().copied());
         self.discard(&mut st, &pages)
     }
 
@@ -1077,6 +1483,7 @@ impl Shared {
         let mut any = false;
         for &p in pages {
             if st.present.remove(&p) {
+                st.transient.remove(&p);
                 self.view.discard(base + p as usize * PAGE, PAGE)?;
                 bump(&self.stats.invalidations, 1);
                 any = true;
@@ -1088,26 +1495,456 @@ impl Shared {
         Ok(())
     }
 
+    /// Sends `[off, off+len)` of the view eagerly: pieces cut where the
+    /// home changes (and, for `Forward`, at pages and `UPDATE_DATA`
+    /// bytes), combined with the pending packet when contiguous.
+    fn eager(&self, off: u64, len: u64, via: Via) -> Result<(), Error> {
+        let data = sys::copy_out(self.view.base() + off as usize, len as usize);
+        self.eager_data(off, &data, via)
+    }
+
+    fn eager_data(&self, off: u64, data: &[u8], via: Via) -> Result<(), Error> {
+        let end = off + data.len() as u64;
+        let mut start = off;
+        while start < end {
+            let home = self.home_of(page_of(start))?;
+            let mut stop = ((page_of(start) + 1) * PAGE as u64).min(end);
+            if via == Via::Home {
+                while stop < end && self.home_of(page_of(stop))? == home {
+                    stop = ((page_of(stop) + 1) * PAGE as u64).min(end);
+                }
+                lock(&self.out)
+                    .pages
+                    .extend(page_of(start)..=page_of(stop - 1));
+            } else {
+                stop = stop.min(start + UPDATE_DATA as u64);
+            }
+            let piece = &data[(start - off) as usize..(stop - off) as usize];
+            self.push_eager(via, home, start, piece)?;
+            start = stop;
+        }
+        Ok(())
+    }
+
+    /// Appends to the pending packet or sends it and starts another.
+    fn push_eager(&self, via: Via, home: u32, off: u64, data: &[u8]) -> Result<(), Error> {
+        let limit = match via {
+            Via::Home => COMBINE,
+            Via::Forward => UPDATE_DATA,
+        };
+        let mut out = lock(&self.out);
+        if let Some(p) = out.pending.as_mut() {
+            let p_end = p.off + p.data.len() as u64;
+            if p.via == via
+                && p.home == home
+                && p_end == off
+                && p.data.len() + data.len() <= limit
+                && (via == Via::Home || page_of(p.off) == page_of(off + data.len() as u64 - 1))
+            {
+                p.data.extend_from_slice(data);
+                return Ok(());
+            }
+        }
+        if let Some(p) = out.pending.take() {
+            self.send_eager(&mut out, p)?;
+        }
+        let p = Pending {
+            via,
+            home,
+            off,
+            data: data.to_vec(),
+        };
+        if data.len() >= limit {
+            self.send_eager(&mut out, p)
+        } else {
+            out.pending = Some(p);
+            Ok(())
+        }
+    }
+
+    /// Sends the pending packet, if any.
+    fn flush_pending(&self) -> Result<(), Error> {
+        let mut out = lock(&self.out);
+        match out.pending.take() {
+            Some(p) => self.send_eager(&mut out, p),
+            None => Ok(()),
+        }
+    }
+
+    /// One eager message: a WRITE to the home, or an update SIGNAL to it
+    /// (applied at once when this task is the home).
+    fn send_eager(&self, out: &mut Out, p: Pending) -> Result<(), Error> {
+        bump(&self.stats.writes, 1);
+        bump(&self.stats.bytes_sent, p.data.len() as u64);
+        match p.via {
+            Via::Home if p.home == self.rank => {
+                sys::copy_in(self.home.as_ptr() as usize + p.off as usize, &p.data);
+            }
+            Via::Home => {
+                let at = self
+                    .homes
+                    .get(p.home as usize)
+                    .ok_or(Error::Invalid("no such home"))?
+                    .at(p.off);
+                self.task.write(at, &p.data, Options::default())?;
+                out.homes.insert(p.home);
+            }
+            Via::Forward => {
+                out.forwarded += 1;
+                if p.home == self.rank {
+                    self.forward(&self.task, self.rank, p.off, &p.data)?;
+                } else {
+                    let msg = update_msg(TAG_HOME, self.rank, p.off, &p.data);
+                    self.task
+                        .signal(p.home, UPDATE_HANDLER, &msg, Options::default())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// At the home of an `Update` page: applies `data` (within one page)
+    /// written by `writer`, forwards it to every other holder, and tells
+    /// the writer how many acknowledgements to expect.
+    fn forward(&self, task: &Task, writer: u32, off: u64, data: &[u8]) -> Result<(), Error> {
+        sys::copy_in(self.home.as_ptr() as usize + off as usize, data);
+        // Pairs with the fence after a holder registers: either the
+        // holder's READ sees these bytes or this load sees its bit.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let page = page_of(off);
+        let mask = sys::word(self.dir.as_ptr() as usize + page as usize * 8).load(Ordering::SeqCst);
+        let mut sent = 0u64;
+        let mut msg = Vec::new();
+        for r in 0..self.size.min(MAX_HOLDERS) {
+            if mask & (1 << r) == 0 || r == writer {
+                continue;
+            }
+            if r == self.rank {
+                self.apply_copy(off, data);
+                continue;
+            }
+            if msg.is_empty() {
+                msg = update_msg(TAG_COPY, writer, off, data);
+            }
+            task.signal(r, UPDATE_HANDLER, &msg, Options::default())?;
+            bump(&self.stats.writes, 1);
+            bump(&self.stats.bytes_sent, data.len() as u64);
+            sent += 1;
+        }
+        if writer == self.rank {
+            self.local_word(L::UPD_WANT)
+                .fetch_add(sent, Ordering::AcqRel);
+            self.local_word(L::UPD_HOME).fetch_add(1, Ordering::AcqRel);
+        } else {
+            // Same destination: WANT is applied before HOME.
+            task.fetch_add(self.meta_at(writer, L::UPD_WANT)?, sent, Options::default())?;
+            task.fetch_add(self.meta_at(writer, L::UPD_HOME)?, 1, Options::default())?;
+        }
+        Ok(())
+    }
+
+    /// At a copy holder: applies an update of `data` (within one page) to
+    /// the local copy. A page not present bumps the epoch instead, so a
+    /// fetch racing this update reads the page again (the home has the
+    /// bytes by now). In trap mode a clean page is write-protected and is
+    /// dropped instead; a page with a twin gets the bytes in both, so its
+    /// diff does not claim them.
+    fn apply_copy(&self, off: u64, data: &[u8]) {
+        let page = page_of(off);
+        let mut st = lock(&self.state);
+        if !st.present.contains(&page) {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
+        let in_page = (off - page * PAGE as u64) as usize;
+        match st.dirty.get_mut(&page) {
+            Some(Some(twin)) => {
+                twin[in_page..in_page + data.len()].copy_from_slice(data);
+                sys::copy_in(self.view.base() + off as usize, data);
+            }
+            _ if self.cfg.writes == WriteMode::Trap => {
+                let _ = self.discard(&mut st, &[page]);
+            }
+            _ => sys::copy_in(self.view.base() + off as usize, data),
+        }
+    }
+
+    /// Handler of update messages (progress thread).
+    fn on_update(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
+        let Some((tag, writer, off, data)) = parse_update(payload) else {
+            return;
+        };
+        if off + data.len() as u64 > self.view.len() as u64 || writer >= self.size {
+            eprintln!("sss-dsm: bad update from task {}", ctx.from);
+            return;
+        }
+        let r = match tag {
+            TAG_HOME => self.forward(ctx.task, writer, off, data),
+            TAG_COPY => {
+                bump(&self.stats.updates, 1);
+                self.apply_copy(off, data);
+                self.meta_at(writer, L::UPD_ACK).and_then(|at| {
+                    ctx.task.fetch_add(at, 1, Options::default())?;
+                    Ok(())
+                })
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = r {
+            eprintln!("sss-dsm: update from task {}: {e}", ctx.from);
+        }
+    }
+
+    /// `UpdateDirect` at release: `runs` go to every other task.
+    fn push_direct(&self, runs: Vec<Run>) -> Result<(), Error> {
+        if self.size == 1 || runs.is_empty() {
+            return Ok(());
+        }
+        let mut sent = 0u64;
+        for (o, bytes) in merge_runs(runs) {
+            let end = o + bytes.len() as u64;
+            let mut at = o;
+            while at < end {
+                let stop = ((page_of(at) + 1) * PAGE as u64)
+                    .min(end)
+                    .min(at + UPDATE_DATA as u64);
+                let data = &bytes[(at - o) as usize..(stop - o) as usize];
+                let msg = update_msg(TAG_COPY, self.rank, at, data);
+                for r in (0..self.size).filter(|&r| r != self.rank) {
+                    self.task
+                        .signal(r, UPDATE_HANDLER, &msg, Options::default())?;
+                    bump(&self.stats.writes, 1);
+                    bump(&self.stats.bytes_sent, data.len() as u64);
+                    sent += 1;
+                }
+                at = stop;
+            }
+        }
+        self.local_word(L::UPD_WANT)
+            .fetch_add(sent, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Waits until every update this task sent is applied at every copy.
+    fn wait_updates(&self) -> Result<(), Error> {
+        let forwarded = lock(&self.out).forwarded;
+        // Each home answers a forwarded update with WANT, then HOME.
+        self.task
+            .wait_word(self.local_word(L::UPD_HOME), |v| v >= forwarded);
+        let want = self.local_word(L::UPD_WANT).load(Ordering::Acquire);
+        self.task
+            .wait_word(self.local_word(L::UPD_ACK), |v| v >= want);
+        Ok(())
+    }
+
+    /// Sets this task's holder bit for `page` at its home (once).
+    fn register(&self, page: u64, home: u32) -> Result<(), Error> {
+        if lock(&self.state).registered.contains(&page) {
+            return Ok(());
+        }
+        if self.rank >= MAX_HOLDERS {
+            return Err(Error::Invalid(
+                "the update protocol supports at most 64 tasks",
+            ));
+        }
+        let bit = 1u64 << self.rank;
+        if home == self.rank {
+            sys::word(self.dir.as_ptr() as usize + page as usize * 8)
+                .fetch_or(bit, Ordering::SeqCst);
+        } else {
+            let at = self
+                .dirs
+                .get(home as usize)
+                .ok_or(Error::Invalid("no such home"))?
+                .at(page * 8);
+            // The bit is clear (only this task sets or clears it).
+            self.fetch_add(at, bit)?;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        lock(&self.state).registered.insert(page);
+        Ok(())
+    }
+
+    /// `HomeOnly` read: pages cached here (fetched since the last
+    /// acquire, holding this task's own writes) from the view, the rest
+    /// from their homes.
+    fn read_home(&self, off: u64, buf: &mut [u8]) -> Result<(), Error> {
+        // This task's eager writes reach each home before the READ.
+        self.flush_pending()?;
+        let end = off + buf.len() as u64;
+        let mut at = off;
+        while at < end {
+            let page = page_of(at);
+            let stop = ((page + 1) * PAGE as u64).min(end);
+            let dst = &mut buf[(at - off) as usize..(stop - off) as usize];
+            let home = self.home_of(page)?;
+            // Under the state lock so the page cannot be dropped between.
+            let st = lock(&self.state);
+            if st.present.contains(&page) {
+                dst.copy_from_slice(&sys::copy_out(self.view.base() + at as usize, dst.len()));
+            } else if home == self.rank {
+                drop(st);
+                dst.copy_from_slice(&sys::copy_out(
+                    self.home.as_ptr() as usize + at as usize,
+                    dst.len(),
+                ));
+            } else {
+                drop(st);
+                let ra = self
+                    .homes
+                    .get(home as usize)
+                    .ok_or(Error::Invalid("no such home"))?
+                    .at(at);
+                let d = self
+                    .task
+                    .read(ra, dst.len(), Options::default())?
+                    .wait_data()?;
+                if d.len() != dst.len() {
+                    return Err(Error::Invalid("short read from home"));
+                }
+                dst.copy_from_slice(&d);
+                bump(&self.stats.home_reads, 1);
+            }
+            at = stop;
+        }
+        Ok(())
+    }
+
+    /// `HomeOnly` write: into the cached copy if any, and to the homes.
+    fn write_home(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let end = off + data.len() as u64;
+        let mut at = off;
+        while at < end {
+            let stop = ((page_of(at) + 1) * PAGE as u64).min(end);
+            self.apply_copy(at, &data[(at - off) as usize..(stop - off) as usize]);
+            at = stop;
+        }
+        self.eager_data(off, data, Via::Home)
+    }
+
+    /// Collective protocol switch (see [`Dsm::set_protocol`]).
+    fn set_protocol(&self, addr: usize, protocol: Protocol) -> Result<(), Error> {
+        let page = page_of(self.offset(addr, 1)?);
+        let r = self.range_of(page)?;
+        let ok = r.is_some() && (protocol != Protocol::Update || self.size <= MAX_HOLDERS);
+        // Every task takes part in both barriers even when one fails.
+        self.barrier()?;
+        let r = match r {
+            Some(r) if ok => r,
+            Some(_) => {
+                return Err(Error::Invalid(
+                    "the update protocol supports at most 64 tasks",
+                ))
+            }
+            None => return Err(Error::Invalid("address outside every allocation")),
+        };
+        let pages = r.start..r.start + r.pages;
+        {
+            let mut st = lock(&self.state);
+            let mine: Vec<u64> = st
+                .present
+                .iter()
+                .copied()
+                .filter(|p| pages.contains(p))
+                .collect();
+            self.discard(&mut st, &mine)?;
+            st.registered.retain(|p| !pages.contains(p));
+        }
+        if matches!(r.protocol, Protocol::Update | Protocol::Invalidate) {
+            // Nobody holds a copy any more: clear the holder bits of the
+            // pages homed here.
+            for p in pages.clone() {
+                let home = match r.placement {
+                    // Pages this task claimed are in its cache; asking
+                    // home_of would claim the others.
+                    Placement::FirstTouch => lock(&self.place).ft.get(&p).copied(),
+                    _ => Some(self.home_of(p)?),
+                };
+                if home == Some(self.rank) {
+                    sys::word(self.dir.as_ptr() as usize + p as usize * 8)
+                        .store(0, Ordering::SeqCst);
+                }
+            }
+        }
+        {
+            let mut pl = lock(&self.place);
+            pl.lazy |= protocol.lazy();
+            if let Some(x) = pl.ranges.get_mut(&r.start) {
+                x.protocol = protocol;
+            }
+        }
+        if self.rank == 0 {
+            let at = self.meta_at(
+                0,
+                L::RANGES + r.idx as usize * L::RANGE_BYTES + L::RANGE_PROTOCOL,
+            )?;
+            self.task
+                .write(at, &protocol.code().to_le_bytes(), Options::status())?
+                .wait()?;
+        }
+        self.barrier()
+    }
+
     /// Invalidate protocol: every other task drops its copies of `pages`
     /// before this returns.
     fn invalidate_others(&self, pages: &[u64]) -> Result<(), Error> {
         if self.size == 1 || pages.is_empty() {
             return Ok(());
         }
-        let mut sent = 0u64;
-        for chunk in pages.chunks(128) {
-            let payload: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
-            for r in 0..self.size {
-                if r != self.rank {
-                    self.task
-                        .signal(r, INVALIDATE_HANDLER, &payload, Options::default())?;
-                    sent += 1;
+        // With the holder directory (at most 64 tasks), only the tasks
+        // that ever held a page hear of it; beyond, every task does.
+        let mut per_rank: Vec<Vec<u64>> = vec![Vec::new(); self.size as usize];
+        if self.size <= MAX_HOLDERS {
+            // Pairs with the fence after a holder registers: the written
+            // bytes are at the home (send_runs fenced them), so either its
+            // READ sees them or this load sees its bit.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            for &p in pages {
+                let mask = self.holders(p)?;
+                for (r, list) in per_rank.iter_mut().enumerate() {
+                    if r as u32 != self.rank && mask & (1 << r) != 0 {
+                        list.push(p);
+                    }
                 }
             }
+        } else {
+            for (r, list) in per_rank.iter_mut().enumerate() {
+                if r as u32 != self.rank {
+                    list.extend_from_slice(pages);
+                }
+            }
+        }
+        let mut sent = 0u64;
+        for (r, list) in per_rank.iter().enumerate() {
+            for chunk in list.chunks(128) {
+                let payload: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
+                self.task
+                    .signal(r as u32, INVALIDATE_HANDLER, &payload, Options::default())?;
+                sent += 1;
+            }
+        }
+        if sent == 0 {
+            return Ok(());
         }
         let want = self.acks_expected.fetch_add(sent, Ordering::AcqRel) + sent;
         self.task.wait_word(self.local_word(L::ACK), |v| v >= want);
         Ok(())
+    }
+
+    /// The holder mask of `page`, read at its home.
+    fn holders(&self, page: u64) -> Result<u64, Error> {
+        let home = self.home_of(page)?;
+        if home == self.rank {
+            return Ok(
+                sys::word(self.dir.as_ptr() as usize + page as usize * 8).load(Ordering::SeqCst)
+            );
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        self.fetch_add(at, 0)
     }
 
     /// Handler of an eager invalidation (progress thread).
@@ -1195,6 +2032,53 @@ impl Shared {
     }
 }
 
+/// Heap offset and the bytes written there.
+type Run = (u64, Vec<u8>);
+
+/// Sorts runs and merges touching or overlapping ones (the later run's
+/// bytes win where they overlap; runs of one release agree there).
+fn merge_runs(mut runs: Vec<Run>) -> Vec<Run> {
+    runs.sort_by_key(|r| r.0);
+    let mut merged: Vec<Run> = Vec::with_capacity(runs.len());
+    for (o, d) in runs {
+        match merged.last_mut() {
+            Some((mo, md)) if o <= *mo + md.len() as u64 => {
+                let at = (o - *mo) as usize;
+                let end = at + d.len();
+                if end > md.len() {
+                    md.resize(end, 0);
+                }
+                md[at..end].copy_from_slice(&d);
+            }
+            _ => merged.push((o, d)),
+        }
+    }
+    merged
+}
+
+/// An update message: tag, writer, heap offset, then the bytes.
+fn update_msg(tag: u32, writer: u32, off: u64, data: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(16 + data.len());
+    m.extend_from_slice(&tag.to_le_bytes());
+    m.extend_from_slice(&writer.to_le_bytes());
+    m.extend_from_slice(&off.to_le_bytes());
+    m.extend_from_slice(data);
+    m
+}
+
+/// Splits an update message; None when malformed.
+fn parse_update(m: &[u8]) -> Option<(u32, u32, u64, &[u8])> {
+    let tag = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
+    let writer = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?);
+    let off = u64::from_le_bytes(m.get(8..16)?.try_into().ok()?);
+    let data = m.get(16..)?;
+    // Updates never cross a page.
+    if data.is_empty() || page_of(off) != page_of(off + data.len() as u64 - 1) {
+        return None;
+    }
+    Some((tag, writer, off, data))
+}
+
 /// The fault-handling thread: resolves faults until told to stop. A fault
 /// it cannot resolve leaves the application thread blocked; the error is
 /// printed and the job's timeout ends it.
@@ -1223,5 +2107,65 @@ fn fault_loop(s: Arc<Shared>, stop: std::os::fd::RawFd) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_runs_keeps_every_byte() {
+        let m = merge_runs(vec![
+            (10, vec![1; 10]),
+            (0, vec![2; 4]),
+            (12, vec![3; 2]),
+            (20, vec![4; 2]),
+            (30, vec![5; 1]),
+        ]);
+        let mut want = vec![1u8; 10];
+        want[2] = 3;
+        want[3] = 3;
+        want.extend([4, 4]);
+        assert_eq!(m, vec![(0, vec![2; 4]), (10, want), (30, vec![5])]);
+    }
+
+    #[test]
+    fn update_messages_round_trip_and_stay_in_a_page() {
+        let m = update_msg(TAG_COPY, 3, 4096 + 8, &[7; 16]);
+        assert_eq!(
+            parse_update(&m),
+            Some((TAG_COPY, 3, 4096 + 8, &[7u8; 16][..]))
+        );
+        assert_eq!(parse_update(&update_msg(TAG_HOME, 0, 4090, &[1; 16])), None);
+        assert_eq!(parse_update(&m[..10]), None);
+    }
+
+    #[test]
+    fn protocol_names_and_codes() {
+        for p in Protocol::ALL {
+            assert_eq!(Protocol::parse(p.name()), Some(p));
+            assert_eq!(Protocol::from_code(p.code()), Some(p));
+        }
+        assert_eq!(Protocol::from_code(0), None);
+        assert_eq!(Protocol::parse("update_drct"), Some(Protocol::UpdateDirect));
+    }
+
+    #[test]
+    fn descriptors_carry_the_protocol() {
+        let r = Range {
+            start: 5,
+            pages: 3,
+            placement: Placement::Cyclic(2),
+            ft: 0,
+            protocol: Protocol::Update,
+            idx: 0,
+        };
+        let d = Range::decode(&r.encode(), 7).expect("decodes");
+        assert_eq!(
+            (d.start, d.pages, d.protocol, d.idx),
+            (5, 3, Protocol::Update, 7)
+        );
+        assert!(Range::decode(&[0u8; L::RANGE_BYTES], 0).is_none());
     }
 }

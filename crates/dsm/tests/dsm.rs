@@ -78,10 +78,10 @@ fn load(p: *const u64) -> u64 {
 fn run_task(scenario: &str) -> R {
     let task = Task::init()?;
     let mut parts = scenario.split(',');
-    let protocol = match parts.next() {
-        Some("invalidate") => Protocol::Invalidate,
-        _ => Protocol::Ulrc,
-    };
+    let protocol = parts
+        .next()
+        .and_then(Protocol::parse)
+        .ok_or("unknown protocol")?;
     let writes = match parts.next() {
         Some("trap") => WriteMode::Trap,
         _ => WriteMode::Note,
@@ -134,8 +134,8 @@ fn run_task(scenario: &str) -> R {
     }
 
     // Barrier phases with all tasks writing disjoint words of one page
-    // (multiple writers: ulrc only; invalidate wants one writer a page).
-    if protocol == Protocol::Ulrc {
+    // (multiple writers: all but invalidate, which wants one writer a page).
+    if protocol != Protocol::Invalidate {
         let page = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
         for phase in 0..5u64 {
             put(page.wrapping_add(me as usize), phase * 100 + me)?;
@@ -187,6 +187,103 @@ fn run_task(scenario: &str) -> R {
         }
         dsm.barrier()?;
     }
+    // Every multiple-writer protocol side by side in one heap, whatever
+    // the default: each range keeps its own protocol.
+    for proto in Protocol::ALL {
+        if proto == Protocol::Invalidate {
+            continue;
+        }
+        let page = dsm
+            .malloc_all_with(PAGE, Placement::Explicit(0), proto)?
+            .cast::<u64>();
+        check(dsm.protocol_of(page.cast())? == proto, "protocol_of")?;
+        for phase in 0..3u64 {
+            put(page.wrapping_add(me as usize), phase * 1000 + me)?;
+            dsm.barrier()?;
+            for r in 0..n {
+                check(
+                    load(page.wrapping_add(r as usize)) == phase * 1000 + r,
+                    &format!("{proto:?} page, phase {phase}"),
+                )?;
+            }
+            dsm.barrier()?;
+        }
+    }
+
+    // Switching a range's protocol: the data survives every switch, and
+    // every protocol sees the writes made under it.
+    let sw = dsm
+        .malloc_all_with(2 * PAGE, Placement::Cyclic(1), Protocol::Ulrc)?
+        .cast::<u64>();
+    let word = |r: u64| sw.wrapping_add(r as usize * 3 + (r as usize % 2) * PAGE / 8);
+    let mut prev = None;
+    for (k, proto) in Protocol::ALL
+        .into_iter()
+        .chain([Protocol::Update, Protocol::Ulrc])
+        .filter(|p| *p != Protocol::Invalidate)
+        .enumerate()
+    {
+        dsm.set_protocol(sw.cast(), proto)?;
+        check(dsm.protocol_of(sw.cast())? == proto, "switched protocol")?;
+        if let Some(pk) = prev {
+            for r in 0..n {
+                check(
+                    load(word(r)) == pk * 10_000 + r,
+                    &format!("after switch to {proto:?}"),
+                )?;
+            }
+        }
+        dsm.barrier()?;
+        put(word(me), k as u64 * 10_000 + me)?;
+        dsm.barrier()?;
+        for r in 0..n {
+            check(
+                load(word(r)) == k as u64 * 10_000 + r,
+                &format!("written under {proto:?}"),
+            )?;
+        }
+        prev = Some(k as u64);
+    }
+
+    // home_only through the explicit calls: each task writes its word,
+    // everyone reads them all from the home; then a lock-protected
+    // exchange with read/write only.
+    let ho = dsm
+        .malloc_all_with(
+            PAGE,
+            Placement::Explicit((n - 1) as u32),
+            Protocol::HomeOnly,
+        )?
+        .cast::<u64>();
+    dsm.write(
+        ho.wrapping_add(me as usize).cast(),
+        &(me + 500).to_le_bytes(),
+    )?;
+    dsm.barrier()?;
+    for r in 0..n {
+        let mut b = [0u8; 8];
+        dsm.read(ho.wrapping_add(r as usize).cast(), &mut b)?;
+        check(u64::from_le_bytes(b) == r + 500, "home_only read")?;
+        check(
+            load(ho.wrapping_add(r as usize)) == r + 500,
+            "home_only load",
+        )?;
+    }
+    dsm.barrier()?;
+    let slot = ho.wrapping_add(100).cast::<u8>();
+    for _ in 0..5 {
+        dsm.lock(9)?;
+        let mut b = [0u8; 8];
+        dsm.read(slot, &mut b)?;
+        let v = u64::from_le_bytes(b) + 1;
+        dsm.write(slot, &v.to_le_bytes())?;
+        dsm.unlock(9)?;
+    }
+    dsm.barrier()?;
+    let mut b = [0u8; 8];
+    dsm.read(slot, &mut b)?;
+    check(u64::from_le_bytes(b) == 5 * n, "home_only counter")?;
+
     let st = dsm.finalize()?;
     if me == 0 {
         println!("DSM-OK {} {}", n, st.to_json(0));
@@ -303,4 +400,68 @@ fn invalidate_with_traps() {
         return;
     }
     run_all("invalidate,trap");
+}
+
+#[test]
+fn home_update_with_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("home_update,note");
+}
+
+#[test]
+fn home_update_with_traps() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("home_update,trap");
+}
+
+#[test]
+fn update_with_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("update,note");
+}
+
+#[test]
+fn update_with_traps() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("update,trap");
+}
+
+#[test]
+fn update_drct_with_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("update_drct,note");
+}
+
+#[test]
+fn update_drct_with_traps() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("update_drct,trap");
+}
+
+#[test]
+fn home_only_with_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("home_only,note");
+}
+
+#[test]
+fn home_only_with_traps() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("home_only,trap");
 }
