@@ -11,16 +11,16 @@ define(MAIN_ENV, `
 #define PM_MAX_THREADS 1024
 pthread_t pm_threads_[PM_MAX_THREADS];
 int pm_nthreads_;
-pthread_barrier_t pm_barrier_;
+pthread_barrier_t pm_bar_;
 int pm_barrier_n_;
 pthread_mutex_t pm_barrier_init_ = PTHREAD_MUTEX_INITIALIZER;
 static void *pm_start_(void *fn) { ((void (*)(void))fn)(); return NULL; }
 static void pm_barrier_(int n)
 {
     pthread_mutex_lock(&pm_barrier_init_);
-    if (pm_barrier_n_ != n) { pthread_barrier_init(&pm_barrier_, NULL, (unsigned)n); pm_barrier_n_ = n; }
+    if (pm_barrier_n_ != n) { pthread_barrier_init(&pm_bar_, NULL, (unsigned)n); pm_barrier_n_ = n; }
     pthread_mutex_unlock(&pm_barrier_init_);
-    pthread_barrier_wait(&pm_barrier_);
+    pthread_barrier_wait(&pm_bar_);
 }
 typedef struct { volatile long flag; pthread_mutex_t m; pthread_cond_t c; } pm_pause_t;
 ')
@@ -37,7 +37,7 @@ define(G_MALLOC, `calloc(1, $1)')
 define(G_FREE, `free($1);')
 define(CLOCK, `{ struct timeval pm_tv_; gettimeofday(&pm_tv_, NULL); ($1) = (unsigned long)pm_tv_.tv_sec * 1000000ul + (unsigned long)pm_tv_.tv_usec; }')
 
-define(CREATE, `{ if (pthread_create(&pm_threads_[pm_nthreads_++], NULL, pm_start_, (void *)($1)) != 0) { perror("CREATE"); exit(1); } }')
+define(CREATE, `{ if (pthread_create(&pm_threads_[pm_nthreads_++], NULL, pm_start_, (void *)($1)) != 0) { perror("pthread_create"); exit(1); } }')
 define(WAIT_FOR_END, `{ int pm_i_; for (pm_i_ = 0; pm_i_ < ($1) && pm_i_ < pm_nthreads_; pm_i_++) pthread_join(pm_threads_[pm_i_], NULL); }')
 
 define(LOCKDEC, `pthread_mutex_t $1;')
