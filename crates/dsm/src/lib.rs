@@ -468,6 +468,9 @@ struct State {
     transient: HashSet<u64>,
     /// `Update` pages whose holder bit this task set at the home.
     registered: HashSet<u64>,
+    /// Pages another task invalidated while this task was writing them:
+    /// kept until this task's release has sent its diff, then dropped.
+    stale: HashSet<u64>,
 }
 
 /// How an eager write leaves the writer.
@@ -1429,6 +1432,12 @@ impl Shared {
                 .store(st.published, Ordering::Release);
             bump(&self.stats.notices, notices.len() as u64);
         }
+        // Diffs are out: pages invalidated while being written go now.
+        let mut st = lock(&self.state);
+        if !st.stale.is_empty() {
+            let stale: Vec<u64> = st.stale.drain().collect();
+            self.discard(&mut st, &stale)?;
+        }
         Ok(())
     }
 
@@ -1955,14 +1964,17 @@ impl Shared {
             .collect();
         {
             let mut st = lock(&self.state);
-            // A page this task is writing keeps its copy: one writer per
-            // page is the protocol's contract, and dropping it would lose
-            // the writes.
-            let victims: Vec<u64> = pages
-                .into_iter()
-                .filter(|p| !st.dirty.contains_key(p))
-                .collect();
+            // A page this task is writing keeps its copy until its own
+            // release has sent the diff (dropping it now would lose the
+            // writes), and is dropped then: the rest of it is stale.
+            let (busy, victims): (Vec<u64>, Vec<u64>) =
+                pages.into_iter().partition(|p| st.dirty.contains_key(p));
+            st.stale.extend(busy);
             let _ = self.discard(&mut st, &victims);
+            // A page being fetched right now is not present yet: the
+            // fetch may have read the home before the writer's data
+            // landed, so it must read again.
+            self.epoch.fetch_add(1, Ordering::AcqRel);
         }
         if let Ok(at) = self.meta_at(ctx.from, L::ACK) {
             let _ = ctx.task.fetch_add(at, 1, Options::default());
