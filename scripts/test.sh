@@ -6,12 +6,13 @@ cd "$(dirname "$0")/.."
 
 # System packages: a C toolchain and pkg-config for the C API examples,
 # iproute2 and nftables for the tests that inject real packet loss in a
-# network namespace of their own.
+# network namespace of their own, m4 for the PARMACS programs.
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+command -v m4 >/dev/null 2>&1 || need_apt+=(m4)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
