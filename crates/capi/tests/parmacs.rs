@@ -206,13 +206,7 @@ fn result<'a>(out: &'a str, tag: &str, ok: &[&str]) -> Option<(&'a str, bool)> {
 /// build on 1 and 4 threads and in the SSS build on each of `runs`
 /// (placement, env, note_each); every run must pass its checks and print
 /// the same checksum.
-fn agree(
-    prog: &str,
-    tag: &str,
-    ok: &[&str],
-    args: &[&str],
-    runs: &[(&[&str], &[(&str, &str)], bool)],
-) {
+fn agree(prog: &str, tag: &str, ok: &[&str], args: &[&str], runs: &[Run]) {
     let dir = TempDir::new().expect("tempdir");
     let pth = build(&dir, prog, "pthreads", false);
     let mut want: Option<String> = None;
