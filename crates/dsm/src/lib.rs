@@ -30,15 +30,19 @@
 //!   the written pages are appended to this task's write-notice log. At an
 //!   acquire, the task pulls the new notices of every other task and drops
 //!   its copies of those pages, so the next read faults.
-//! - `Invalidate` — single writer, write-through with eager invalidation:
-//!   a noted write reaches the home and every other copy of its pages is
-//!   dropped before [`Dsm::note_write`] returns, so noted stores are
-//!   sequentially consistent. In trap mode the diffs go home at release
-//!   and every other copy of the written pages is dropped before the
-//!   release completes (eager invalidation). Only tasks recorded in the
-//!   page's holder directory (see `Update`) are told, not every task
-//!   (with more than 64 tasks, every task). One writer per page between
-//!   synchronizations; writers are not serialized at the home.
+//! - `Invalidate` — sequential consistency, single writer: a noted write
+//!   takes the busy bit of each written page in the page's directory word
+//!   at its home (writers of a page go one at a time; fetchers of a busy
+//!   page wait), has every recorded copy holder drop its copy (acked),
+//!   writes the home, and frees the pages, all before
+//!   [`Dsm::note_write`] returns: no task can read the new value while
+//!   another still holds the old one. Stores are visible to others once
+//!   noted; a store not yet noted is lost if another writer's note drops
+//!   the page under it, so a page has one writer between
+//!   synchronizations. In trap mode the diffs go home at release and the
+//!   holders drop their copies before the release completes (release
+//!   consistency, several writers a page). With more than 63 tasks every
+//!   task is told instead of the holders, and writers are not serialized.
 //! - `HomeUpdate` — SAURC (AURC emulated in software): a noted write goes
 //!   to its home at once as an asynchronous MBCF WRITE; consecutive
 //!   contiguous notes for one home are combined up to one datagram's
@@ -111,6 +115,15 @@ const TAG_HOME: u32 = 1;
 const TAG_COPY: u32 = 2;
 /// The holder directory has one bit per task.
 const MAX_HOLDERS: u32 = 64;
+
+/// Top bit of an `Invalidate` page's directory word: a writer is changing
+/// the page (its holders are being invalidated, then its home written).
+/// Fetchers wait while it is set; writers take it in turn.
+const BUSY: u64 = 1 << 63;
+
+/// `Invalidate` is sequentially consistent through the directory with at
+/// most this many tasks (the busy bit takes the last holder bit).
+const SC_MAX: u32 = MAX_HOLDERS - 1;
 
 /// Why a DSM operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -816,8 +829,7 @@ impl Dsm {
                 Protocol::Invalidate => {
                     let t0 = Instant::now();
                     let data = sys::copy_out(s.view.base() + o as usize, l as usize);
-                    let pages = s.send_runs(vec![(o, data)])?;
-                    s.invalidate_others(&pages)?;
+                    s.write_sc(o, data)?;
                     bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
                 }
                 Protocol::HomeUpdate | Protocol::HomeOnly => s.eager(o, l, Via::Home)?,
@@ -1190,8 +1202,8 @@ impl Shared {
         let last = (self.view.len() / PAGE) as u64;
         let home = self.home_of(page)?;
         let proto = self.proto_of(page)?;
-        let tracked = proto == Protocol::Update
-            || (proto == Protocol::Invalidate && self.size <= MAX_HOLDERS);
+        let tracked =
+            proto == Protocol::Update || (proto == Protocol::Invalidate && self.size <= SC_MAX);
         if tracked {
             // Before reading the page: updates (invalidations) the home
             // (a writer) applies after this reach this task; earlier ones
@@ -1214,8 +1226,15 @@ impl Shared {
                 n += 1;
             }
         }
+        let sc = proto == Protocol::Invalidate && tracked && self.size > 1;
         loop {
             let epoch = self.epoch.load(Ordering::Acquire);
+            if sc {
+                // Registered before this look: a writer that takes the
+                // page after it sees our bit and invalidates (the epoch
+                // then sends us round again).
+                self.wait_not_busy(page, home)?;
+            }
             let off = page * PAGE as u64;
             let len = n as usize * PAGE;
             let data = if home == self.rank {
@@ -1900,10 +1919,10 @@ impl Shared {
         if self.size == 1 || pages.is_empty() {
             return Ok(());
         }
-        // With the holder directory (at most 64 tasks), only the tasks
+        // With the holder directory (at most 63 tasks), only the tasks
         // that ever held a page hear of it; beyond, every task does.
         let mut per_rank: Vec<Vec<u64>> = vec![Vec::new(); self.size as usize];
-        if self.size <= MAX_HOLDERS {
+        if self.size <= SC_MAX {
             // Pairs with the fence after a holder registers: the written
             // bytes are at the home (send_runs fenced them), so either its
             // READ sees them or this load sees its bit.
@@ -1923,6 +1942,11 @@ impl Shared {
                 }
             }
         }
+        self.signal_invalidations(&per_rank)
+    }
+
+    /// Sends each task its list of pages to drop and waits for the acks.
+    fn signal_invalidations(&self, per_rank: &[Vec<u64>]) -> Result<(), Error> {
         let mut sent = 0u64;
         for (r, list) in per_rank.iter().enumerate() {
             for chunk in list.chunks(128) {
@@ -1937,6 +1961,106 @@ impl Shared {
         }
         let want = self.acks_expected.fetch_add(sent, Ordering::AcqRel) + sent;
         self.task.wait_word(self.local_word(L::ACK), |v| v >= want);
+        Ok(())
+    }
+
+    /// A noted write under `Invalidate`: takes the busy bit of every page
+    /// written (in page order, so writers cannot deadlock), has every
+    /// other holder drop its copy, writes the home, and frees the pages.
+    /// No task can read the new value while another still holds the old
+    /// one, and writers of a page are serialized: sequential consistency.
+    fn write_sc(&self, off: u64, data: Vec<u8>) -> Result<(), Error> {
+        if self.size == 1 || self.size > SC_MAX || data.is_empty() {
+            let pages = self.send_runs(vec![(off, data)])?;
+            return self.invalidate_others(&pages);
+        }
+        let first = page_of(off);
+        let last = page_of(off + data.len() as u64 - 1);
+        let mut taken = Vec::new();
+        for p in first..=last {
+            let home = self.home_of(p)?;
+            let mask = self.dir_take(p, home)?;
+            taken.push((p, home, mask));
+        }
+        let r = (|| {
+            let mut per_rank: Vec<Vec<u64>> = vec![Vec::new(); self.size as usize];
+            for &(p, _, mask) in &taken {
+                for (r, list) in per_rank.iter_mut().enumerate() {
+                    if r as u32 != self.rank && mask & (1 << r) != 0 {
+                        list.push(p);
+                    }
+                }
+            }
+            self.signal_invalidations(&per_rank)?;
+            self.send_runs(vec![(off, data)]).map(|_| ())
+        })();
+        // Free the pages even after an error: a stuck bit would stop
+        // every reader of them.
+        for (p, home, _) in taken {
+            self.dir_add(p, home, BUSY)?;
+        }
+        r
+    }
+
+    /// Adds `v` (wrapping) to `page`'s directory word at `home`; returns
+    /// the old word.
+    fn dir_add(&self, page: u64, home: u32, v: u64) -> Result<u64, Error> {
+        if home == self.rank {
+            return Ok(sys::word(self.dir.as_ptr() as usize + page as usize * 8)
+                .fetch_add(v, Ordering::SeqCst));
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        self.fetch_add(at, v)
+    }
+
+    /// Compare-and-swap on `page`'s directory word at `home`; the old word.
+    fn dir_cas(&self, page: u64, home: u32, old: u64, new: u64) -> Result<u64, Error> {
+        if home == self.rank {
+            let w = sys::word(self.dir.as_ptr() as usize + page as usize * 8);
+            return Ok(
+                match w.compare_exchange(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(v) | Err(v) => v,
+                },
+            );
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        Ok(self
+            .task
+            .cas(at, old, new, Options::default())?
+            .wait_value()?)
+    }
+
+    /// Sets `page`'s busy bit (waiting for another writer to clear it);
+    /// returns the holder mask at that moment.
+    fn dir_take(&self, page: u64, home: u32) -> Result<u64, Error> {
+        let mut guess = 0;
+        let mut waits = 0u32;
+        loop {
+            let old = self.dir_cas(page, home, guess, guess | BUSY)?;
+            if old == guess {
+                return Ok(guess);
+            }
+            if old & BUSY != 0 {
+                backoff(&mut waits);
+            }
+            guess = old & !BUSY;
+        }
+    }
+
+    /// Waits until no writer holds `page`.
+    fn wait_not_busy(&self, page: u64, home: u32) -> Result<(), Error> {
+        let mut waits = 0u32;
+        while self.dir_add(page, home, 0)? & BUSY != 0 {
+            backoff(&mut waits);
+        }
         Ok(())
     }
 
@@ -2089,6 +2213,17 @@ fn parse_update(m: &[u8]) -> Option<(u32, u32, u64, &[u8])> {
         return None;
     }
     Some((tag, writer, off, data))
+}
+
+/// Short waits first, then sleeps: the other side is a remote round trip
+/// or two away.
+fn backoff(waits: &mut u32) {
+    *waits += 1;
+    if *waits < 16 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
 }
 
 /// The fault-handling thread: resolves faults until told to stop. A fault

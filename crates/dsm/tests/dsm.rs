@@ -77,6 +77,9 @@ fn load(p: *const u64) -> u64 {
 
 fn run_task(scenario: &str) -> R {
     let task = Task::init()?;
+    if scenario == "sc-litmus" {
+        return sc_litmus(&task);
+    }
     let mut parts = scenario.split(',');
     let protocol = parts
         .next()
@@ -291,6 +294,59 @@ fn run_task(scenario: &str) -> R {
     Ok(())
 }
 
+/// Sequential consistency of `invalidate` with notes, three tasks: W
+/// writes D = k; R1 waits to see it and writes G = k; R2 waits to see G =
+/// k and must then see D >= k (with write-through before invalidation, R2
+/// could still hold the old D while R1 already read the new one).
+fn sc_litmus(task: &Task) -> R {
+    let cfg = Config {
+        heap: 1 << 30,
+        protocol: Protocol::Invalidate,
+        writes: WriteMode::Note,
+        prefetch: 0,
+    };
+    let dsm = Dsm::new(task, cfg)?;
+    check(dsm.size() == 3, "sc-litmus needs 3 tasks")?;
+    let d = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
+    let g = dsm.malloc_all(PAGE, Placement::Explicit(2))?.cast::<u64>();
+    // Everyone holds both pages before the rounds start.
+    load(d);
+    load(g);
+    dsm.barrier()?;
+    let spin_until = |p: *const u64, k: u64| {
+        while load(p) < k {
+            std::thread::yield_now();
+        }
+    };
+    const ROUNDS: u64 = 200;
+    for k in 1..=ROUNDS {
+        match dsm.rank() {
+            0 => {
+                dsm.store(d, k)?;
+                spin_until(g, k);
+            }
+            1 => {
+                spin_until(d, k);
+                dsm.store(g, k)?;
+            }
+            _ => {
+                spin_until(g, k);
+                let seen = load(d);
+                check(seen >= k, &format!("round {k}: G = {k} but D = {seen}"))?;
+            }
+        }
+    }
+    dsm.finalize()?;
+    if dsm_rank_is_zero(task) {
+        println!("SC-OK {ROUNDS}");
+    }
+    Ok(())
+}
+
+fn dsm_rank_is_zero(task: &Task) -> bool {
+    task.rank() == 0
+}
+
 fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
     let exe = std::env::current_exe().expect("current_exe");
     let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
@@ -464,4 +520,21 @@ fn home_only_with_traps() {
         return;
     }
     run_all("home_only,trap");
+}
+
+#[test]
+fn invalidate_with_notes_is_sequentially_consistent() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    for p in [
+        &["-n", "3"][..],
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        let (code, out, err) = launch(p, "sc-litmus");
+        assert!(
+            code == Some(0) && out.contains("SC-OK"),
+            "{p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
 }
