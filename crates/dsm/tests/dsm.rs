@@ -153,6 +153,34 @@ fn run_task(scenario: &str) -> R {
         }
     }
 
+    // Many small notes rewriting the same words (every other word, so no
+    // two combine) of pages all tasks write: each word ends with its last
+    // value. Under `update` this is a long stream of signals to one home.
+    if protocol != Protocol::Invalidate {
+        let pages = 4usize;
+        let words = pages * PAGE / 8;
+        let a = dsm
+            .malloc_all(pages * PAGE, Placement::Explicit(0))?
+            .cast::<u64>();
+        let mine: Vec<usize> = (0..words)
+            .filter(|w| (w / 2) as u64 % n == me && w % 2 == 0)
+            .collect();
+        let rounds = 24u64;
+        for round in 1..=rounds {
+            for &w in &mine {
+                put(a.wrapping_add(w), round * 1_000_000 + w as u64)?;
+            }
+        }
+        dsm.barrier()?;
+        for w in (0..words).filter(|w| w % 2 == 0) {
+            check(
+                load(a.wrapping_add(w)) == rounds * 1_000_000 + w as u64,
+                &format!("rewritten word {w}"),
+            )?;
+        }
+        dsm.barrier()?;
+    }
+
     // A counter under a lock: every increment survives.
     let counter = dsm.malloc_all(8, Placement::Cyclic(1))?.cast::<u64>();
     let k = 20;

@@ -1920,10 +1920,16 @@ impl Inner {
             let segs = self.segs.read().unwrap_or_else(|e| e.into_inner());
             let handlers = self.handlers.read().unwrap_or_else(|e| e.into_inner());
             let mut net = self.lock_net();
+            // Signals are queued under the net lock, in arrival order:
+            // those deferred earlier go first.
+            if let Ok(mut d) = self.deferred.lock() {
+                signals.append(&mut d);
+            }
             let mut applier = Applier {
                 segs: &segs,
                 handlers: &handlers,
                 signal_key: self.signal_key,
+                ring: self.ctl.signal_ring(),
                 signals,
             };
             for _ in 0..256 {
@@ -1952,14 +1958,7 @@ impl Inner {
             c.retransmissions
                 .store(st.retransmissions, Ordering::Relaxed);
             c.udp_rejected.store(st.rejected, Ordering::Relaxed);
-        }
-        let ring = self.ctl.signal_ring();
-        let mut msg = Vec::new();
-        while let Some(from) = ring.pop(&mut msg) {
-            if msg.len() >= 4 {
-                let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
-                signals.push((from, h, msg[4..].to_vec()));
-            }
+            drain_signal_ring(&self.ctl.signal_ring(), signals);
         }
     }
 
@@ -1984,6 +1983,7 @@ impl Inner {
                 segs: &segs,
                 handlers: &handlers,
                 signal_key: self.signal_key,
+                ring: self.ctl.signal_ring(),
                 signals: &mut sig,
             };
             RECV_BUF.with_borrow_mut(|buf| {
@@ -2008,13 +2008,18 @@ impl Inner {
             self.wake.notify();
         }
         if any {
-            self.flush(&mut net);
-            self.handle_events(&mut net);
-            drop(net);
-            if !sig.is_empty() {
+            // Queued before the net lock goes, so that signals received
+            // later cannot overtake these.
+            let queued = !sig.is_empty();
+            if queued {
                 if let Ok(mut d) = self.deferred.lock() {
                     d.append(&mut sig);
                 }
+            }
+            self.flush(&mut net);
+            self.handle_events(&mut net);
+            drop(net);
+            if queued {
                 self.wake.notify();
             }
             self.notify_waiters();
@@ -2109,7 +2114,34 @@ struct Applier<'a> {
     segs: &'a SegTable,
     handlers: &'a HashMap<u32, Handler>,
     signal_key: u64,
+    /// This task's same-node signal ring.
+    ring: Ring,
     signals: &'a mut Vec<(u32, u32, Vec<u8>)>,
+}
+
+/// Moves every signal queued in `ring` so far to `signals`, oldest first.
+/// A slot claimed but still being filled is waited for (a while): its
+/// sender pushed it before anything it sends later. Receiver only (under
+/// the net lock).
+fn drain_signal_ring(ring: &Ring, signals: &mut Vec<(u32, u32, Vec<u8>)>) {
+    let mut msg = Vec::new();
+    let mut deadline = None;
+    for _ in 0..ring.len() {
+        let from = loop {
+            if let Some(f) = ring.pop(&mut msg) {
+                break f;
+            }
+            let d = *deadline.get_or_insert_with(|| Instant::now() + Duration::from_secs(1));
+            if Instant::now() >= d {
+                return;
+            }
+            std::thread::yield_now();
+        };
+        if msg.len() >= 4 {
+            let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
+            signals.push((from, h, msg[4..].to_vec()));
+        }
+    }
 }
 
 impl Target for Applier<'_> {
@@ -2181,6 +2213,9 @@ impl Applier<'_> {
                 if !self.handlers.contains_key(&handler) {
                     return Err(Status::NoSuchHandler);
                 }
+                // A same-node sender whose ring push found the ring full
+                // sends over udp: what it queued in the ring goes first.
+                drain_signal_ring(&self.ring, self.signals);
                 self.signals.push((p.src.rank, handler, p.payload.to_vec()));
                 Ok(Outcome::Done)
             }

@@ -283,6 +283,44 @@ fn signal_round_trip_runs_handlers_that_reply() {
     });
 }
 
+/// Regression: on one node, signals that found the receiver's ring full
+/// went over udp and their handlers ran before those still in the ring.
+#[test]
+fn signals_run_in_issue_order_when_the_ring_is_full() {
+    each_transport(2, |t| {
+        let n = 3000u64;
+        let next = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicU64::new(0));
+        let bad = Arc::new(AtomicU64::new(0));
+        {
+            let (next, done, bad) = (next.clone(), done.clone(), bad.clone());
+            t[1].set_handler(
+                5,
+                Arc::new(move |_ctx, payload: &[u8]| {
+                    let v = u64::from_le_bytes(payload.try_into().unwrap());
+                    if v == 0 {
+                        // A slow handler: the sender fills the ring.
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    if v != next.load(Ordering::Relaxed) {
+                        bad.fetch_add(1, Ordering::Relaxed);
+                    }
+                    next.store(v + 1, Ordering::Relaxed);
+                    done.fetch_add(1, Ordering::Release);
+                }),
+            )
+            .unwrap();
+        }
+        for v in 0..n {
+            t[0].signal(1, 5, &v.to_le_bytes(), Options::default())
+                .unwrap();
+        }
+        t[0].fence(1).unwrap();
+        t[1].wait_word(&done, |v| v == n);
+        assert_eq!(bad.load(Ordering::Relaxed), 0, "signals out of order");
+    });
+}
+
 #[test]
 fn refused_operations_are_reported_counted_and_not_applied() {
     each_transport(2, |t| {
