@@ -252,16 +252,30 @@ impl Idm {
     }
 
     /// Creates (or takes over) host `node`'s IDM file, for its daemon.
+    /// The file is built under a private name and renamed into place, so
+    /// nobody ever opens it unsized or uninitialized.
     pub fn create(node: &str) -> std::io::Result<Idm> {
         let name = idm_name(node);
-        sys::shm_unlink(&name);
-        let fd = sys::shm_file(&name, IDM_BYTES, true)?;
-        let map = Mapping::shared(fd.as_raw_fd(), IDM_BYTES)?;
+        let tmp = format!("{name}.new-{}", std::process::id());
+        sys::shm_unlink(&tmp);
+        let fd = sys::shm_file(&tmp, IDM_BYTES, true)?;
+        let map = Mapping::shared(fd.as_raw_fd(), IDM_BYTES);
+        let map = match map {
+            Ok(m) => m,
+            Err(e) => {
+                sys::shm_unlink(&tmp);
+                return Err(e);
+            }
+        };
         let idm = Idm { map };
         let h = idm.header();
         h.version.store(1, Ordering::Relaxed);
         h.daemon_pid.store(std::process::id(), Ordering::Relaxed);
         h.magic.store(IDM_MAGIC, Ordering::Release);
+        if let Err(e) = sys::shm_rename(&tmp, &name) {
+            sys::shm_unlink(&tmp);
+            return Err(e);
+        }
         Ok(idm)
     }
 
@@ -358,5 +372,42 @@ impl Idm {
         (0..IDM_NODES)
             .filter_map(|i| self.read(i).map(|d| (i, d)))
             .find(|(_, d)| d.flags & NODE_VALID != 0 && d.name() == name)
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    /// Regression: a daemon killed between creating its IDM file and
+    /// sizing it left an empty file, and opening it killed the launcher
+    /// with SIGBUS.
+    #[test]
+    fn an_unsized_idm_file_is_an_error_not_a_crash() {
+        let node = format!("test-unsized-{}", std::process::id());
+        let path = format!("/dev/shm/{}", idm_name(&node));
+        std::fs::write(&path, b"").expect("create an empty IDM file");
+        let r = Idm::open(&node);
+        let _ = std::fs::remove_file(&path);
+        let e = r.expect_err("an empty file must not open");
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn create_takes_over_an_unsized_file_and_leaves_no_temporary() {
+        let node = format!("test-takeover-{}", std::process::id());
+        let path = format!("/dev/shm/{}", idm_name(&node));
+        std::fs::write(&path, b"").expect("create an empty IDM file");
+        let created = Idm::create(&node).expect("create");
+        let opened = Idm::open(&node).expect("open after create");
+        assert_eq!(opened.daemon_pid(), std::process::id());
+        drop((created, opened));
+        Idm::unlink(&node);
+        let left: Vec<String> = std::fs::read_dir("/dev/shm")
+            .expect("list /dev/shm")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.contains(&format!("test-takeover-{}", std::process::id())))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
     }
 }

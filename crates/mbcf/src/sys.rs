@@ -39,9 +39,34 @@ unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
 
+/// Fails unless the file behind `fd` holds at least `len` bytes: touching
+/// a mapping past the end of its file raises SIGBUS, and a file found by
+/// name may still be unsized (its creator is between creating and sizing
+/// it, or died there).
+fn check_covers(fd: RawFd, len: usize) -> io::Result<()> {
+    // SAFETY: an all-zero `stat` is a valid value for fstat to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat only writes into `st`; a bad fd gives EBADF.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if (st.st_size as u64) < len as u64 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "shared-memory file holds {} bytes, {len} needed (not sized yet, or left by a dead process)",
+                st.st_size
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Mapping {
-    /// Maps `len` bytes of `fd` shared, readable and writable.
+    /// Maps `len` bytes of `fd` shared, readable and writable; the file
+    /// must already hold them.
     pub fn shared(fd: RawFd, len: usize) -> io::Result<Self> {
+        check_covers(fd, len)?;
         // SAFETY: a fresh mapping chosen by the kernel aliases nothing.
         let p = unsafe {
             libc::mmap(
@@ -65,6 +90,7 @@ impl Mapping {
     /// Maps `len` bytes of `fd` shared at exactly `addr`, failing (rather
     /// than replacing anything) when that range is taken.
     pub fn shared_at(fd: RawFd, len: usize, addr: u64) -> io::Result<Self> {
+        check_covers(fd, len)?;
         // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping; the
         // kernel refuses with EEXIST instead.
         let p = unsafe {
@@ -129,6 +155,11 @@ pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
         f.set_len(len as u64).map_err(named)?;
     }
     Ok(OwnedFd::from(f))
+}
+
+/// Renames a /dev/shm file, replacing `to` atomically.
+pub fn shm_rename(from: &str, to: &str) -> io::Result<()> {
+    std::fs::rename(format!("/dev/shm/{from}"), format!("/dev/shm/{to}"))
 }
 
 /// Removes a /dev/shm file; missing files are fine.
