@@ -633,6 +633,10 @@ pub(crate) struct Inner {
     shm_peers: Vec<Option<Mutex<Peer>>>,
     /// Their control blocks, read without the peer's lock (SS-Wait).
     peer_ctls: Vec<Option<Arc<CtlMap>>>,
+    /// Every task of the job is on this node: answers land in memory, so
+    /// a spinning waiter need not poll the socket (the progress thread
+    /// still serves it).
+    all_local: bool,
     /// CPUs this process may use, counted once: counting reads cgroup
     /// files, far too slow for every wait.
     ncpus: usize,
@@ -811,6 +815,7 @@ impl Task {
             wake: EventFd::new()?,
             ctl,
             shm_peers,
+            all_local: peer_ctls.iter().all(Option::is_some),
             peer_ctls,
             ncpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             next_wake: AtomicU64::new(u64::MAX),
@@ -1689,8 +1694,12 @@ impl Inner {
             if now < spin_end {
                 // While spinning, receive and apply ourselves: the answer we
                 // wait for is usually in the socket before the progress
-                // thread could be scheduled to fetch it.
-                self.try_step();
+                // thread could be scheduled to fetch it. Not when every
+                // peer writes straight into our memory: the system call
+                // only delays seeing it.
+                if !self.all_local {
+                    self.try_step();
+                }
                 continue;
             }
             let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
