@@ -9,12 +9,9 @@
 //! binary with [`LAUNCH_ENV`] set (see [`launcher_mode`]), so its output
 //! can be captured and no separately built binary is needed.
 
-use clap::Parser;
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -42,79 +39,15 @@ const PLACEMENTS: &[(&str, &[&str])] = &[
     ),
 ];
 
-#[derive(Parser)]
-struct LauncherCli {
-    #[command(flatten)]
-    run: sss_launch::RunArgs,
-}
+mod common;
+use common::{lib_dir, root};
 
 /// Not a test of its own: when [`LAUNCH_ENV`] is set, this process is the
 /// launcher of a job (`sss run` with the arguments from the variable) and
 /// exits with its status. Without the variable it does nothing.
 #[test]
 fn launcher_mode() {
-    let Ok(args) = std::env::var(LAUNCH_ENV) else {
-        return;
-    };
-    let argv = std::iter::once("sss-run".to_string()).chain(args.split('\x1f').map(String::from));
-    let code = match LauncherCli::try_parse_from(argv) {
-        Ok(cli) => sss_launch::run(cli.run),
-        Err(e) => {
-            eprintln!("{e}");
-            2
-        }
-    };
-    std::process::exit(code);
-}
-
-/// The repository root.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `target/<profile>` of this test binary (`target/<profile>/deps/…`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("test binary in target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// Builds libsss with this binary's profile and target directory (a no-op
-/// when fresh) and returns the directory holding `libsss.so`/`libsss.a`.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = profile_dir();
-        let target = dir.parent().expect("target dir");
-        let profile = match dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev".to_string(),
-            Some(p) => p.to_string(),
-            None => "dev".to_string(),
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "-p", "sss-capi", "--lib", "--profile", &profile])
-            .arg("--target-dir")
-            .arg(target)
-            .current_dir(root())
-            .output()
-            .expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p sss-capi failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        for lib in ["libsss.so", "libsss.a"] {
-            assert!(
-                dir.join(lib).is_file(),
-                "{lib} missing in {}",
-                dir.display()
-            );
-        }
-        dir
-    })
+    common::launcher_mode(LAUNCH_ENV);
 }
 
 fn have(tool: &str) -> bool {
@@ -256,50 +189,12 @@ impl Job {
 
 /// Runs `program args` through the launcher with `placement`.
 fn launch(placement: &[&str], program: &Path, args: &[&str]) -> Job {
-    let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
-    largs.extend(["--timeout".into(), JOB_TIMEOUT.into()]);
-    largs.push(program.display().to_string());
-    largs.extend(args.iter().map(|s| s.to_string()));
-    let mut child = Command::new(std::env::current_exe().expect("current_exe"))
-        .args([
-            "launcher_mode",
-            "--exact",
-            "--nocapture",
-            "-q",
-            "--test-threads=1",
-        ])
-        .env(LAUNCH_ENV, largs.join("\x1f"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the launcher");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + JOB_LIMIT;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for the launcher") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Its tasks die with it (parent-death signal).
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let largs = common::job_args(placement, JOB_TIMEOUT, program, args);
+    let (code, out, err) = common::run_job(LAUNCH_ENV, &largs, &[], JOB_LIMIT);
     Job {
-        code: status.and_then(|s| s.code()),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        code,
+        stdout: out,
+        stderr: err,
     }
 }
 

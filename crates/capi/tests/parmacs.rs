@@ -8,135 +8,29 @@
 //! The launcher is `sss_launch::run`, reached by re-executing this binary
 //! with [`LAUNCH_ENV`] set, as in `dsm_c.rs`.
 
-use clap::Parser;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_PARMACS_TEST_LAUNCH";
 const JOB_LIMIT: Duration = Duration::from_secs(40);
 
-#[derive(Parser)]
-struct LauncherCli {
-    #[command(flatten)]
-    run: sss_launch::RunArgs,
-}
+mod common;
+use common::{field, lib_dir, root};
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    let Ok(args) = std::env::var(LAUNCH_ENV) else {
-        return;
-    };
-    let argv = std::iter::once("sss-run".to_string()).chain(args.split('\x1f').map(String::from));
-    let code = match LauncherCli::try_parse_from(argv) {
-        Ok(cli) => sss_launch::run(cli.run),
-        Err(e) => {
-            eprintln!("{e}");
-            2
-        }
-    };
-    std::process::exit(code);
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Builds libsss for this binary's profile and target directory.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        let dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test binary in target/<profile>/deps")
-            .to_path_buf();
-        let target = dir.parent().expect("target dir");
-        let profile = match dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => "dev".to_string(),
-            Some(p) => p.to_string(),
-        };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "-p", "sss-capi", "--lib", "--profile", &profile])
-            .arg("--target-dir")
-            .arg(target)
-            .current_dir(root())
-            .output()
-            .expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p sss-capi failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dir
-    })
+    common::launcher_mode(LAUNCH_ENV);
 }
 
 /// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(
-    placement: &[&str],
-    exe: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (Option<i32>, String, String) {
-    let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
-    largs.extend(["--timeout".into(), "20".into()]);
-    largs.push(exe.display().to_string());
-    largs.extend(args.iter().map(|s| s.to_string()));
-    let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
-    cmd.args([
-        "launcher_mode",
-        "--exact",
-        "--nocapture",
-        "-q",
-        "--test-threads=1",
-    ])
-    .env(LAUNCH_ENV, largs.join("\x1f"))
-    .env("SSS_DSM_HEAP", "1G")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start the launcher");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let deadline = Instant::now() + JOB_LIMIT;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (
-        status.and_then(|s| s.code()),
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    )
-}
-
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> common::Outcome {
+    let mut env = env.to_vec();
+    env.insert(0, ("SSS_DSM_HEAP", "1G"));
+    let largs = common::job_args(placement, "20", exe, args);
+    common::run_job(LAUNCH_ENV, &largs, &env, JOB_LIMIT)
 }
 
 fn is_launcher() -> bool {
