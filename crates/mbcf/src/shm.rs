@@ -79,8 +79,16 @@ pub struct Ctl {
     /// Number of threads blocked on `events`; senders skip the wake
     /// system call when it is zero.
     pub waiters: AtomicU32,
+    /// While a thread of the task is in an SS-Wait: one more than the
+    /// partner's rank; 0 otherwise. Owner: the task. Same-node senders
+    /// read it to wake the tasks waiting on the task they just wrote to.
+    pub waiting_for: AtomicU32,
+    /// Set to 1 by the first same-node sender whose operation lands
+    /// while the task is in an SS-Wait; the task clears it when a wait
+    /// starts. Tells the task's own waiters that it is about to run.
+    pub hit: AtomicU32,
     /// Padding to the next line.
-    pub _pad1: [u8; 56],
+    pub _pad1: [u8; 48],
     /// 1 while the progress thread sleeps in poll: senders that queue a
     /// signal then ring the doorbell. Owner: the progress thread.
     pub progress_asleep: AtomicU32,

@@ -167,6 +167,33 @@ pub fn shm_unlink(name: &str) {
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
 
+/// The CPUs the calling thread may run on, ascending.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes into
+    // `set`.
+    cvt(unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) })?;
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `i` < CPU_SETSIZE, inside the set.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect())
+}
+
+/// Binds the calling thread to `cpu`; threads it starts later inherit it.
+pub fn bind_to_cpu(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE was checked above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the kernel reads size_of::<cpu_set_t>() bytes of `set`.
+    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
+    Ok(())
+}
+
 /// Blocks while `*word == expected`, at most `timeout`. Spurious returns
 /// are allowed; callers re-check their condition.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {

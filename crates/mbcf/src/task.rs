@@ -155,6 +155,31 @@ pub struct TaskConfig {
     pub fault_dup: f64,
     /// SS-Wait policy constants.
     pub sswait: SsWaitTuning,
+    /// CPU binding of the task (`SSS_BIND=auto|core|none`).
+    pub bind: Bind,
+}
+
+/// Whether a task binds itself to one CPU when it joins its job.
+///
+/// Bound tasks take CPUs round robin by their rank among the job's tasks
+/// on the node: the k-th task on the node gets the k-th CPU it may use
+/// (modulo their number), so neighbours in rank order sit on different
+/// CPUs. Under oversubscription this is what makes SS-Wait's wake-ups
+/// cheap: a task blocked two hand-overs away is woken by a task on its
+/// own CPU (no inter-processor interrupt), and the kernel does not move
+/// tasks between CPUs in the middle of a hand-over. The binding applies
+/// to the thread that joins and to the threads it starts later (the
+/// progress thread among them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Bind {
+    /// Bind when the job's own tasks on the node outnumber the CPUs the
+    /// task may use; leave placement to the kernel otherwise.
+    #[default]
+    Auto,
+    /// Always bind.
+    Core,
+    /// Never bind.
+    None,
 }
 
 /// SS-Wait's policy constants ([`Task::sswait`]), read once when the task
@@ -177,6 +202,10 @@ pub struct SsWaitTuning {
     /// (`SSS_SSWAIT_YIELD_US`, default 1000): bounds what a waiter costs
     /// others while its partner computes.
     pub yield_for: Duration,
+    /// CPUs SS-Wait counts when it judges oversubscription
+    /// (`SSS_SSWAIT_CPUS`; default: the CPUs the task could use when it
+    /// started). Fewer keeps CPUs free for other work; also for tests.
+    pub cpus: Option<usize>,
 }
 
 impl Default for SsWaitTuning {
@@ -186,6 +215,7 @@ impl Default for SsWaitTuning {
             block: Duration::from_micros(5000),
             yields: 32,
             yield_for: Duration::from_micros(1000),
+            cpus: None,
         }
     }
 }
@@ -210,6 +240,7 @@ impl Default for TaskConfig {
             fault_drop: 0.0,
             fault_dup: 0.0,
             sswait: SsWaitTuning::default(),
+            bind: Bind::Auto,
         }
     }
 }
@@ -225,13 +256,19 @@ impl TaskConfig {
     /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
     /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), SS-Wait's
     /// `SSS_SSWAIT_SPIN_US`, `SSS_SSWAIT_BLOCK_US`, `SSS_SSWAIT_YIELDS`,
-    /// `SSS_SSWAIT_YIELD_US` ([`SsWaitTuning`]), and the fault
+    /// `SSS_SSWAIT_YIELD_US` ([`SsWaitTuning`]), `SSS_BIND` ([`Bind`]:
+    /// `auto`, `core` or `none`), and the fault
     /// injector's `SSS_FAULT_DROP` / `SSS_FAULT_DUP` (fractions of outgoing
     /// udp datagrams dropped / duplicated).
     pub fn from_env() -> Self {
         let mut c = Self::default();
         if let Some(v) = env_u64("SSS_SPIN_US") {
             c.spin = Duration::from_micros(v);
+        }
+        match std::env::var("SSS_BIND").as_deref().map(str::trim) {
+            Ok("core") => c.bind = Bind::Core,
+            Ok("none") => c.bind = Bind::None,
+            _ => {}
         }
         match std::env::var("SSS_TRANSPORT").as_deref() {
             Ok("udp") => c.transport = Transport::Udp,
@@ -280,6 +317,9 @@ impl TaskConfig {
         if let Some(v) = env_u64("SSS_SSWAIT_YIELD_US") {
             c.sswait.yield_for = Duration::from_micros(v);
         }
+        if let Some(v) = env_u64("SSS_SSWAIT_CPUS").filter(|&v| v > 0) {
+            c.sswait.cpus = Some(v as usize);
+        }
         c
     }
 }
@@ -299,14 +339,67 @@ enum SsNext {
     /// The partner is blocked: it needs a wake-up before it can answer,
     /// so our flag is not imminent; yield a few times, then block.
     YieldThenBlock,
+    /// Oversubscribed, and the partner (on this node) is itself in an
+    /// SS-Wait that nothing has landed in yet: our flag is at least two
+    /// hand-overs away. Block, so the tasks that are about to run have
+    /// the CPUs; the sender whose operation lands in the partner's memory
+    /// wakes us (see [`Inner::prewake`]), one hand-over ahead of time.
+    BlockWhileIdle,
+}
+
+/// The CPU the `local_rank`-th of `local_size` tasks on a node binds to
+/// under `policy`, from the CPUs it may use (`allowed`, ascending).
+fn bind_cpu(
+    policy: Bind,
+    local_rank: usize,
+    local_size: usize,
+    allowed: &[usize],
+) -> Option<usize> {
+    let bind = match policy {
+        Bind::None => false,
+        Bind::Core => true,
+        Bind::Auto => local_size > allowed.len(),
+    };
+    if !bind || allowed.is_empty() {
+        return None;
+    }
+    Some(allowed[local_rank % allowed.len()])
+}
+
+/// Binds the calling thread (and the threads it starts) as [`Bind`]
+/// says. Failing to bind is not an error: placement is a performance
+/// matter, and a task that cannot change its affinity still runs.
+fn bind(policy: Bind, local_rank: usize, local_size: usize) {
+    if policy == Bind::None {
+        return;
+    }
+    let Ok(allowed) = sys::allowed_cpus() else {
+        return;
+    };
+    if let Some(cpu) = bind_cpu(policy, local_rank, local_size, &allowed) {
+        let _ = sys::bind_to_cpu(cpu);
+    }
+}
+
+/// A partner as SS-Wait sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Partner {
+    /// Running, or about to: computing, or in a wait something has
+    /// landed in.
+    Busy,
+    /// On this node, in an SS-Wait nothing has landed in yet.
+    Idle,
+    /// Blocked in a wait.
+    Blocked,
 }
 
 /// SS-Wait's decision from the node's and the partner's state.
-fn sswait_next(oversubscribed: bool, partner_blocked: bool) -> SsNext {
-    match (oversubscribed, partner_blocked) {
-        (_, true) => SsNext::YieldThenBlock,
-        (false, false) => SsNext::Spin,
-        (true, false) => SsNext::Yield,
+fn sswait_next(oversubscribed: bool, partner: Partner) -> SsNext {
+    match (oversubscribed, partner) {
+        (_, Partner::Blocked) => SsNext::YieldThenBlock,
+        (false, _) => SsNext::Spin,
+        (true, Partner::Idle) => SsNext::BlockWhileIdle,
+        (true, Partner::Busy) => SsNext::Yield,
     }
 }
 
@@ -577,6 +670,12 @@ pub struct TaskStats {
     pub rejected: u64,
     /// Corrupted or malformed datagrams dropped.
     pub bad_packets: u64,
+    /// SS-Waits that blocked because the partner was waiting itself
+    /// (the flag at least two hand-overs away).
+    pub sswait_idle_blocks: u64,
+    /// Tasks this one woke ahead of time: blocked SS-Waiters whose
+    /// partner it had just written to.
+    pub prewakes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -663,6 +762,10 @@ pub(crate) struct Inner {
     udp_used: Vec<AtomicBool>,
     start: Instant,
     errors: Mutex<Vec<Error>>,
+    /// See [`TaskStats::sswait_idle_blocks`].
+    idle_blocks: AtomicU64,
+    /// See [`TaskStats::prewakes`].
+    prewakes: AtomicU64,
     boot: Mutex<Box<dyn Bootstrap>>,
     cfg: TaskConfig,
 }
@@ -787,6 +890,14 @@ impl Task {
                 shm_peers.push(None);
             }
         }
+        // CPUs counted before binding, which would leave one.
+        let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let local_rank = peers[..rank as usize]
+            .iter()
+            .filter(|p| p.node == node)
+            .count();
+        let local_size = peers.iter().filter(|p| p.node == node).count();
+        bind(cfg.bind, local_rank, local_size);
         let mut pcfg = cfg.proto.clone();
         pcfg.epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -817,7 +928,7 @@ impl Task {
             shm_peers,
             all_local: peer_ctls.iter().all(Option::is_some),
             peer_ctls,
-            ncpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ncpus,
             next_wake: AtomicU64::new(u64::MAX),
             shutdown: AtomicBool::new(false),
             progress_thread: std::sync::OnceLock::new(),
@@ -831,6 +942,8 @@ impl Task {
             udp_used: (0..size).map(|_| AtomicBool::new(false)).collect(),
             start: Instant::now(),
             errors: Mutex::new(Vec::new()),
+            idle_blocks: AtomicU64::new(0),
+            prewakes: AtomicU64::new(0),
             boot: Mutex::new(boot),
             cfg,
         });
@@ -1316,6 +1429,25 @@ impl Task {
     ///
     /// Policy constants: [`SsWaitTuning`] (`SSS_SSWAIT_*` variables).
     pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
+        let v = word.load(Ordering::Acquire);
+        if pred(v) {
+            return v;
+        }
+        let c = self.inner.ctl.ctl();
+        c.hit.store(0, Ordering::SeqCst);
+        c.waiting_for
+            .store(partner.saturating_add(1), Ordering::SeqCst);
+        let v = self.sswait_loop(word, partner, pred);
+        c.waiting_for.store(0, Ordering::SeqCst);
+        // Nobody on this node saw us about to run (the value came over
+        // udp, or was there already): wake our own waiters now.
+        if c.hit.load(Ordering::SeqCst) == 0 {
+            self.inner.wake_dependents(self.inner.rank);
+        }
+        v
+    }
+
+    fn sswait_loop(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
         let tune = self.inner.cfg.sswait;
         let done = || pred(word.load(Ordering::Acquire));
         loop {
@@ -1323,13 +1455,11 @@ impl Task {
             if pred(v) {
                 return v;
             }
-            let next = sswait_next(
-                self.inner.oversubscribed(),
-                self.inner.partner_blocked(partner),
-            );
+            let next = sswait_next(self.inner.oversubscribed(), self.inner.partner(partner));
             let hit = match next {
                 SsNext::Spin => self.inner.spin_while(partner, &done, tune),
                 SsNext::Yield => self.inner.yield_while(partner, &done, tune),
+                SsNext::BlockWhileIdle => self.inner.block_while_idle(partner, &done, tune),
                 SsNext::YieldThenBlock => {
                     // A yield is cheaper than a futex sleep and wake-up, and
                     // the partner may be woken any moment.
@@ -1392,6 +1522,8 @@ impl Task {
             applied: s.applied + self.inner.ctl.ctl().applied.load(Ordering::Relaxed),
             rejected: s.rejected + self.inner.ctl.ctl().rejected.load(Ordering::Relaxed),
             bad_packets: s.bad_packets,
+            sswait_idle_blocks: self.inner.idle_blocks.load(Ordering::Relaxed),
+            prewakes: self.inner.prewakes.load(Ordering::Relaxed),
         }
     }
 
@@ -1493,6 +1625,9 @@ impl Inner {
                     let _ = self.sock.send_to(&[], self.peers[rank as usize].addr);
                 }
                 drop(p);
+                if r.is_ok() {
+                    self.prewake(rank);
+                }
                 let r = r.map_err(|s| status_error(s, rank));
                 let state = match r {
                     Ok(Reply::Done) if !tracked => None,
@@ -1771,7 +1906,8 @@ impl Inner {
                         .is_some_and(|c| c.ctl().blocked.load(Ordering::Relaxed) == 0)
             })
             .count();
-        oversubscribed(self.ncpus, active, self.idm().and_then(|i| i.own_load()))
+        let cpus = self.cfg.sswait.cpus.unwrap_or(self.ncpus);
+        oversubscribed(cpus, active, self.idm().and_then(|i| i.own_load()))
     }
 
     /// True when `partner` is blocked in a wait: from its control block on
@@ -1789,6 +1925,105 @@ impl Inner {
                 .map(|t| TaskState::from_u32(t.state)),
             Some(TaskState::Sleeping) | Some(TaskState::Gone)
         )
+    }
+
+    /// The partner's state for SS-Wait: from its control block on this
+    /// node, from its node's IDM page elsewhere.
+    fn partner(&self, partner: u32) -> Partner {
+        if let Some(Some(c)) = self.peer_ctls.get(partner as usize) {
+            let c = c.ctl();
+            return if c.blocked.load(Ordering::Relaxed) != 0 {
+                Partner::Blocked
+            } else if c.waiting_for.load(Ordering::Relaxed) != 0
+                && c.hit.load(Ordering::Relaxed) == 0
+            {
+                Partner::Idle
+            } else {
+                Partner::Busy
+            };
+        }
+        if self.partner_blocked(partner) {
+            Partner::Blocked
+        } else {
+            Partner::Busy
+        }
+    }
+
+    /// True while a same-node `partner` sits in an SS-Wait nothing has
+    /// landed in (sequentially consistent loads: see [`Self::prewake`]).
+    fn partner_idle(&self, partner: u32) -> bool {
+        self.peer_ctls
+            .get(partner as usize)
+            .and_then(|c| c.as_ref())
+            .is_some_and(|c| {
+                let c = c.ctl();
+                c.waiting_for.load(Ordering::SeqCst) != 0 && c.hit.load(Ordering::SeqCst) == 0
+            })
+    }
+
+    /// SS-Wait's block while the partner is idle: sleeps on our event
+    /// word until `done`, the partner is hit (its sender wakes us), it
+    /// leaves its wait, or `tune.block` passes.
+    fn block_while_idle(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+        let deadline = Instant::now() + tune.block;
+        let c = self.ctl.ctl();
+        loop {
+            if done() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline || !self.partner_idle(partner) {
+                return false;
+            }
+            let seq = c.events.load(Ordering::SeqCst);
+            c.waiters.fetch_add(1, Ordering::SeqCst);
+            c.blocked.fetch_add(1, Ordering::Relaxed);
+            // Re-checked after announcing ourselves: a sender that set
+            // the partner's `hit` before it could see `waiters` is seen
+            // here, one that sets it later wakes us.
+            if !done() && self.partner_idle(partner) {
+                self.idle_blocks.fetch_add(1, Ordering::Relaxed);
+                sys::futex_wait(&c.events, seq, Some(deadline - now));
+            }
+            c.blocked.fetch_sub(1, Ordering::Relaxed);
+            c.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// After an operation landed in same-node `rank`'s memory: if `rank`
+    /// is in an SS-Wait, it is about to run, so the tasks waiting on it
+    /// will be next; wake those that blocked now, from here, while
+    /// `rank` takes its turn, rather than from `rank` when it hands over
+    /// (where the wake-up would delay the hand-over). Once per wait.
+    fn prewake(&self, rank: u32) {
+        let Some(Some(x)) = self.peer_ctls.get(rank as usize) else {
+            return;
+        };
+        let x = x.ctl();
+        if x.waiting_for.load(Ordering::Relaxed) == 0
+            || x.hit.load(Ordering::Relaxed) != 0
+            || x.hit.swap(1, Ordering::SeqCst) != 0
+        {
+            return;
+        }
+        self.wake_dependents(rank);
+    }
+
+    /// Wakes this node's tasks blocked in an SS-Wait on `rank`.
+    fn wake_dependents(&self, rank: u32) {
+        for (r, w) in self.peer_ctls.iter().enumerate() {
+            let Some(w) = w else { continue };
+            if r == rank as usize {
+                continue;
+            }
+            let c = w.ctl();
+            if c.waiting_for.load(Ordering::SeqCst) == rank + 1
+                && c.waiters.load(Ordering::SeqCst) > 0
+            {
+                self.prewakes.fetch_add(1, Ordering::Relaxed);
+                w.wake();
+            }
+        }
     }
 
     /// SS-Wait with CPUs to spare and the partner awake: spins until
@@ -1812,7 +2047,7 @@ impl Inner {
                 return true;
             }
             k = k.wrapping_add(1);
-            if k % 256 == 0 && (self.partner_blocked(partner) || Instant::now() >= end) {
+            if k % 256 == 0 && (self.partner(partner) != Partner::Busy || Instant::now() >= end) {
                 return false;
             }
             std::hint::spin_loop();
@@ -1841,7 +2076,7 @@ impl Inner {
                     return false;
                 }
             }
-            if local && self.partner_blocked(partner) {
+            if local && self.partner(partner) != Partner::Busy {
                 return false;
             }
             std::thread::yield_now();
@@ -2305,10 +2540,24 @@ mod tests {
 
     #[test]
     fn sswait_spins_only_with_cpus_to_spare_and_the_partner_awake() {
-        assert_eq!(sswait_next(false, false), SsNext::Spin);
-        assert_eq!(sswait_next(true, false), SsNext::Yield);
-        assert_eq!(sswait_next(false, true), SsNext::YieldThenBlock);
-        assert_eq!(sswait_next(true, true), SsNext::YieldThenBlock);
+        assert_eq!(sswait_next(false, Partner::Busy), SsNext::Spin);
+        assert_eq!(sswait_next(false, Partner::Idle), SsNext::Spin);
+        assert_eq!(sswait_next(true, Partner::Busy), SsNext::Yield);
+        assert_eq!(sswait_next(true, Partner::Idle), SsNext::BlockWhileIdle);
+        assert_eq!(sswait_next(false, Partner::Blocked), SsNext::YieldThenBlock);
+        assert_eq!(sswait_next(true, Partner::Blocked), SsNext::YieldThenBlock);
+    }
+
+    #[test]
+    fn binding_goes_round_robin_over_the_allowed_cpus() {
+        let cpus = [2, 3, 5];
+        let got: Vec<_> = (0..7).map(|r| bind_cpu(Bind::Core, r, 7, &cpus)).collect();
+        assert_eq!(got, [2, 3, 5, 2, 3, 5, 2].map(Some));
+        // auto: only when the job alone oversubscribes the node
+        assert_eq!(bind_cpu(Bind::Auto, 1, 3, &cpus), None);
+        assert_eq!(bind_cpu(Bind::Auto, 1, 4, &cpus), Some(3));
+        assert_eq!(bind_cpu(Bind::None, 1, 8, &cpus), None);
+        assert_eq!(bind_cpu(Bind::Core, 0, 1, &[]), None);
     }
 
     /// Regression: the daemon's sample, taken while the job's tasks were
@@ -2334,5 +2583,6 @@ mod tests {
         assert_eq!(d.yield_for, Duration::from_micros(1000));
         assert_eq!(d.spin, Duration::from_micros(2000));
         assert_eq!(d.block, Duration::from_micros(5000));
+        assert_eq!(d.cpus, None);
     }
 }

@@ -769,6 +769,88 @@ fn sswait_blocks_while_the_partner_is_blocked() {
     });
 }
 
+/// SS-Wait as if the node had one CPU, so three tasks oversubscribe it.
+fn one_cpu() -> TaskConfig {
+    let mut c = TaskConfig::default();
+    c.sswait.cpus = Some(1);
+    c.sswait.block = Duration::from_secs(5);
+    c
+}
+
+#[test]
+fn sswait_two_handovers_away_blocks_and_is_woken_ahead() {
+    let t = cluster_with(3, ONE_NODE, one_cpu());
+    let (segs, info) = seg_all(&t, 4096);
+    std::thread::scope(|s| {
+        // 1 waits for 0, 2 waits for 1: 2's flag is two hand-overs away.
+        let (t1, seg1, to2) = (&t[1], &segs[1], info[2].at(0));
+        s.spawn(move || {
+            t1.sswait(seg1.word(0).unwrap(), 0, |v| v == 1);
+            t1.write(to2, &1u64.to_le_bytes(), Options::default())
+                .unwrap();
+        });
+        let (t2, seg2) = (&t[2], &segs[2]);
+        let waiter = s.spawn(move || {
+            let before = thread_ticks();
+            t2.sswait(seg2.word(0).unwrap(), 1, |v| v == 1);
+            thread_ticks() - before
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            t[2].stats().sswait_idle_blocks >= 1,
+            "task 2 did not block while its partner waited"
+        );
+        // Landing in 1's memory wakes 2 ahead of 1's hand-over.
+        t[0].write(info[1].at(0), &1u64.to_le_bytes(), Options::default())
+            .unwrap();
+        let used = waiter.join().unwrap();
+        assert!(used <= 5, "task 2 burnt {used} ticks waiting");
+    });
+    assert_eq!(t[0].stats().prewakes, 1);
+    assert_eq!(t[1].stats().prewakes, 0);
+}
+
+#[test]
+fn an_oversubscribed_sswait_ring_passes_every_token() {
+    const N: u32 = 8;
+    const ROUNDS: u64 = 300;
+    let t = cluster_with(N, ONE_NODE, one_cpu());
+    let (segs, info) = seg_all(&t, 4096);
+    std::thread::scope(|s| {
+        for me in 0..N as usize {
+            let (t, seg, info) = (&t[me], &segs[me], &info);
+            s.spawn(move || {
+                let next = (me + 1) % N as usize;
+                let prev = (me as u32 + N - 1) % N;
+                let flag = seg.word(0).unwrap();
+                let pass = |r: u64| {
+                    t.write(
+                        info[next].at(64),
+                        &r.to_le_bytes(),
+                        Options::notify(info[next].at(0)),
+                    )
+                    .unwrap()
+                };
+                for r in 1..=ROUNDS {
+                    if me == 0 {
+                        pass(r);
+                    }
+                    assert_eq!(t.sswait(flag, prev, |v| v >= r), r);
+                    if me != 0 {
+                        pass(r);
+                    }
+                }
+            });
+        }
+    });
+    let woken: u64 = t.iter().map(|t| t.stats().prewakes).sum();
+    let blocks: u64 = t.iter().map(|t| t.stats().sswait_idle_blocks).sum();
+    assert!(
+        blocks > 0 && woken > 0,
+        "{blocks} idle blocks, {woken} wake-ups ahead"
+    );
+}
+
 /// Regression: a stream of large WRITEs could leave packets held back for
 /// batching with nothing in flight to release them, and `quiet` waited
 /// for ever.

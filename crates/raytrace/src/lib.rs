@@ -282,6 +282,7 @@ impl Report {
                 applied: w[7],
                 rejected: w[8],
                 bad_packets: w[9],
+                ..TaskStats::default()
             },
             node: String::from_utf8(node.to_vec()).ok()?,
         })

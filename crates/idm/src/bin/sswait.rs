@@ -9,7 +9,7 @@ use std::time::Instant;
 fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "sswait".into());
-    if !["spin", "block", "sswait"].contains(&mode.as_str()) {
+    if !["spin", "block", "sswait", "yield"].contains(&mode.as_str()) {
         eprintln!("sswait: the policy is spin, block or sswait, not {mode:?}");
         return std::process::ExitCode::from(2);
     }
@@ -40,6 +40,15 @@ fn run(mode: &str, rounds: u64) -> Result<(), Error> {
         "block" => WaitPolicy::Block,
         _ => WaitPolicy::SsWait(partner),
     };
+    let wait = |w: &std::sync::atomic::AtomicU64, r: u64, partner: u32| {
+        if mode == "yield" {
+            while w.load(std::sync::atomic::Ordering::Acquire) < r {
+                std::thread::yield_now();
+            }
+        } else {
+            t.wait_word_with(w, |v| v >= r, policy(partner));
+        }
+    };
     let next = (me + 1) % n;
     let prev = (me + n - 1) % n;
     // Ring: flag word 0 counts tokens received.
@@ -52,9 +61,9 @@ fn run(mode: &str, rounds: u64) -> Result<(), Error> {
                 &r.to_le_bytes(),
                 Options::notify(all[next as usize].at(0)),
             )?;
-            t.wait_word_with(flag, |v| v >= r, policy(prev));
+            wait(flag, r, prev);
         } else {
-            t.wait_word_with(flag, |v| v >= r, policy(prev));
+            wait(flag, r, prev);
             t.write(
                 all[next as usize].at(64),
                 &r.to_le_bytes(),
