@@ -689,6 +689,7 @@ mod tests {
                 applied: 6,
                 rejected: 7,
                 bad_packets: 8,
+                ..TaskStats::default()
             },
             node: "127.0.0.3".into(),
         };
