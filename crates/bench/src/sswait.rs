@@ -105,8 +105,16 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
             (false, _) => 400,
         };
         let mut names: Vec<&str> = vec!["spin", "block", "sswait"];
+        // Oversubscribed, our tasks bind to CPUs (SSS_BIND=auto): show
+        // SS-Wait without it, and Open MPI with its own binding.
+        if n > 2 {
+            names.push("sswait-unbound");
+        }
         if mpi.is_some() {
             names.extend(["mpi", "mpi-yield"]);
+            if n > 2 {
+                names.push("mpi-bind");
+            }
         }
         let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); names.len()];
         for rep in 0..reps as usize {
@@ -130,12 +138,20 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
                     if name == "mpi-yield" {
                         c.args(["--mca", "mpi_yield_when_idle", "1"]);
                     }
+                    if name == "mpi-bind" {
+                        c.args(["--bind-to", "core:overload-allowed", "--map-by", "core"]);
+                    }
                     c.arg(bin).arg(rounds.to_string()).output()
                 } else {
+                    let (policy, bind) = match name {
+                        "sswait-unbound" => ("sswait", "none"),
+                        p => (p, "auto"),
+                    };
                     Command::new(exe)
                         .args(["run", "-n", &n.to_string(), "--timeout", "120"])
                         .arg(&prog)
-                        .args([name, &rounds.to_string()])
+                        .args([policy, &rounds.to_string()])
+                        .env("SSS_BIND", bind)
                         .output()
                 };
                 match out
@@ -176,10 +192,13 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
                 w.0 / best.0,
                 w.1 / best.1
             ));
-            for m in ["mpi", "mpi-yield"] {
+            for m in ["mpi", "mpi-yield", "mpi-bind"] {
                 if let Some(x) = get(m) {
                     md.push_str(&format!("; SS-Wait / {m} ring = {:.2}", w.0 / x.0));
                 }
+            }
+            if let (Some(u), Some(x)) = (get("sswait-unbound"), get("mpi")) {
+                md.push_str(&format!("; unbound SS-Wait / mpi ring = {:.2}", u.0 / x.0));
             }
             md.push('\n');
         }
