@@ -43,8 +43,8 @@ pub use segment::{Perm, Segment, SegmentInfo};
 pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{
-    Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, SsWaitTuning, Task,
-    TaskConfig, TaskStats, ThreadBoot, Transport, WaitPolicy,
+    Bind, Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, SsWaitTuning,
+    Task, TaskConfig, TaskStats, ThreadBoot, Transport, WaitPolicy,
 };
 
 /// An address in another task: (rank, segment key, virtual address).

@@ -1427,6 +1427,15 @@ impl Task {
     /// tasks on it are not blocked than it has CPUs, or when its daemon
     /// counted more runnable threads than CPUs.
     ///
+    /// Oversubscribed, a waiter whose partner on this node sits in an
+    /// SS-Wait itself, with nothing landed in it yet, blocks: its flag is
+    /// at least two hand-overs away, and the CPUs are better left to the
+    /// tasks about to run. The sender whose operation lands in the
+    /// partner's memory wakes it (the partner's control block names what
+    /// it waits for), so it is back on a CPU by the time the partner hands
+    /// over. With tasks bound round robin to CPUs ([`Bind`]) that wake-up
+    /// stays on the waker's CPU.
+    ///
     /// Policy constants: [`SsWaitTuning`] (`SSS_SSWAIT_*` variables).
     pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
         let v = word.load(Ordering::Acquire);
