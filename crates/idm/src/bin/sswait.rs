@@ -1,7 +1,9 @@
 //! SS-Wait benchmark task: a ring pass and a barrier among the tasks of a
 //! job on one node, waiting by spinning, blocking, or SS-Wait.
-//! `sss run -n N sss-sswait-bench spin|block|sswait [ROUNDS]`; rank 0
+//! `sss run -n N sss-sswait-bench spin|block|sswait|yield [ROUNDS]`; rank 0
 //! prints `ring <policy> <n> <us per hop>` and `barrier <policy> <n> <us>`.
+//! `yield` is a bare `sched_yield` loop on the ring's flag, a floor to
+//! compare SS-Wait's bookkeeping against (its barrier uses SS-Wait).
 
 use sss_mbcf::{Error, Options, Perm, Task, WaitPolicy};
 use std::time::Instant;
@@ -10,7 +12,7 @@ fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "sswait".into());
     if !["spin", "block", "sswait", "yield"].contains(&mode.as_str()) {
-        eprintln!("sswait: the policy is spin, block or sswait, not {mode:?}");
+        eprintln!("sswait: the policy is spin, block, sswait or yield, not {mode:?}");
         return std::process::ExitCode::from(2);
     }
     let rounds: u64 = match args.next().map(|a| a.parse()) {
