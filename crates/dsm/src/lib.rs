@@ -94,7 +94,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use sys::PAGE;
 
@@ -251,6 +251,10 @@ pub struct Config {
     /// Pages fetched after a missing page with the same home, in one READ
     /// (`SSS_DSM_PREFETCH`, default 0).
     pub prefetch: usize,
+    /// Fault injection: releasers never wake lock and barrier waiters
+    /// (`SSS_DSM_FAULT_NO_WAKEUPS=1`), so every such wait ends by looking
+    /// again after [`WAKE_RECHECK`]. For tests of that path.
+    pub fault_no_wakeups: bool,
 }
 
 impl Default for Config {
@@ -260,6 +264,7 @@ impl Default for Config {
             protocol: Protocol::Ulrc,
             writes: WriteMode::Note,
             prefetch: 0,
+            fault_no_wakeups: false,
         }
     }
 }
@@ -277,8 +282,8 @@ fn parse_size(s: &str) -> Option<usize> {
 
 impl Config {
     /// Defaults overridden by `SSS_DSM_HEAP`, `SSS_DSM_PROTOCOL`,
-    /// `SSS_DSM_WRITES` and `SSS_DSM_PREFETCH`; unparsable values are
-    /// ignored.
+    /// `SSS_DSM_WRITES`, `SSS_DSM_PREFETCH` and
+    /// `SSS_DSM_FAULT_NO_WAKEUPS`; unparsable values are ignored.
     pub fn from_env() -> Self {
         let mut c = Self::default();
         if let Some(v) = std::env::var("SSS_DSM_HEAP")
@@ -303,6 +308,9 @@ impl Config {
             .and_then(|v| v.trim().parse().ok())
         {
             c.prefetch = std::cmp::min(v, 256);
+        }
+        if std::env::var("SSS_DSM_FAULT_NO_WAKEUPS").as_deref() == Ok("1") {
+            c.fault_no_wakeups = true;
         }
         c
     }
@@ -347,13 +355,17 @@ pub struct Stats {
     pub updates: u64,
     /// [`Dsm::read`] pieces served by an MBCF READ from a home.
     pub home_reads: u64,
+    /// Lock and barrier waits that found their turn by looking again
+    /// after [`WAKE_RECHECK`] rather than by their wake-up (which should
+    /// not happen; see [`Dsm::lock`]).
+    pub missed_wakeups: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -370,7 +382,8 @@ impl Stats {
             self.fault_ns,
             self.sync_ns,
             self.updates,
-            self.home_reads
+            self.home_reads,
+            self.missed_wakeups
         )
     }
 }
@@ -393,7 +406,12 @@ struct Counters {
     sync_ns: AtomicU64,
     updates: AtomicU64,
     home_reads: AtomicU64,
+    missed_wakeups: AtomicU64,
 }
+
+/// How long a lock or barrier waiter trusts its wake-up before it looks
+/// at the lock's or barrier's counters itself.
+pub const WAKE_RECHECK: Duration = Duration::from_millis(5);
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
@@ -856,7 +874,11 @@ impl Dsm {
     }
 
     /// Acquires lock `id` (< 256): a ticket lock at task `id % size`, then
-    /// acquire semantics (pages others wrote are invalidated).
+    /// acquire semantics (pages others wrote are invalidated). A waiter
+    /// leaves a slot at the lock's home for the releaser to ring; it also
+    /// looks at the ticket being served every [`WAKE_RECHECK`], so a
+    /// wake-up that goes missing delays it and never hangs it
+    /// ([`Stats::missed_wakeups`] counts those).
     pub fn lock(&self, id: u32) -> Result<(), Error> {
         let t0 = Instant::now();
         let r = self.shared.lock(id);
@@ -908,6 +930,7 @@ impl Dsm {
             sync_ns: g(&c.sync_ns),
             updates: g(&c.updates),
             home_reads: g(&c.home_reads),
+            missed_wakeups: g(&c.missed_wakeups),
         }
     }
 
@@ -2127,9 +2150,19 @@ impl Shared {
             .swap(slot, self.rank as u64 + 1, Options::default())?
             .wait_value()?;
         // The slot is in place before we look: a releaser that bumped
-        // `serving` after this sees it and rings our doorbell.
+        // `serving` after this sees it and rings our doorbell. The wait
+        // is bounded all the same, so a doorbell that goes missing costs
+        // a re-read of `serving`, not the job.
         while self.fetch_add(serving, 0)? != ticket {
-            self.task.wait_word(grant, |v| v != g);
+            if self
+                .task
+                .wait_word_timeout(grant, |v| v != g, WAKE_RECHECK)
+                .is_none()
+                && self.fetch_add(serving, 0)? == ticket
+            {
+                bump(&self.stats.missed_wakeups, 1);
+                break;
+            }
             g = grant.load(Ordering::Acquire);
         }
         bump(&self.stats.locks, 1);
@@ -2143,7 +2176,7 @@ impl Shared {
         let now = self.fetch_add(serving, 1)? + 1;
         let slot = self.meta_at(home, at + 16 + (now as usize % L::LOCK_SLOTS) * 8)?;
         let who = self.task.swap(slot, 0, Options::default())?.wait_value()?;
-        if who != 0 && who <= self.size as u64 {
+        if who != 0 && who <= self.size as u64 && !self.cfg.fault_no_wakeups {
             self.fetch_add(self.meta_at(who as u32 - 1, L::GRANT)?, 1)?;
         }
         Ok(())
@@ -2154,15 +2187,26 @@ impl Shared {
         let n = self.size as u64;
         let old = self.fetch_add(self.meta_at(0, L::BAR_COUNT)?, 1)?;
         let episode = old / n + 1;
-        if (old + 1) % n == 0 {
+        if (old + 1) % n == 0 && !self.cfg.fault_no_wakeups {
             let bytes = episode.to_le_bytes();
             for r in 0..self.size {
                 self.task
                     .write(self.meta_at(r, L::BAR_GEN)?, &bytes, Options::default())?;
             }
         }
-        self.task
-            .wait_word(self.local_word(L::BAR_GEN), |v| v >= episode);
+        // The last arrival's write ends the wait; should it go missing,
+        // the count at rank 0 says when everyone has arrived.
+        let count = self.meta_at(0, L::BAR_COUNT)?;
+        while self
+            .task
+            .wait_word_timeout(self.local_word(L::BAR_GEN), |v| v >= episode, WAKE_RECHECK)
+            .is_none()
+        {
+            if self.fetch_add(count, 0)? >= episode * n {
+                bump(&self.stats.missed_wakeups, 1);
+                break;
+            }
+        }
         bump(&self.stats.barriers, 1);
         self.acquire()
     }
