@@ -356,8 +356,9 @@ pub struct Stats {
     /// [`Dsm::read`] pieces served by an MBCF READ from a home.
     pub home_reads: u64,
     /// Lock and barrier waits that found their turn by looking again
-    /// after [`WAKE_RECHECK`] rather than by their wake-up (which should
-    /// not happen; see [`Dsm::lock`]).
+    /// after [`WAKE_RECHECK`] rather than by their wake-up: the releaser
+    /// was slow to ring (descheduled, or its packets retransmitted), or
+    /// the wake-up went missing (see [`Dsm::lock`]).
     pub missed_wakeups: u64,
 }
 
@@ -1658,12 +1659,18 @@ impl Shared {
     /// written by `writer`, forwards it to every other holder, and tells
     /// the writer how many acknowledgements to expect.
     fn forward(&self, task: &Task, writer: u32, off: u64, data: &[u8]) -> Result<(), Error> {
+        if off
+            .checked_add(data.len() as u64)
+            .is_none_or(|e| e > self.home.info().len)
+        {
+            return Err(Error::Invalid("update outside the heap"));
+        }
         sys::copy_in(self.home.as_ptr() as usize + off as usize, data);
         // Pairs with the fence after a holder registers: either the
         // holder's READ sees these bytes or this load sees its bit.
         std::sync::atomic::fence(Ordering::SeqCst);
         let page = page_of(off);
-        let mask = sys::word(self.dir.as_ptr() as usize + page as usize * 8).load(Ordering::SeqCst);
+        let mask = self.dir_word(page)?.load(Ordering::SeqCst);
         let mut sent = 0u64;
         let mut msg = Vec::new();
         for r in 0..self.size.min(MAX_HOLDERS) {
@@ -1800,8 +1807,7 @@ impl Shared {
         }
         let bit = 1u64 << self.rank;
         if home == self.rank {
-            sys::word(self.dir.as_ptr() as usize + page as usize * 8)
-                .fetch_or(bit, Ordering::SeqCst);
+            self.dir_word(page)?.fetch_or(bit, Ordering::SeqCst);
         } else {
             let at = self
                 .dirs
@@ -1912,8 +1918,7 @@ impl Shared {
                     _ => Some(self.home_of(p)?),
                 };
                 if home == Some(self.rank) {
-                    sys::word(self.dir.as_ptr() as usize + p as usize * 8)
-                        .store(0, Ordering::SeqCst);
+                    self.dir_word(p)?.store(0, Ordering::SeqCst);
                 }
             }
         }
@@ -2029,8 +2034,7 @@ impl Shared {
     /// the old word.
     fn dir_add(&self, page: u64, home: u32, v: u64) -> Result<u64, Error> {
         if home == self.rank {
-            return Ok(sys::word(self.dir.as_ptr() as usize + page as usize * 8)
-                .fetch_add(v, Ordering::SeqCst));
+            return Ok(self.dir_word(page)?.fetch_add(v, Ordering::SeqCst));
         }
         let at = self
             .dirs
@@ -2043,7 +2047,7 @@ impl Shared {
     /// Compare-and-swap on `page`'s directory word at `home`; the old word.
     fn dir_cas(&self, page: u64, home: u32, old: u64, new: u64) -> Result<u64, Error> {
         if home == self.rank {
-            let w = sys::word(self.dir.as_ptr() as usize + page as usize * 8);
+            let w = self.dir_word(page)?;
             return Ok(
                 match w.compare_exchange(old, new, Ordering::SeqCst, Ordering::SeqCst) {
                     Ok(v) | Err(v) => v,
@@ -2087,13 +2091,21 @@ impl Shared {
         Ok(())
     }
 
+    /// This task's holder-directory word of `page` (homed here). Checked:
+    /// the directory is followed in memory by other mappings, which a
+    /// page number outside the heap would silently corrupt.
+    fn dir_word(&self, page: u64) -> Result<&AtomicU64, Error> {
+        if page >= self.dir.info().len / 8 {
+            return Err(Error::Invalid("holder directory: page outside the heap"));
+        }
+        Ok(sys::word(self.dir.as_ptr() as usize + page as usize * 8))
+    }
+
     /// The holder mask of `page`, read at its home.
     fn holders(&self, page: u64) -> Result<u64, Error> {
         let home = self.home_of(page)?;
         if home == self.rank {
-            return Ok(
-                sys::word(self.dir.as_ptr() as usize + page as usize * 8).load(Ordering::SeqCst)
-            );
+            return Ok(self.dir_word(page)?.load(Ordering::SeqCst));
         }
         let at = self
             .dirs
