@@ -2151,7 +2151,7 @@ impl Inner {
                     if down {
                         net.ep.declare_down(t);
                     } else {
-                        net.ep.reset_peer(t);
+                        net.ep.resume_peer(t);
                     }
                 }
             }
@@ -2342,7 +2342,7 @@ impl Inner {
                         );
                     }
                 }
-                Event::PeerDown { .. } => {}
+                Event::PeerDown { .. } | Event::PeerUp { .. } => {}
             }
         }
     }

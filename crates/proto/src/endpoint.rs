@@ -77,6 +77,8 @@ struct Channel {
     /// When a hole below the highest selectively acked packet becomes old
     /// enough to resend.
     hole_at: Option<Time>,
+    /// While down: the interval to the next probe (`rto_at`).
+    probe_every: Time,
 
     // Receive side.
     peer_epoch: Option<u32>,
@@ -110,6 +112,7 @@ impl Channel {
             probe: false,
             recover_before: None,
             hole_at: None,
+            probe_every: 0,
             peer_epoch: None,
             recv_next: 1,
             ooo: BTreeMap::new(),
@@ -147,7 +150,20 @@ impl Channel {
         seq
     }
 
+    /// Packets and replies outstanding. A down channel owes nothing: its
+    /// operations failed, and the stream it keeps is only for the peer.
+    fn in_flight(&self) -> usize {
+        if self.down {
+            0
+        } else {
+            self.slots.len() + self.pending.len()
+        }
+    }
+
     fn wants_send(&self, window: u32) -> bool {
+        if self.down {
+            return self.probe;
+        }
         !self.retx.is_empty()
             || (self.next_send < self.next_seq && self.next_send - self.base < window as u64)
             || self.ack_now
@@ -203,7 +219,12 @@ impl Channel {
         out: &mut Vec<u8>,
         stats: &mut Stats,
     ) -> bool {
-        while let Some(seq) = self.retx.pop_front() {
+        // A down channel keeps its stream for the peer's return and sends
+        // only probes meanwhile.
+        while !self.down {
+            let Some(seq) = self.retx.pop_front() else {
+                break;
+            };
             if seq < self.base {
                 continue;
             }
@@ -221,7 +242,10 @@ impl Channel {
             self.arm_rto(now);
             return true;
         }
-        if self.next_send < self.next_seq && self.next_send - self.base < window as u64 {
+        if !self.down
+            && self.next_send < self.next_seq
+            && self.next_send - self.base < window as u64
+        {
             let ack = self.piggybacked();
             let slot = &mut self.slots[(self.next_send - self.base) as usize];
             emit_slot(slot, ack, out);
@@ -273,6 +297,29 @@ impl Channel {
     }
 }
 
+/// A request of the user's, failed as a whole when its peer goes down.
+fn is_user_request(body: Body) -> bool {
+    matches!(
+        body,
+        Body::Write { .. }
+            | Body::Read { .. }
+            | Body::Swap { .. }
+            | Body::Cas { .. }
+            | Body::FetchAdd { .. }
+            | Body::Fifo
+            | Body::Signal { .. }
+    )
+}
+
+/// Takes the place of a request that failed while its peer was down: the
+/// peer receives the sequence number it waits for, and nothing else. An ACK
+/// with a sequence number; plain ACKs carry zero.
+fn filler(local: TaskId, dst: TaskId, epoch: u32, seq: u32) -> Packet<'static> {
+    let mut p = request_meta(local, dst, epoch, Body::Ack);
+    p.seq = seq;
+    p
+}
+
 fn emit_into(p: &Packet<'_>, out: &mut Vec<u8>) {
     out.clear();
     out.resize(p.buffer_len(), 0);
@@ -319,6 +366,9 @@ pub struct Endpoint {
     mcast_out: HashMap<u32, (u32, TaskId)>,
     mcast_fwd: HashMap<(TaskId, u32), Forward>,
     stats: Stats,
+    /// The latest time any call brought, for work started without one
+    /// (arming the probe of a peer declared down).
+    now: Time,
 }
 
 fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'static> {
@@ -358,6 +408,7 @@ impl Endpoint {
             mcast_out: HashMap::new(),
             mcast_fwd: HashMap::new(),
             stats: Stats::default(),
+            now: 0,
         }
     }
 
@@ -379,27 +430,28 @@ impl Endpoint {
     /// Operations and packets toward `peer` not yet acknowledged or
     /// answered. Zero means every earlier operation to it completed (FENCE).
     pub fn in_flight(&self, peer: TaskId) -> usize {
-        self.index.get(&peer).map_or(0, |&i| {
-            let c = &self.chans[i];
-            c.slots.len() + c.pending.len()
-        })
+        self.index
+            .get(&peer)
+            .map_or(0, |&i| self.chans[i].in_flight())
     }
 
     /// Packets toward `peer` that were transmitted and are not yet
     /// acknowledged: while there are any, an ack (or a timer) will come.
     pub fn unacked_sent(&self, peer: TaskId) -> usize {
         self.index.get(&peer).map_or(0, |&i| {
-            (self.chans[i].next_send - self.chans[i].base) as usize
+            let c = &self.chans[i];
+            if c.down {
+                0
+            } else {
+                (c.next_send - c.base) as usize
+            }
         })
     }
 
     /// Everything not yet acknowledged or answered, toward all peers,
     /// including multicasts (QUIET waits for zero).
     pub fn total_in_flight(&self) -> usize {
-        self.chans
-            .iter()
-            .map(|c| c.slots.len() + c.pending.len())
-            .sum::<usize>()
+        self.chans.iter().map(Channel::in_flight).sum::<usize>()
             + self.nofc_pending.len()
             + self.mcast_out.len()
     }
@@ -407,6 +459,16 @@ impl Endpoint {
     /// True when `peer` was declared down.
     pub fn is_down(&self, peer: TaskId) -> bool {
         self.index.get(&peer).is_some_and(|&i| self.chans[i].down)
+    }
+
+    /// True when every armed timer is the probe of a peer declared down:
+    /// nothing is in flight or owed, and only a peer's return could bring
+    /// work (a simulation may stop here).
+    pub fn probing_only(&self) -> bool {
+        self.nofc_deadlines.is_empty()
+            && self.chans.iter().all(|c| {
+                c.down || (c.rto_at.is_none() && c.ack_at.is_none() && c.hole_at.is_none())
+            })
     }
 
     /// Registers multicast group `group` with its members, in an order every
@@ -422,8 +484,9 @@ impl Endpoint {
 
     /// Declares `peer` down now (e.g. its node stopped gossiping): every
     /// pending operation to it completes with `NodeDown`, an
-    /// [`Event::PeerDown`] is raised, and later submits fail until
-    /// [`Endpoint::reset_peer`]. No effect on a peer already down.
+    /// [`Event::PeerDown`] is raised, and later submits fail until it
+    /// answers a probe or [`Endpoint::resume_peer`]. No effect on a peer
+    /// already down.
     pub fn declare_down(&mut self, peer: TaskId) {
         let Ok(ci) = self.channel(peer) else {
             return;
@@ -433,17 +496,41 @@ impl Endpoint {
         }
     }
 
-    /// Declares a down peer reachable again (e.g. its node came back): its
-    /// channel starts afresh.
-    pub fn reset_peer(&mut self, peer: TaskId) {
+    /// Declares a down peer reachable again (e.g. its node came back):
+    /// submits are accepted at once and the peer is probed. The channel
+    /// keeps its sequence numbers; the peer learns from the probe which
+    /// ones were abandoned. No effect on a peer that is up: its state may
+    /// be live, and a restarted peer announces itself with a new epoch.
+    pub fn resume_peer(&mut self, peer: TaskId) {
         if let Some(&i) = self.index.get(&peer) {
-            self.fail_channel(i);
-            let epoch = self.chans[i].peer_epoch;
-            self.chans[i].reset(&self.cfg);
-            // The peer may have kept its state (a network partition, not a
-            // restart): accept its current incarnation again.
-            self.chans[i].peer_epoch = epoch;
+            if self.chans[i].down {
+                self.peer_up(i);
+                self.chans[i].probe = true;
+                self.mark_ready(i);
+            }
         }
+    }
+
+    /// The peer answered while down: what it may have missed of the stream
+    /// (replies, fillers) goes again, and submits are accepted.
+    fn peer_up(&mut self, ci: usize) {
+        let c = &mut self.chans[ci];
+        c.down = false;
+        c.retries = 0;
+        c.rtt.reset_backoff();
+        c.rto_at = None;
+        c.probe_every = 0;
+        for seq in c.base..c.next_send {
+            let s = &mut c.slots[(seq - c.base) as usize];
+            if !s.sacked && !s.queued {
+                s.queued = true;
+                c.retx.push_back(seq);
+            }
+        }
+        let peer = c.peer;
+        self.mark_ready(ci);
+        self.stats.recoveries += 1;
+        self.events.push_back(Event::PeerUp { peer });
     }
 
     fn channel(&mut self, peer: TaskId) -> Result<usize, SubmitError> {
@@ -665,13 +752,11 @@ impl Endpoint {
             self.stats.nofc_sent += 1;
             return Some(dst);
         }
+        self.now = self.now.max(now);
         while let Some(ci) = self.ready.pop_front() {
             let (local, epoch, window) = (self.local, self.cfg.epoch, self.cfg.window);
             let c = &mut self.chans[ci];
             c.in_ready = false;
-            if c.down {
-                continue;
-            }
             if c.next_packet(now, local, epoch, window, out, &mut self.stats) {
                 let peer = c.peer;
                 if c.wants_send(window) {
@@ -704,8 +789,17 @@ impl Endpoint {
     /// Runs the timers due at `now`: delayed acks, retransmissions, peer
     /// failure, and no-flow-control reply deadlines.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.now = self.now.max(now);
         for ci in 0..self.chans.len() {
             if self.chans[ci].down {
+                let (first, max) = (self.cfg.down_probe, self.cfg.down_probe_max);
+                let c = &mut self.chans[ci];
+                if c.rto_at.is_some_and(|t| t <= now) {
+                    c.probe = true;
+                    c.probe_every = c.probe_every.saturating_mul(2).clamp(first, max.max(first));
+                    c.rto_at = Some(now.saturating_add(c.probe_every));
+                    self.mark_ready(ci);
+                }
                 continue;
             }
             let c = &mut self.chans[ci];
@@ -776,23 +870,21 @@ impl Endpoint {
         }
     }
 
-    /// Completes everything outstanding on a channel with `NodeDown`.
-    fn fail_channel(&mut self, ci: usize) {
+    /// Completes everything outstanding on a channel with `NodeDown`. With
+    /// `keep_stream`, the peer may still be alive (a stall): the sequence
+    /// numbers stay, our requests in the stream become fillers and our
+    /// replies stay, so that nothing the peer waits for goes missing when
+    /// it answers again. Without, the stream is dropped (the peer restarted).
+    fn fail_channel(&mut self, ci: usize, keep_stream: bool) {
+        let (local, epoch) = (self.local, self.cfg.epoch);
         let c = &mut self.chans[ci];
         let peer = c.peer;
         let mut failed: Vec<u32> = Vec::new();
         for s in &c.slots {
-            let user_op = matches!(
-                s.meta.body,
-                Body::Write { .. }
-                    | Body::Read { .. }
-                    | Body::Swap { .. }
-                    | Body::Cas { .. }
-                    | Body::FetchAdd { .. }
-                    | Body::Fifo
-                    | Body::Signal { .. }
-            );
-            if user_op && failed.last() != Some(&s.meta.op) && !c.pending.contains_key(&s.meta.op) {
+            if is_user_request(s.meta.body)
+                && failed.last() != Some(&s.meta.op)
+                && !c.pending.contains_key(&s.meta.op)
+            {
                 failed.push(s.meta.op);
             }
         }
@@ -800,12 +892,23 @@ impl Endpoint {
         pend.sort_unstable();
         failed.extend(pend);
         c.pending.clear();
-        c.slots.clear();
+        if keep_stream {
+            for s in c.slots.iter_mut() {
+                if is_user_request(s.meta.body) || matches!(s.meta.body, Body::Multicast { .. }) {
+                    c.buffered -= s.payload.len();
+                    s.payload = Vec::new();
+                    s.meta = filler(local, peer, epoch, s.meta.seq);
+                }
+                s.queued = false;
+            }
+        } else {
+            c.slots.clear();
+            c.ooo.clear();
+            c.buffered = 0;
+            c.base = c.next_seq;
+            c.next_send = c.next_seq;
+        }
         c.retx.clear();
-        c.ooo.clear();
-        c.buffered = 0;
-        c.base = c.next_seq;
-        c.next_send = c.next_seq;
         c.rto_at = None;
         c.ack_at = None;
         c.ack_now = false;
@@ -853,15 +956,20 @@ impl Endpoint {
     }
 
     fn peer_down(&mut self, ci: usize) {
-        self.fail_channel(ci);
-        self.chans[ci].down = true;
-        let peer = self.chans[ci].peer;
+        self.fail_channel(ci, true);
+        let first = self.cfg.down_probe;
+        let c = &mut self.chans[ci];
+        c.down = true;
+        c.probe_every = first;
+        c.rto_at = Some(self.now.saturating_add(first));
+        let peer = c.peer;
         self.events.push_back(Event::PeerDown { peer });
     }
 
     /// Handles one received datagram. Incoming operations are applied
     /// through `target`, in order and exactly once.
     pub fn handle_datagram<T: Target + ?Sized>(&mut self, now: Time, data: &[u8], target: &mut T) {
+        self.now = self.now.max(now);
         self.stats.packets_received += 1;
         self.stats.bytes_received += data.len() as u64;
         let pkt = match Packet::parse(data) {
@@ -887,7 +995,7 @@ impl Endpoint {
             }
             Some(e) if pkt.epoch > e => {
                 // The peer restarted: whatever it held of ours is gone.
-                self.fail_channel(ci);
+                self.fail_channel(ci, false);
                 let c = &mut self.chans[ci];
                 c.reset(&self.cfg);
                 c.peer_epoch = Some(pkt.epoch);
@@ -895,16 +1003,19 @@ impl Endpoint {
             Some(_) => {}
         }
         if self.chans[ci].down {
-            return;
+            // It answered: a stall, not a death.
+            self.peer_up(ci);
         }
         if let Some(a) = pkt.ack {
             self.process_ack(ci, now, a, &pkt);
         }
-        if pkt.body == Body::Ack {
-            if pkt.flags.status_return {
-                self.chans[ci].ack_now = true;
-                self.mark_ready(ci);
-            }
+        if pkt.flags.status_return && pkt.body == Body::Ack {
+            self.chans[ci].ack_now = true;
+            self.mark_ready(ci);
+        }
+        // An ACK with a sequence number is a filler (see `fill_channel`):
+        // it takes its place in the stream and carries nothing.
+        if pkt.body == Body::Ack && pkt.seq == 0 {
             return;
         }
         if pkt.flags.nofc {

@@ -38,6 +38,16 @@
 //!   [`Config::max_retries`] consecutive timeouts is declared down: every
 //!   pending operation to it completes with [`Status::NodeDown`], an
 //!   [`Event::PeerDown`] is raised, and later submits fail at once.
+//! - **Recovery.** A peer declared down is not dead for good: a stall (a
+//!   stopped process, a paused machine, a partition) looks the same. The
+//!   channel keeps its stream: the requests it failed become fillers (ACKs
+//!   with a sequence number, which take their place and carry nothing) and
+//!   its replies stay, so the peer finds nothing missing when it returns.
+//!   Meanwhile it sends only probes, at growing intervals
+//!   ([`Config::down_probe`]). Any packet from the peer brings the channel
+//!   back ([`Event::PeerUp`]) and resends what is unacknowledged. A peer
+//!   that restarted shows a new epoch instead, and the channel starts
+//!   afresh.
 //! - **Fragmentation.** WRITEs and READ replies longer than
 //!   [`Config::payload_size`] travel as consecutive fragments; WRITE
 //!   fragments are applied where they land (no reassembly copy at the
@@ -96,6 +106,11 @@ pub struct Config {
     pub epoch: u32,
     /// Most peers tracked at once; packets from further peers are dropped.
     pub max_peers: usize,
+    /// First interval between probes of a peer declared down; it doubles
+    /// up to [`Config::down_probe_max`]. A peer that answers comes back.
+    pub down_probe: Time,
+    /// Longest interval between probes of a peer declared down.
+    pub down_probe_max: Time,
 }
 
 impl Default for Config {
@@ -116,6 +131,8 @@ impl Default for Config {
             nofc_reply_timeout: 100_000_000,
             epoch: 1,
             max_peers: 1 << 16,
+            down_probe: 250_000_000,
+            down_probe_max: 4_000_000_000,
         }
     }
 }
@@ -273,8 +290,16 @@ pub enum Event {
         /// Combined status.
         status: Status,
     },
-    /// The peer stopped answering within the retry budget.
+    /// The peer stopped answering within the retry budget, or was
+    /// declared down.
     PeerDown {
+        /// The peer.
+        peer: TaskId,
+    },
+    /// A peer that was down answered again: its channel resumed, and new
+    /// operations to it are accepted. What failed while it was down stays
+    /// failed.
+    PeerUp {
         /// The peer.
         peer: TaskId,
     },
@@ -358,4 +383,6 @@ pub struct Stats {
     pub nofc_sent: u64,
     /// Combined multicast acks that reached this endpoint as origin.
     pub mcast_acks: u64,
+    /// Peers that were down and answered again.
+    pub recoveries: u64,
 }

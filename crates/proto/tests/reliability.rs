@@ -719,6 +719,6 @@ fn declared_down_peers_fail_at_once_and_can_come_back() {
     assert_eq!(c.results[0].get(&0), Some(&Err(Status::NodeDown)));
     assert_eq!(c.peer_down[0], vec![dst]);
     assert!(c.eps[0].is_down(dst));
-    c.eps[0].reset_peer(dst);
+    c.eps[0].resume_peer(dst);
     assert!(!c.eps[0].is_down(dst));
 }

@@ -70,7 +70,11 @@
 //! - **epoch** (24–27): the sender's incarnation; a peer that sees a new
 //!   epoch knows the sender restarted and resets its receive state.
 //! - **sequence number** (28–31): position of this packet in the reliable
-//!   stream from source to destination; zero in NOFC and ACK packets.
+//!   stream from source to destination; zero in NOFC and ACK packets,
+//!   except in a filler: an ACK with a sequence number takes that place in
+//!   the stream and carries nothing (it replaces a request that failed
+//!   while its destination was down, so the destination does not wait for
+//!   it forever when it answers again).
 //! - **acknowledgement number** (32–35): with flag `ACK`, every sequence
 //!   number below this one from the destination has been received
 //!   (cumulative ack). Zero otherwise.

@@ -299,6 +299,7 @@ pub struct Cluster {
     pub results: Vec<BTreeMap<usize, Result<sss_proto::Completion, Status>>>,
     pub mcasts: Vec<Vec<(McastId, u32, Status)>>,
     pub peer_down: Vec<Vec<TaskId>>,
+    pub peer_up: Vec<Vec<TaskId>>,
     pub index: HashMap<TaskId, usize>,
     pub dead: Vec<bool>,
     pub sent_bytes: Vec<Vec<u8>>,
@@ -325,6 +326,7 @@ impl Cluster {
             results: (0..nn).map(|_| BTreeMap::new()).collect(),
             mcasts: vec![Vec::new(); nn],
             peer_down: vec![Vec::new(); nn],
+            peer_up: vec![Vec::new(); nn],
             index,
             dead: vec![false; nn],
             sent_bytes: Vec::new(),
@@ -393,6 +395,7 @@ impl Cluster {
                         status,
                     } => self.mcasts[s].push((mcast, members, status)),
                     Event::PeerDown { peer } => self.peer_down[s].push(peer),
+                    Event::PeerUp { peer } => self.peer_up[s].push(peer),
                 }
             }
         }
@@ -428,7 +431,13 @@ impl Cluster {
             }
             if self.quiet() && self.net.in_flight() == 0 {
                 // Let delayed acks go out so nothing is left behind.
-                if self.eps.iter().all(|e| e.poll_timeout().is_none()) {
+                // Peers declared down are probed forever; that is no work.
+                if self
+                    .eps
+                    .iter()
+                    .zip(&self.dead)
+                    .all(|(e, &d)| d || e.probing_only())
+                {
                     return true;
                 }
             }
@@ -456,10 +465,47 @@ impl Cluster {
         }
     }
 
+    /// Runs every timer and datagram until `until`, even with nothing left
+    /// to do but probing peers that are down.
+    pub fn advance(&mut self, until: Time) {
+        loop {
+            self.submit_some();
+            while self.pump() {
+                self.submit_some();
+            }
+            let mut next = self.net.next_arrival();
+            for (e, &d) in self.eps.iter().zip(&self.dead) {
+                if let Some(t) = e.poll_timeout().filter(|_| !d) {
+                    next = Some(next.map_or(t, |n: Time| n.min(t)));
+                }
+            }
+            match next {
+                Some(t) if t <= until => self.now = self.now.max(t),
+                _ => {
+                    self.now = self.now.max(until);
+                    return;
+                }
+            }
+            for (e, &d) in self.eps.iter_mut().zip(&self.dead) {
+                if !d && e.poll_timeout().is_some_and(|t| t <= self.now) {
+                    e.handle_timeout(self.now);
+                }
+            }
+        }
+    }
+
     /// Kills a task: it stops sending and receiving for good.
     pub fn kill(&mut self, i: usize) {
         self.dead[i] = true;
         self.net.set_down(self.tasks[i], true);
+    }
+
+    /// Stalls a task (`on`) or lets it go on: while stalled it runs no
+    /// timers and what is sent to it is lost, but it keeps its state, as a
+    /// stopped process or a paused machine does.
+    pub fn stall(&mut self, i: usize, on: bool) {
+        self.dead[i] = on;
+        self.net.set_down(self.tasks[i], on);
     }
 }
 
