@@ -77,7 +77,16 @@ fn task_fails_at_once_when_the_server_goes_away() {
         let t = Instant::now();
         (b.allgather(b"x"), t.elapsed())
     });
-    thread::sleep(Duration::from_millis(200));
+    // Shut down once the server holds the task's round: the task is then
+    // waiting for the answer (or about to).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.report().received == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the round never reached the server"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
     h.shutdown();
     let (res, took) = waiter.join().unwrap();
     let err = res.unwrap_err();
