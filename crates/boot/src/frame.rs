@@ -1,30 +1,42 @@
 //! Framing of the TCP rendezvous (layout in the crate docs).
+//!
+//! Public only so the fuzz targets (`fuzz/`) can reach the decoders; not
+//! part of the crate's API.
 
 use std::io::{self, Read, Write};
 
-pub(crate) const MAGIC: [u8; 4] = *b"SSSB";
-pub(crate) const VERSION: u8 = 1;
+/// First bytes of a HELLO body.
+pub const MAGIC: [u8; 4] = *b"SSSB";
+/// Protocol version in a HELLO.
+pub const VERSION: u8 = 1;
 
-pub(crate) const HELLO: u8 = 1;
-pub(crate) const WELCOME: u8 = 2;
-pub(crate) const ROUND: u8 = 3;
-pub(crate) const GATHERED: u8 = 4;
-pub(crate) const ERROR: u8 = 5;
+/// Frame kind: task to server, first frame.
+pub const HELLO: u8 = 1;
+/// Frame kind: server to task, the HELLO was accepted.
+pub const WELCOME: u8 = 2;
+/// Frame kind: task to server, one contribution.
+pub const ROUND: u8 = 3;
+/// Frame kind: server to task, every contribution of a round.
+pub const GATHERED: u8 = 4;
+/// Frame kind: server to task, a refusal with its reason.
+pub const ERROR: u8 = 5;
 
 /// Largest frame the server reads: one contribution plus its header.
-pub(crate) const MAX_TO_SERVER: u64 = crate::MAX_CONTRIBUTION as u64 + 16;
+pub const MAX_TO_SERVER: u64 = crate::MAX_CONTRIBUTION as u64 + 16;
 /// Largest frame a task reads: everybody's contributions. A sanity bound,
 /// not a policy: it only stops a corrupt length from allocating wildly.
-pub(crate) const MAX_TO_TASK: u64 = 1 << 36;
+pub const MAX_TO_TASK: u64 = 1 << 36;
 
 /// A frame's kind and body.
-pub(crate) struct Frame {
+pub struct Frame {
+    /// The frame kind.
     pub kind: u8,
+    /// The bytes after the kind.
     pub body: Vec<u8>,
 }
 
 /// Writes one frame.
-pub(crate) fn write_frame(w: &mut impl Write, kind: u8, body: &[u8]) -> io::Result<()> {
+pub fn write_frame(w: &mut impl Write, kind: u8, body: &[u8]) -> io::Result<()> {
     let mut head = [0u8; 9];
     head[..8].copy_from_slice(&(body.len() as u64 + 1).to_le_bytes());
     head[8] = kind;
@@ -34,7 +46,7 @@ pub(crate) fn write_frame(w: &mut impl Write, kind: u8, body: &[u8]) -> io::Resu
 }
 
 /// Reads one frame of at most `max` bytes (kind included).
-pub(crate) fn read_frame(r: &mut impl Read, max: u64) -> io::Result<Frame> {
+pub fn read_frame(r: &mut impl Read, max: u64) -> io::Result<Frame> {
     let mut len = [0u8; 8];
     r.read_exact(&mut len)?;
     let len = u64::from_le_bytes(len);
@@ -62,7 +74,7 @@ pub(crate) fn read_frame(r: &mut impl Read, max: u64) -> io::Result<Frame> {
 }
 
 /// The HELLO body.
-pub(crate) fn hello(job: u32, rank: u32, size: u32) -> Vec<u8> {
+pub fn hello(job: u32, rank: u32, size: u32) -> Vec<u8> {
     let mut b = Vec::with_capacity(17);
     b.extend_from_slice(&MAGIC);
     b.push(VERSION);
@@ -74,14 +86,17 @@ pub(crate) fn hello(job: u32, rank: u32, size: u32) -> Vec<u8> {
 
 /// A parsed HELLO.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Hello {
+pub struct Hello {
+    /// Job id.
     pub job: u32,
+    /// The task's rank.
     pub rank: u32,
+    /// Tasks in the job.
     pub size: u32,
 }
 
 /// Parses a HELLO body.
-pub(crate) fn parse_hello(b: &[u8]) -> Result<Hello, String> {
+pub fn parse_hello(b: &[u8]) -> Result<Hello, String> {
     if b.len() != 17 || b[..4] != MAGIC {
         return Err("not an SSS boot hello".into());
     }
@@ -99,7 +114,7 @@ pub(crate) fn parse_hello(b: &[u8]) -> Result<Hello, String> {
 }
 
 /// The ROUND body.
-pub(crate) fn round(round: u32, data: &[u8]) -> Vec<u8> {
+pub fn round(round: u32, data: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(4 + data.len());
     b.extend_from_slice(&round.to_le_bytes());
     b.extend_from_slice(data);
@@ -107,7 +122,7 @@ pub(crate) fn round(round: u32, data: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a ROUND body into round number and data.
-pub(crate) fn parse_round(b: &[u8]) -> Result<(u32, &[u8]), String> {
+pub fn parse_round(b: &[u8]) -> Result<(u32, &[u8]), String> {
     if b.len() < 4 {
         return Err("short ROUND frame".into());
     }
@@ -115,7 +130,7 @@ pub(crate) fn parse_round(b: &[u8]) -> Result<(u32, &[u8]), String> {
 }
 
 /// The GATHERED body for `parts`, indexed by rank.
-pub(crate) fn gathered<'a>(round: u32, parts: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
+pub fn gathered<'a>(round: u32, parts: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&round.to_le_bytes());
     b.extend_from_slice(&(parts.len() as u32).to_le_bytes());
@@ -127,7 +142,7 @@ pub(crate) fn gathered<'a>(round: u32, parts: impl ExactSizeIterator<Item = &'a 
 }
 
 /// Parses a GATHERED body; checks every length before slicing.
-pub(crate) fn parse_gathered(b: &[u8]) -> Result<(u32, Vec<Vec<u8>>), String> {
+pub fn parse_gathered(b: &[u8]) -> Result<(u32, Vec<Vec<u8>>), String> {
     if b.len() < 8 {
         return Err("short GATHERED frame".into());
     }

@@ -115,7 +115,8 @@
 mod env;
 mod error;
 mod file;
-mod frame;
+#[doc(hidden)]
+pub mod frame;
 mod server;
 mod tcp;
 

@@ -48,6 +48,8 @@ pub struct ServerReport {
     pub rounds: u32,
     /// Connections refused (bad hello, wrong job, duplicate rank).
     pub refused: u32,
+    /// Contributions to rounds received (one per task and round).
+    pub received: u32,
     /// Tasks that left while others still needed them, in the order seen.
     pub early_disconnects: Vec<EarlyDisconnect>,
 }
@@ -345,6 +347,7 @@ fn serve_rounds(sh: &Shared, stream: &TcpStream, rank: u32) {
             return;
         }
         st.sent[r] += 1;
+        st.report.received += 1;
         let size = sh.size;
         let entry = st.rounds.entry(round).or_insert_with(|| Round {
             parts: vec![None; size as usize],

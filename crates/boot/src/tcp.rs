@@ -46,7 +46,8 @@ impl TcpClient {
                 }
                 match TcpStream::connect_timeout(a, left.min(Duration::from_secs(5))) {
                     Ok(s) => break 'outer Some(s),
-                    Err(e) => last = Some(e),
+                    Err(e) if server_not_there_yet(&e) => last = Some(e),
+                    Err(e) => return Err(connect_failed(spec, e)),
                 }
             }
             if Instant::now() >= deadline {
@@ -140,6 +141,35 @@ impl TcpClient {
             _ => BootError::io(what, e),
         }
     }
+}
+
+/// Errors a server that is still starting, or a network still coming up,
+/// can cause; others (out of descriptors, no permission) will not go away
+/// by waiting for the boot timeout.
+fn server_not_there_yet(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionRefused
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::TimedOut
+            | ErrorKind::WouldBlock
+            | ErrorKind::Interrupted
+            | ErrorKind::HostUnreachable
+            | ErrorKind::NetworkUnreachable
+            | ErrorKind::AddrNotAvailable
+    )
+}
+
+/// The error for a connection attempt that cannot succeed by retrying.
+fn connect_failed(spec: &str, e: io::Error) -> BootError {
+    // EMFILE, ENFILE: std has no ErrorKind for them.
+    let why = match e.raw_os_error() {
+        Some(24) => " (out of file descriptors: the process reached its limit, see ulimit -n)",
+        Some(23) => " (out of file descriptors: the system-wide limit is reached)",
+        _ => "",
+    };
+    BootError::io(format!("connecting to the boot server at {spec}{why}"), e)
 }
 
 fn lossy(b: &[u8]) -> String {

@@ -77,7 +77,16 @@ fn task_fails_at_once_when_the_server_goes_away() {
         let t = Instant::now();
         (b.allgather(b"x"), t.elapsed())
     });
-    thread::sleep(Duration::from_millis(200));
+    // Shut down once the server holds the task's round: the task is then
+    // waiting for the answer (or about to).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.report().received == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the round never reached the server"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
     h.shutdown();
     let (res, took) = waiter.join().unwrap();
     let err = res.unwrap_err();
@@ -170,4 +179,51 @@ fn server_refuses_wrong_job_and_duplicate_rank() {
     let err = Boot::from_vars(vars(9, 1, 3, &boot, "5")).unwrap_err();
     assert!(err.to_string().contains("3 tasks"), "{err}");
     assert_eq!(h.shutdown().refused, 3);
+}
+
+const NOFILE_CHILD: &str = "SSS_BOOT_TEST_NOFILE_CHILD";
+
+/// A task out of file descriptors cannot make the socket to reach the
+/// server: that is no reason to wait out the boot timeout.
+#[test]
+fn out_of_file_descriptors_fails_at_once() {
+    if std::env::var_os(NOFILE_CHILD).is_none() {
+        // The descriptor limit is per process: use up a low one in a child
+        // running only this test, not in this process's parallel tests.
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -n 64 && exec \"$0\" --exact out_of_file_descriptors_fails_at_once --test-threads 1")
+            .arg(exe)
+            .env(NOFILE_CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let h = BootServer::bind("127.0.0.1:0", 11, 2)
+        .unwrap()
+        .spawn()
+        .unwrap();
+    let v = vars(11, 0, 2, &spec(&h), "30");
+    let mut hog = Vec::new();
+    while let Ok(f) = std::fs::File::open("/dev/null") {
+        hog.push(f);
+        assert!(hog.len() < 100_000, "no descriptor limit in effect");
+    }
+    let t = Instant::now();
+    let res = Boot::from_vars(v);
+    let took = t.elapsed();
+    drop(hog);
+    let err = res.unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("out of file descriptors"), "{msg}");
+    // Generous: the point is not waiting out the 30 s timeout.
+    assert!(took < Duration::from_secs(10), "took {took:?}: {msg}");
+    h.shutdown();
 }

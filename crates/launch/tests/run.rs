@@ -273,6 +273,27 @@ fn exit_status_of_a_clean_job_is_zero() {
 }
 
 #[test]
+fn task_out_of_file_descriptors_fails_at_boot_at_once() {
+    let t = Instant::now();
+    let child = Command::new(RUN)
+        .args(["-n", "2"])
+        .arg(TASK)
+        .arg("info")
+        .env("SSS_TEST_TASK_NO_FDS", "1")
+        .env_remove("SSS_BOOT_TIMEOUT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(child);
+    assert_eq!(o.status, 70, "{}", o.stderr);
+    assert!(o.stderr.contains("out of file descriptors"), "{}", o.stderr);
+    // Not the 120 s boot timeout: the cause is known at the first attempt.
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+}
+
+#[test]
 fn failing_task_sets_the_status_and_ends_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let pdir = format!("pids={}", dir.path().display());

@@ -18,17 +18,23 @@
 //! | `escape-child` | start `setsid sleep 1000`: a descendant in a session of its own |
 //! | `sleep=MS` | sleep |
 //! | `forever` | sleep until killed |
+//!
+//! With `SSS_TEST_TASK_NO_FDS` set, the task uses up its file descriptors
+//! before it boots.
 
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::resource::{setrlimit, Resource};
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
 use nix::sys::signal::{raise, signal, SigHandler, Signal};
 use sss_boot::Boot;
 
 fn main() {
+    if std::env::var_os("SSS_TEST_TASK_NO_FDS").is_some() {
+        use_up_fds();
+    }
     let mut boot = match Boot::from_env() {
         Ok(b) => b,
         Err(e) => {
@@ -138,6 +144,15 @@ fn main() {
 /// Dies of SIGSEGV. Rust's runtime has a SIGSEGV handler (it tells stack
 /// overflows from other faults) that would swallow a raised signal, so the
 /// default action is restored first.
+/// Lowers the descriptor limit, then opens files until it is reached.
+fn use_up_fds() {
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    setrlimit(Resource::RLIMIT_NOFILE, 64.min(hard), hard).expect("setrlimit");
+    while let Ok(f) = std::fs::File::open("/dev/null") {
+        std::mem::forget(f);
+    }
+}
+
 #[allow(unsafe_code)]
 fn segv() {
     // No core file in the test's working directory.
