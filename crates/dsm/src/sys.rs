@@ -174,6 +174,79 @@ pub struct Fault {
     pub wp: bool,
 }
 
+/// Only faults from user mode: the DSM's own accesses are user-mode
+/// copies, and this is the mode the kernel grants ordinary users under the
+/// default `vm.unprivileged_userfaultfd = 0` (Linux >= 5.11).
+const UFFD_USER_MODE_ONLY: libc::c_int = 1;
+/// `_IO(0xAA, 0x00)` on `/dev/userfaultfd` (Linux >= 6.1): a userfaultfd
+/// for whoever may open the device, whatever the sysctl says.
+const USERFAULTFD_IOC_NEW: libc::c_ulong = 0xAA00;
+const USERFAULTFD_DEV: &str = "/dev/userfaultfd";
+
+/// The `userfaultfd` system call with `flags`.
+fn uffd_syscall(flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with flags; returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A userfaultfd from `/dev/userfaultfd` with `flags`.
+fn uffd_device(flags: libc::c_int) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(USERFAULTFD_DEV)?;
+    // SAFETY: USERFAULTFD_IOC_NEW takes the flags by value and returns a
+    // new fd or -1.
+    let fd = check(unsafe { libc::ioctl(dev.as_raw_fd(), USERFAULTFD_IOC_NEW, flags) })?;
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens a userfaultfd for user-mode faults: the system call, then
+/// `/dev/userfaultfd`; each with `UFFD_USER_MODE_ONLY`, retried without
+/// it only where the kernel does not know the flag (EINVAL, before 5.11).
+fn open_uffd() -> io::Result<OwnedFd> {
+    fn with_fallback(open: fn(libc::c_int) -> io::Result<OwnedFd>) -> io::Result<OwnedFd> {
+        let base = libc::O_CLOEXEC | libc::O_NONBLOCK;
+        match open(base | UFFD_USER_MODE_ONLY) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(base),
+            r => r,
+        }
+    }
+    let refused = match with_fallback(uffd_syscall) {
+        Ok(fd) => return Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => e,
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "userfaultfd: this kernel has no userfaultfd (CONFIG_USERFAULTFD)",
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    let dev = match with_fallback(uffd_device) {
+        Ok(fd) => return Ok(fd),
+        Err(e) => e,
+    };
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "userfaultfd refused ({refused}): this kernel does not let this user handle \
+             page faults. The DSM asks for user-mode faults only, which Linux >= 5.11 \
+             allows every user; before 5.11 it needs the sysctl \
+             vm.unprivileged_userfaultfd=1 or CAP_SYS_PTRACE; a container's seccomp \
+             filter may forbid the call; {USERFAULTFD_DEV}: {dev}"
+        ),
+    ))
+}
+
 /// A userfaultfd, non-blocking.
 #[derive(Debug)]
 pub struct Uffd {
@@ -184,14 +257,7 @@ pub struct Uffd {
 impl Uffd {
     /// Opens a userfaultfd; `wp` asks for write-protect faults too.
     pub fn new(wp: bool) -> io::Result<Self> {
-        // SAFETY: plain syscall with flags; returns a new fd or -1.
-        let fd =
-            unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        let fd = open_uffd()?;
         let mut api = UffdioApi {
             api: UFFD_API,
             features: if wp { FEATURE_PAGEFAULT_FLAG_WP } else { 0 },
