@@ -86,9 +86,11 @@
 #![warn(missing_docs)]
 
 mod layout;
+pub mod msg;
 mod sys;
 
 use layout as L;
+use msg::{Range, RangeError, Update, TAG_COPY, TAG_HOME};
 use sss_mbcf::{Options, Perm, RemoteAddr, Segment, SegmentInfo, SignalContext, Task};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,9 +112,6 @@ const COMBINE: usize = 1408;
 /// Data bytes per update SIGNAL: with its 16-byte header it fits one
 /// datagram (signals are not fragmented).
 const UPDATE_DATA: usize = 1024;
-/// Update message to a home (forward it), and to a copy (apply it).
-const TAG_HOME: u32 = 1;
-const TAG_COPY: u32 = 2;
 /// The holder directory has one bit per task.
 const MAX_HOLDERS: u32 = 64;
 
@@ -360,13 +359,17 @@ pub struct Stats {
     /// was slow to ring (descheduled, or its packets retransmitted), or
     /// the wake-up went missing (see [`Dsm::lock`]).
     pub missed_wakeups: u64,
+    /// Update and invalidation messages, and allocation descriptors,
+    /// dropped as malformed or outside the heap: another task's bug or a
+    /// forged datagram.
+    pub bad_messages: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -384,7 +387,8 @@ impl Stats {
             self.sync_ns,
             self.updates,
             self.home_reads,
-            self.missed_wakeups
+            self.missed_wakeups,
+            self.bad_messages
         )
     }
 }
@@ -408,6 +412,7 @@ struct Counters {
     updates: AtomicU64,
     home_reads: AtomicU64,
     missed_wakeups: AtomicU64,
+    bad_messages: AtomicU64,
 }
 
 /// How long a lock or barrier waiter trusts its wake-up before it looks
@@ -416,61 +421,6 @@ pub const WAKE_RECHECK: Duration = Duration::from_millis(5);
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
-}
-
-/// One allocation: pages `[start, start+pages)` of the heap.
-#[derive(Debug, Clone, Copy)]
-struct Range {
-    start: u64,
-    pages: u64,
-    placement: Placement,
-    /// First first-touch directory word (FirstTouch only).
-    ft: u64,
-    /// Consistency protocol; changed by [`Dsm::set_protocol`].
-    protocol: Protocol,
-    /// Index of the descriptor in rank 0's table (not encoded).
-    idx: u64,
-}
-
-impl Range {
-    /// The descriptor (see `layout::RANGE_*`).
-    fn encode(&self) -> [u8; L::RANGE_BYTES] {
-        let (kind, param) = match self.placement {
-            Placement::Block => (1u32, 0u32),
-            Placement::Cyclic(b) => (2, b),
-            Placement::FirstTouch => (3, 0),
-            Placement::Explicit(r) => (4, r),
-        };
-        let mut b = [0u8; L::RANGE_BYTES];
-        b[0..8].copy_from_slice(&self.start.to_le_bytes());
-        b[8..16].copy_from_slice(&self.pages.to_le_bytes());
-        b[16..20].copy_from_slice(&kind.to_le_bytes());
-        b[20..24].copy_from_slice(&param.to_le_bytes());
-        b[24..32].copy_from_slice(&self.ft.to_le_bytes());
-        b[L::RANGE_PROTOCOL..L::RANGE_PROTOCOL + 4]
-            .copy_from_slice(&self.protocol.code().to_le_bytes());
-        b
-    }
-
-    fn decode(b: &[u8], idx: u64) -> Option<Self> {
-        let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
-        let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
-        let placement = match (u32_at(16)?, u32_at(20)?) {
-            (1, _) => Placement::Block,
-            (2, p) => Placement::Cyclic(p.max(1)),
-            (3, _) => Placement::FirstTouch,
-            (4, r) => Placement::Explicit(r),
-            _ => return None, // not written yet
-        };
-        Some(Self {
-            start: u64_at(0)?,
-            pages: u64_at(8)?,
-            placement,
-            ft: u64_at(24)?,
-            protocol: Protocol::from_code(u32_at(L::RANGE_PROTOCOL)?)?,
-            idx,
-        })
-    }
 }
 
 #[derive(Default)]
@@ -932,6 +882,7 @@ impl Dsm {
             updates: g(&c.updates),
             home_reads: g(&c.home_reads),
             missed_wakeups: g(&c.missed_wakeups),
+            bad_messages: g(&c.bad_messages),
         }
     }
 
@@ -1047,24 +998,23 @@ impl Shared {
             }
         }
         let pages = len.max(1).div_ceil(PAGE) as u64;
-        let bytes = pages * PAGE as u64;
-        let off = self.fetch_add(self.meta_at(0, L::HEAP_BUMP)?, bytes)?;
-        if off + bytes > self.view.len() as u64 {
-            return Err(Error::OutOfMemory("heap exhausted"));
+        let heap = self.view.len() as u64;
+        if pages > heap / PAGE as u64 {
+            return Err(Error::OutOfMemory("request larger than the heap"));
         }
+        let off = self.take(L::HEAP_BUMP, pages * PAGE as u64, heap, "heap exhausted")?;
         let ft = if placement == Placement::FirstTouch {
-            let w = self.fetch_add(self.meta_at(0, L::FT_BUMP)?, pages)?;
-            if w + pages > L::FT_WORDS as u64 {
-                return Err(Error::OutOfMemory("first-touch directory full"));
-            }
-            w
+            let full = "first-touch directory full";
+            self.take(L::FT_BUMP, pages, L::FT_WORDS as u64, full)?
         } else {
             0
         };
-        let idx = self.fetch_add(self.meta_at(0, L::RANGE_COUNT)?, 1)?;
-        if idx >= L::MAX_RANGES as u64 {
-            return Err(Error::OutOfMemory("too many allocations"));
-        }
+        let idx = self.take(
+            L::RANGE_COUNT,
+            1,
+            L::MAX_RANGES as u64,
+            "too many allocations",
+        )?;
         let r = Range {
             start: page_of(off),
             pages,
@@ -1085,6 +1035,28 @@ impl Shared {
         Ok(off)
     }
 
+    /// Takes `n` from the counter at `word` of rank 0's metadata, which
+    /// never passes `limit`: a request that does not fit takes nothing
+    /// (the heap stays usable) and fails with `full`.
+    fn take(&self, word: usize, n: u64, limit: u64, full: &'static str) -> Result<u64, Error> {
+        let at = self.meta_at(0, word)?;
+        let mut old = self.fetch_add(at, 0)?;
+        loop {
+            let new = old
+                .checked_add(n)
+                .filter(|&e| e <= limit)
+                .ok_or(Error::OutOfMemory(full))?;
+            let seen = self
+                .task
+                .cas(at, old, new, Options::default())?
+                .wait_value()?;
+            if seen == old {
+                return Ok(old);
+            }
+            old = seen;
+        }
+    }
+
     /// Reads descriptors rank 0 holds that this task has not seen.
     fn refresh_ranges(&self) -> Result<(), Error> {
         let count = self.fetch_add(self.meta_at(0, L::RANGE_COUNT)?, 0)?;
@@ -1103,8 +1075,13 @@ impl Shared {
         let mut done = known;
         for c in data.chunks_exact(L::RANGE_BYTES) {
             // A descriptor still being written ends what we take this time.
-            let Some(r) = Range::decode(c, done) else {
-                break;
+            let r = match Range::decode(c, done, self.heap_pages(), self.size) {
+                Ok(r) => r,
+                Err(RangeError::Pending) => break,
+                Err(RangeError::Invalid) => {
+                    self.bad_message(0, "allocation descriptor");
+                    break;
+                }
             };
             p.lazy |= r.protocol.lazy();
             p.ranges.insert(r.start, r);
@@ -1646,7 +1623,13 @@ impl Shared {
                 if p.home == self.rank {
                     self.forward(&self.task, self.rank, p.off, &p.data)?;
                 } else {
-                    let msg = update_msg(TAG_HOME, self.rank, p.off, &p.data);
+                    let msg = Update {
+                        tag: TAG_HOME,
+                        writer: self.rank,
+                        off: p.off,
+                        data: &p.data,
+                    }
+                    .encode();
                     self.task
                         .signal(p.home, UPDATE_HANDLER, &msg, Options::default())?;
                 }
@@ -1682,7 +1665,13 @@ impl Shared {
                 continue;
             }
             if msg.is_empty() {
-                msg = update_msg(TAG_COPY, writer, off, data);
+                msg = Update {
+                    tag: TAG_COPY,
+                    writer,
+                    off,
+                    data,
+                }
+                .encode();
             }
             task.signal(r, UPDATE_HANDLER, &msg, Options::default())?;
             bump(&self.stats.writes, 1);
@@ -1729,13 +1718,18 @@ impl Shared {
 
     /// Handler of update messages (progress thread).
     fn on_update(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
-        let Some((tag, writer, off, data)) = parse_update(payload) else {
+        let u = Update::parse(payload)
+            .filter(|u| u.end() <= self.view.len() as u64 && u.writer < self.size);
+        let Some(Update {
+            tag,
+            writer,
+            off,
+            data,
+        }) = u
+        else {
+            self.bad_message(ctx.from, "update");
             return;
         };
-        if off + data.len() as u64 > self.view.len() as u64 || writer >= self.size {
-            eprintln!("sss-dsm: bad update from task {}", ctx.from);
-            return;
-        }
         let r = match tag {
             TAG_HOME => self.forward(ctx.task, writer, off, data),
             TAG_COPY => {
@@ -1767,7 +1761,13 @@ impl Shared {
                     .min(end)
                     .min(at + UPDATE_DATA as u64);
                 let data = &bytes[(at - o) as usize..(stop - o) as usize];
-                let msg = update_msg(TAG_COPY, self.rank, at, data);
+                let msg = Update {
+                    tag: TAG_COPY,
+                    writer: self.rank,
+                    off: at,
+                    data,
+                }
+                .encode();
                 for r in (0..self.size).filter(|&r| r != self.rank) {
                     self.task
                         .signal(r, UPDATE_HANDLER, &msg, Options::default())?;
@@ -2115,12 +2115,27 @@ impl Shared {
         self.fetch_add(at, 0)
     }
 
+    /// Pages in the heap.
+    fn heap_pages(&self) -> u64 {
+        (self.view.len() / PAGE) as u64
+    }
+
+    /// Counts a malformed message or descriptor from task `from`; the
+    /// first one is reported.
+    fn bad_message(&self, from: u32, what: &str) {
+        if self.stats.bad_messages.fetch_add(1, Ordering::Relaxed) == 0 {
+            eprintln!(
+                "sss-dsm: malformed {what} from task {from} dropped (counted in bad_messages)"
+            );
+        }
+    }
+
     /// Handler of an eager invalidation (progress thread).
     fn on_invalidate(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
-        let pages: Vec<u64> = payload
-            .chunks_exact(8)
-            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))
-            .collect();
+        let Some(pages) = msg::parse_invalidation(payload, self.heap_pages()) else {
+            self.bad_message(ctx.from, "invalidation");
+            return;
+        };
         {
             let mut st = lock(&self.state);
             // A page this task is writing keeps its copy until its own
@@ -2248,29 +2263,6 @@ fn merge_runs(mut runs: Vec<Run>) -> Vec<Run> {
     merged
 }
 
-/// An update message: tag, writer, heap offset, then the bytes.
-fn update_msg(tag: u32, writer: u32, off: u64, data: &[u8]) -> Vec<u8> {
-    let mut m = Vec::with_capacity(16 + data.len());
-    m.extend_from_slice(&tag.to_le_bytes());
-    m.extend_from_slice(&writer.to_le_bytes());
-    m.extend_from_slice(&off.to_le_bytes());
-    m.extend_from_slice(data);
-    m
-}
-
-/// Splits an update message; None when malformed.
-fn parse_update(m: &[u8]) -> Option<(u32, u32, u64, &[u8])> {
-    let tag = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
-    let writer = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?);
-    let off = u64::from_le_bytes(m.get(8..16)?.try_into().ok()?);
-    let data = m.get(16..)?;
-    // Updates never cross a page.
-    if data.is_empty() || page_of(off) != page_of(off + data.len() as u64 - 1) {
-        return None;
-    }
-    Some((tag, writer, off, data))
-}
-
 /// Short waits first, then sleeps: the other side is a remote round trip
 /// or two away.
 fn backoff(waits: &mut u32) {
@@ -2334,17 +2326,6 @@ mod tests {
     }
 
     #[test]
-    fn update_messages_round_trip_and_stay_in_a_page() {
-        let m = update_msg(TAG_COPY, 3, 4096 + 8, &[7; 16]);
-        assert_eq!(
-            parse_update(&m),
-            Some((TAG_COPY, 3, 4096 + 8, &[7u8; 16][..]))
-        );
-        assert_eq!(parse_update(&update_msg(TAG_HOME, 0, 4090, &[1; 16])), None);
-        assert_eq!(parse_update(&m[..10]), None);
-    }
-
-    #[test]
     fn protocol_names_and_codes() {
         for p in Protocol::ALL {
             assert_eq!(Protocol::parse(p.name()), Some(p));
@@ -2352,23 +2333,5 @@ mod tests {
         }
         assert_eq!(Protocol::from_code(0), None);
         assert_eq!(Protocol::parse("update_drct"), Some(Protocol::UpdateDirect));
-    }
-
-    #[test]
-    fn descriptors_carry_the_protocol() {
-        let r = Range {
-            start: 5,
-            pages: 3,
-            placement: Placement::Cyclic(2),
-            ft: 0,
-            protocol: Protocol::Update,
-            idx: 0,
-        };
-        let d = Range::decode(&r.encode(), 7).expect("decodes");
-        assert_eq!(
-            (d.start, d.pages, d.protocol, d.idx),
-            (5, 3, Protocol::Update, 7)
-        );
-        assert!(Range::decode(&[0u8; L::RANGE_BYTES], 0).is_none());
     }
 }
