@@ -691,7 +691,9 @@ impl Dsm {
             match s.malloc(len, placement, protocol) {
                 Ok(off) => off.to_le_bytes().to_vec(),
                 Err(e) => {
-                    s.task.allgather(&[])?;
+                    // One byte: whether the heap was short.
+                    let short = matches!(e, Error::OutOfMemory(_));
+                    s.task.allgather(&[short as u8])?;
                     return Err(e);
                 }
             }
@@ -699,12 +701,13 @@ impl Dsm {
             Vec::new()
         };
         let all = s.task.allgather(&mine)?;
-        let off = all
-            .first()
-            .and_then(|b| b.get(..8))
-            .and_then(|b| b.try_into().ok())
+        let first = all.first().map(Vec::as_slice).unwrap_or_default();
+        if first == [1] {
+            return Err(Error::OutOfMemory("allocation failed at rank 0"));
+        }
+        let off = <[u8; 8]>::try_from(first)
             .map(u64::from_le_bytes)
-            .ok_or(Error::Invalid("allocation failed at rank 0"))?;
+            .map_err(|_| Error::Invalid("allocation failed at rank 0"))?;
         Ok(self.at(off))
     }
 
