@@ -481,6 +481,22 @@ fn missing_program_is_reported_with_127() {
     );
 }
 
+/// Regression (issue 12): `-n 4294967295` aborted the launcher with
+/// "memory allocation of 68719476720 bytes failed".
+#[test]
+fn too_many_tasks_is_a_usage_error() {
+    for n in ["4294967295", "65537"] {
+        let o = run(&["-n", n], &["info"]);
+        assert_eq!(o.status, 2, "{}", o.stderr);
+        assert!(
+            o.stderr
+                .contains(&format!("-n {n} is more than 65536 tasks")),
+            "{}",
+            o.stderr
+        );
+    }
+}
+
 #[test]
 fn bad_placement_is_a_usage_error() {
     let o = run(&["-n", "2", "--hosts", "192.0.2.1"], &["info"]);
