@@ -743,7 +743,7 @@ impl Dsm {
             if proto == Protocol::HomeOnly {
                 s.read_home(o, dst)?;
             } else {
-                dst.copy_from_slice(&sys::copy_out(s.view.base() + o as usize, l as usize));
+                dst.copy_from_slice(&s.view_read(o, l as usize)?);
             }
             done += l as usize;
         }
@@ -764,7 +764,7 @@ impl Dsm {
             if proto == Protocol::HomeOnly {
                 s.write_home(o, src)?;
             } else {
-                sys::copy_in(s.view.base() + o as usize, src);
+                s.view_write(o, src)?;
                 self.note_write(self.at(o), l as usize)?;
             }
             done += l as usize;
@@ -800,7 +800,7 @@ impl Dsm {
                 Protocol::Ulrc => lock(&s.out).noted.push((o, l)),
                 Protocol::Invalidate => {
                     let t0 = Instant::now();
-                    let data = sys::copy_out(s.view.base() + o as usize, l as usize);
+                    let data = s.view_read(o, l as usize)?;
                     s.write_sc(o, data)?;
                     bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
                 }
@@ -817,13 +817,22 @@ impl Dsm {
 
     /// Store helper: writes `value` at `addr` (inside the heap, aligned
     /// for T) and notes it.
+    // Safe for any `addr`: it is checked to lie in the heap view, which is
+    // mapped while `self` lives.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn store<T: Copy>(&self, addr: *mut T, value: T) -> Result<(), Error> {
         let n = std::mem::size_of::<T>();
         self.shared.offset(addr as usize, n)?;
         if (addr as usize) % std::mem::align_of::<T>() != 0 {
             return Err(Error::Invalid("misaligned store"));
         }
-        sys::store(addr, value);
+        #[allow(unsafe_code)]
+        // SAFETY: `offset` checked that the T lies inside the heap view,
+        // which this Dsm keeps reserved, and it is aligned (checked
+        // above); T is Copy, plain data.
+        unsafe {
+            sys::store(addr, value)
+        };
         self.note_write(addr as *const u8, n)
     }
 
@@ -966,8 +975,62 @@ impl Shared {
             .ok_or(Error::Invalid("no such rank"))
     }
 
+    /// The word at `off` (a `layout` constant, or a notice-log slot) of
+    /// this task's metadata segment.
     fn local_word(&self, off: usize) -> &AtomicU64 {
-        sys::word(self.meta.as_ptr() as usize + off)
+        // Offsets are this module's constants, never input: a bad one is a
+        // bug, stopped here before it becomes a stray pointer.
+        assert!(off % 8 == 0 && off + 8 <= L::META_BYTES.min(self.meta.info().len as usize));
+        #[allow(unsafe_code)]
+        // SAFETY: aligned and inside the metadata segment (asserted
+        // above), which `self` keeps mapped as long as the returned borrow;
+        // its words are only ever accessed atomically (here and by MBCF).
+        let w = unsafe { sys::word(self.meta.as_ptr() as usize + off) };
+        w
+    }
+
+    /// `len` bytes of this task's heap view at heap offset `off`.
+    fn view_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let at = span(off, len, self.view.len() as u64)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the view (checked by `span`), which `self` keeps
+        // reserved; a missing page faults and the fault thread fetches it.
+        let v = unsafe { sys::copy_out(self.view.base() + at, len) };
+        Ok(v)
+    }
+
+    /// Writes `data` into this task's heap view at heap offset `off`.
+    fn view_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let at = span(off, data.len(), self.view.len() as u64)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the view (checked by `span`), which `self` keeps
+        // reserved; heap bytes are plain data.
+        unsafe {
+            sys::copy_in(self.view.base() + at, data)
+        };
+        Ok(())
+    }
+
+    /// `len` bytes of this task's home segment at heap offset `off`.
+    fn home_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let at = span(off, len, self.home.info().len)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the home segment (checked by `span`), mapped as
+        // long as `self`; peers write it only with MBCF, as plain bytes.
+        let v = unsafe { sys::copy_out(self.home.as_ptr() as usize + at, len) };
+        Ok(v)
+    }
+
+    /// Writes `data` into this task's home segment at heap offset `off`.
+    fn home_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let at = span(off, data.len(), self.home.info().len)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the home segment (checked by `span`), mapped as
+        // long as `self`; plain bytes.
+        unsafe {
+            sys::copy_in(self.home.as_ptr() as usize + at, data)
+        };
+        Ok(())
     }
 
     fn offset(&self, addr: usize, len: usize) -> Result<u64, Error> {
@@ -1177,10 +1240,10 @@ impl Shared {
                 drop(st);
                 self.uffd.wake(paddr, PAGE)?;
             } else {
-                // Present and protected: reading it is safe.
-                st.dirty
-                    .entry(page)
-                    .or_insert_with(|| Some(sys::copy_out(paddr, PAGE)));
+                // Present and protected: reading it cannot fault.
+                if let std::collections::hash_map::Entry::Vacant(e) = st.dirty.entry(page) {
+                    e.insert(Some(self.view_read(page * PAGE as u64, PAGE)?));
+                }
                 drop(st);
                 self.uffd.protect(paddr, PAGE, false)?;
             }
@@ -1242,7 +1305,7 @@ impl Shared {
             let off = page * PAGE as u64;
             let len = n as usize * PAGE;
             let data = if home == self.rank {
-                sys::copy_out(self.home.as_ptr() as usize + off as usize, len)
+                self.home_read(off, len)?
             } else {
                 let at = self
                     .homes
@@ -1301,8 +1364,8 @@ impl Shared {
         let base = self.view.base();
         let mut runs: Vec<Run> = noted
             .into_iter()
-            .map(|(o, l)| (o, sys::copy_out(base + o as usize, l as usize)))
-            .collect();
+            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
+            .collect::<Result<_, Error>>()?;
         let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
         for page in pages {
             let paddr = base + page as usize * PAGE;
@@ -1315,7 +1378,7 @@ impl Shared {
                 // twin; this thread is the only writer, so nothing is
                 // missed. A dirty page is present: the copy cannot fault.
                 self.uffd.protect(paddr, PAGE, true)?;
-                (sys::copy_out(paddr, PAGE), twin)
+                (self.view_read(page * PAGE as u64, PAGE)?, twin)
             };
             bump(&self.stats.diffs, 1);
             let off0 = page * PAGE as u64;
@@ -1359,7 +1422,7 @@ impl Shared {
                 }
                 let piece = &data[(start - o) as usize..(stop - o) as usize];
                 if home == self.rank {
-                    sys::copy_in(self.home.as_ptr() as usize + start as usize, piece);
+                    self.home_write(start, piece)?;
                 } else {
                     let at = self
                         .homes
@@ -1389,12 +1452,11 @@ impl Shared {
         self.flush_pending()?;
         let mut home_runs = Vec::new();
         let mut fwd_runs = Vec::new();
-        let base = self.view.base();
         // Noted UpdateDirect ranges went home already; copies get them now.
         let mut direct: Vec<Run> = std::mem::take(&mut lock(&self.out).direct)
             .into_iter()
-            .map(|(o, l)| (o, sys::copy_out(base + o as usize, l as usize)))
-            .collect();
+            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
+            .collect::<Result<_, Error>>()?;
         // Noted runs were cut at allocations, diffs lie in one page: each
         // run has one protocol.
         for run in self.collect_runs()? {
@@ -1444,10 +1506,10 @@ impl Shared {
         self.wait_updates()?;
         if !notices.is_empty() {
             let mut st = lock(&self.state);
-            let log = self.meta.as_ptr() as usize + L::LOG;
             for p in &notices {
                 let slot = (st.published % L::LOG_CAP as u64) as usize;
-                sys::word(log + slot * 8).store(*p, Ordering::Relaxed);
+                self.local_word(L::LOG + slot * 8)
+                    .store(*p, Ordering::Relaxed);
                 st.published += 1;
             }
             // Entries before the count: readers READ the count first.
@@ -1531,7 +1593,7 @@ impl Shared {
     /// home changes (and, for `Forward`, at pages and `UPDATE_DATA`
     /// bytes), combined with the pending packet when contiguous.
     fn eager(&self, off: u64, len: u64, via: Via) -> Result<(), Error> {
-        let data = sys::copy_out(self.view.base() + off as usize, len as usize);
+        let data = self.view_read(off, len as usize)?;
         self.eager_data(off, &data, via)
     }
 
@@ -1610,7 +1672,7 @@ impl Shared {
         bump(&self.stats.bytes_sent, p.data.len() as u64);
         match p.via {
             Via::Home if p.home == self.rank => {
-                sys::copy_in(self.home.as_ptr() as usize + p.off as usize, &p.data);
+                self.home_write(p.off, &p.data)?;
             }
             Via::Home => {
                 let at = self
@@ -1645,13 +1707,8 @@ impl Shared {
     /// written by `writer`, forwards it to every other holder, and tells
     /// the writer how many acknowledgements to expect.
     fn forward(&self, task: &Task, writer: u32, off: u64, data: &[u8]) -> Result<(), Error> {
-        if off
-            .checked_add(data.len() as u64)
-            .is_none_or(|e| e > self.home.info().len)
-        {
-            return Err(Error::Invalid("update outside the heap"));
-        }
-        sys::copy_in(self.home.as_ptr() as usize + off as usize, data);
+        // Checked against the home segment: `off` came off the network.
+        self.home_write(off, data)?;
         // Pairs with the fence after a holder registers: either the
         // holder's READ sees these bytes or this load sees its bit.
         std::sync::atomic::fence(Ordering::SeqCst);
@@ -1664,7 +1721,7 @@ impl Shared {
                 continue;
             }
             if r == self.rank {
-                self.apply_copy(off, data);
+                self.apply_copy(off, data)?;
                 continue;
             }
             if msg.is_empty() {
@@ -1699,23 +1756,23 @@ impl Shared {
     /// bytes by now). In trap mode a clean page is write-protected and is
     /// dropped instead; a page with a twin gets the bytes in both, so its
     /// diff does not claim them.
-    fn apply_copy(&self, off: u64, data: &[u8]) {
+    fn apply_copy(&self, off: u64, data: &[u8]) -> Result<(), Error> {
         let page = page_of(off);
         let mut st = lock(&self.state);
         if !st.present.contains(&page) {
             self.epoch.fetch_add(1, Ordering::AcqRel);
-            return;
+            return Ok(());
         }
         let in_page = (off - page * PAGE as u64) as usize;
         match st.dirty.get_mut(&page) {
             Some(Some(twin)) => {
-                twin[in_page..in_page + data.len()].copy_from_slice(data);
-                sys::copy_in(self.view.base() + off as usize, data);
+                if let Some(t) = twin.get_mut(in_page..in_page + data.len()) {
+                    t.copy_from_slice(data);
+                }
+                self.view_write(off, data)
             }
-            _ if self.cfg.writes == WriteMode::Trap => {
-                let _ = self.discard(&mut st, &[page]);
-            }
-            _ => sys::copy_in(self.view.base() + off as usize, data),
+            _ if self.cfg.writes == WriteMode::Trap => self.discard(&mut st, &[page]),
+            _ => self.view_write(off, data),
         }
     }
 
@@ -1737,11 +1794,14 @@ impl Shared {
             TAG_HOME => self.forward(ctx.task, writer, off, data),
             TAG_COPY => {
                 bump(&self.stats.updates, 1);
-                self.apply_copy(off, data);
-                self.meta_at(writer, L::UPD_ACK).and_then(|at| {
-                    ctx.task.fetch_add(at, 1, Options::default())?;
-                    Ok(())
-                })
+                // Acknowledged even if not applied: the writer waits.
+                let applied = self.apply_copy(off, data);
+                self.meta_at(writer, L::UPD_ACK)
+                    .and_then(|at| {
+                        ctx.task.fetch_add(at, 1, Options::default())?;
+                        Ok(())
+                    })
+                    .and(applied)
             }
             _ => Ok(()),
         };
@@ -1841,13 +1901,10 @@ impl Shared {
             // Under the state lock so the page cannot be dropped between.
             let st = lock(&self.state);
             if st.present.contains(&page) {
-                dst.copy_from_slice(&sys::copy_out(self.view.base() + at as usize, dst.len()));
+                dst.copy_from_slice(&self.view_read(at, dst.len())?);
             } else if home == self.rank {
                 drop(st);
-                dst.copy_from_slice(&sys::copy_out(
-                    self.home.as_ptr() as usize + at as usize,
-                    dst.len(),
-                ));
+                dst.copy_from_slice(&self.home_read(at, dst.len())?);
             } else {
                 drop(st);
                 let ra = self
@@ -1876,7 +1933,7 @@ impl Shared {
         let mut at = off;
         while at < end {
             let stop = ((page_of(at) + 1) * PAGE as u64).min(end);
-            self.apply_copy(at, &data[(at - off) as usize..(stop - off) as usize]);
+            self.apply_copy(at, &data[(at - off) as usize..(stop - off) as usize])?;
             at = stop;
         }
         self.eager_data(off, data, Via::Home)
@@ -2101,7 +2158,13 @@ impl Shared {
         if page >= self.dir.info().len / 8 {
             return Err(Error::Invalid("holder directory: page outside the heap"));
         }
-        Ok(sys::word(self.dir.as_ptr() as usize + page as usize * 8))
+        #[allow(unsafe_code)]
+        // SAFETY: `page` indexes a word of the directory segment (checked
+        // above; its length is a multiple of 8 and its base page-aligned),
+        // which `self` keeps mapped as long as the borrow; directory words
+        // are only accessed atomically (here and by MBCF atomics).
+        let w = unsafe { sys::word(self.dir.as_ptr() as usize + page as usize * 8) };
+        Ok(w)
     }
 
     /// The holder mask of `page`, read at its home.
@@ -2264,6 +2327,14 @@ fn merge_runs(mut runs: Vec<Run>) -> Vec<Run> {
         }
     }
     merged
+}
+
+/// `[off, off+len)` inside a region of `size` bytes: `off` as an index.
+fn span(off: u64, len: usize, size: u64) -> Result<usize, Error> {
+    match off.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(off as usize),
+        _ => Err(Error::Invalid("range outside the heap")),
+    }
 }
 
 /// Short waits first, then sleeps: the other side is a remote round trip

@@ -1,6 +1,8 @@
 //! The system calls the DSM needs — anonymous reservations, `madvise`,
-//! userfaultfd and an eventfd — behind a small safe wrapper. This is the
-//! only module with unsafe code; every -1 becomes an `io::Error`.
+//! userfaultfd and an eventfd — behind a small safe wrapper, and the
+//! raw-address copies the DSM's memory needs (`unsafe fn`s: their callers,
+//! a few accessors in `lib.rs`, check the range against the mapping
+//! first). Every -1 becomes an `io::Error`.
 //!
 //! The userfaultfd ABI (`linux/userfaultfd.h`) is not in the `libc` crate,
 //! so its structs and ioctl numbers are declared here.
@@ -421,33 +423,56 @@ pub fn poll2(a: RawFd, b: RawFd, timeout_ms: i32) -> io::Result<(bool, bool)> {
 /// Reads `len` bytes at `addr` of this process's memory into a vector.
 /// The DSM calls it on heap pages (a missing page faults and is fetched
 /// by the fault thread) and on its own segments.
-pub fn copy_out(addr: usize, len: usize) -> Vec<u8> {
+///
+/// # Safety
+/// `[addr, addr+len)` lies in one mapping of this process that is
+/// readable and stays mapped for the whole call (the heap view or a live
+/// segment). Its bytes are plain data: other tasks and the program's own
+/// threads may change them concurrently only as a data-race-free program
+/// does, so the copy reads no torn value it relies on.
+pub unsafe fn copy_out(addr: usize, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
-    // SAFETY: callers pass ranges inside the heap reservation or a live
-    // segment mapping; the heap may change concurrently only through
-    // data-race-free programs' own threads, and bytes are plain data.
+    // SAFETY: the caller guarantees the source range is mapped and
+    // readable; `v` is a fresh buffer of `len` bytes, so they cannot
+    // overlap.
     unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, v.as_mut_ptr(), len) };
     v
 }
 
-/// Copies `data` to `addr` of this process's memory (a live segment).
-pub fn copy_in(addr: usize, data: &[u8]) {
-    // SAFETY: callers pass ranges inside a live segment mapping.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+/// Copies `data` to `addr` of this process's memory. `data` may itself
+/// be heap memory, even overlapping the destination (a C caller's
+/// `sss_dsm_write` from the heap): the copy is a memmove.
+///
+/// # Safety
+/// `[addr, addr+data.len())` lies in one writable mapping of this process
+/// that stays mapped for the whole call (the heap view or a live segment)
+/// and holds plain bytes (no Rust object's invariants).
+pub unsafe fn copy_in(addr: usize, data: &[u8]) {
+    // SAFETY: the caller guarantees the destination is mapped, writable
+    // and plain bytes; `copy` allows the ranges to overlap.
+    unsafe { std::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
 }
 
-/// The 8-byte atomic at `addr` (8-byte aligned, inside a live segment).
-pub fn word<'a>(addr: usize) -> &'a std::sync::atomic::AtomicU64 {
+/// The 8-byte atomic at `addr`.
+///
+/// # Safety
+/// `addr` is 8-byte aligned, its 8 bytes lie in a mapping of this process
+/// that stays mapped for `'a`, and every access to them, local or remote
+/// (MBCF atomics), is atomic.
+pub unsafe fn word<'a>(addr: usize) -> &'a std::sync::atomic::AtomicU64 {
     debug_assert!(addr % 8 == 0);
-    // SAFETY: callers pass aligned addresses inside a segment that lives
-    // as long as the DSM; remote updates to it are atomic too.
+    // SAFETY: alignment, lifetime and atomic-only access are the caller's
+    // guarantee; AtomicU64 has the layout of a u64.
     unsafe { &*(addr as *const std::sync::atomic::AtomicU64) }
 }
 
-/// Stores `value` at `addr` (checked by the caller: inside the heap and
-/// aligned for T). A missing page faults and is fetched first.
-pub fn store<T: Copy>(addr: *mut T, value: T) {
-    // SAFETY: the caller checked bounds and alignment; T is Copy (plain
-    // data), and heap pages are ordinary private memory.
+/// Stores `value` at `addr`. A missing heap page faults and is fetched
+/// first.
+///
+/// # Safety
+/// `addr` is aligned for `T` and valid for a write of `T` (inside the heap
+/// view); `T` is plain data, so any bytes there before may be overwritten.
+pub unsafe fn store<T: Copy>(addr: *mut T, value: T) {
+    // SAFETY: validity and alignment are the caller's guarantee.
     unsafe { addr.write_volatile(value) }
 }
