@@ -8,6 +8,12 @@
 use crate::layout as L;
 use crate::{Placement, Protocol, PAGE};
 
+/// Bytes of an allocation descriptor.
+pub const RANGE_BYTES: usize = L::RANGE_BYTES;
+/// Words of the first-touch directory: a first-touch range's words lie
+/// below this.
+pub const FT_WORDS: u64 = L::FT_WORDS as u64;
+
 /// Update message to a home (apply it and forward it to the holders).
 pub const TAG_HOME: u32 = 1;
 /// Update message to a copy holder (apply it).
@@ -120,7 +126,7 @@ pub enum RangeError {
 
 impl Range {
     /// The descriptor (see `layout::RANGE_*`).
-    pub fn encode(&self) -> [u8; L::RANGE_BYTES] {
+    pub fn encode(&self) -> [u8; RANGE_BYTES] {
         let (kind, param) = match self.placement {
             Placement::Block => (1u32, 0u32),
             Placement::Cyclic(b) => (2, b),
@@ -175,7 +181,7 @@ impl Range {
         let fits = |first: u64, limit: u64| first.checked_add(r.pages).is_some_and(|e| e <= limit);
         if r.pages == 0
             || !fits(r.start, heap_pages)
-            || (placement == Placement::FirstTouch && !fits(r.ft, L::FT_WORDS as u64))
+            || (placement == Placement::FirstTouch && !fits(r.ft, FT_WORDS))
         {
             return Err(RangeError::Invalid);
         }
