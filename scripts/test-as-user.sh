@@ -20,7 +20,9 @@ if [ "$(cat /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null || echo 0)" != 0 ]
 fi
 
 # One run at a time on a machine: the user name is fixed.
-exec 9>/run/lock/sss-test-as-user.lock
+lockdir=/run/lock
+[ -d "$lockdir" ] || lockdir=/tmp
+exec 9>"$lockdir/sss-test-as-user.lock"
 flock 9
 
 cleanup_user() {

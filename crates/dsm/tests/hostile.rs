@@ -155,7 +155,7 @@ fn bad_messages() -> R {
     if dsm.rank() == 0 {
         fill(&dsm, a, 2 * PAGE, 0x3c)?;
     }
-    task.barrier()?;
+    dsm.barrier()?;
     let heap = dsm.len() as u64;
     let update = |tag, off, len: usize| {
         Update {
@@ -201,10 +201,10 @@ fn bad_messages() -> R {
             &format!("{got} of {sent} bad messages counted"),
         )?;
     }
-    task.barrier()?;
+    dsm.barrier()?;
     expect(&dsm, a, 2 * PAGE, 0x3c)?;
     check(dsm.stats().updates == 0, "a bad update was applied")?;
-    task.barrier()?;
+    dsm.barrier()?;
     if dsm.rank() == 0 {
         println!("DSM-OK");
     }
