@@ -705,14 +705,15 @@ sss_status_t sss_dsm_finalize(sss_dsm_h dsm);
  * with @p placement (@p param: pages per block for SSS_DSM_CYCLIC, the
  * rank for SSS_DSM_EXPLICIT). Any task may call it; the address in
  * @p *addr_p is valid in every task (pass it on through the heap or a
- * collective). SSS_ERR_NO_MEMORY when the heap is exhausted.
+ * collective). SSS_ERR_NO_MEMORY when the heap is exhausted or @p len
+ * exceeds it (a failed request takes nothing from the heap).
  */
 sss_status_t sss_dsm_malloc(sss_dsm_h dsm, size_t len,
                             sss_dsm_placement_t placement, uint32_t param,
                             void **addr_p);
 
 /** Collective sss_dsm_malloc(): rank 0 allocates, every task gets the
- *  address. */
+ *  address (or rank 0's failure: SSS_ERR_NO_MEMORY as there). */
 sss_status_t sss_dsm_malloc_all(sss_dsm_h dsm, size_t len,
                                 sss_dsm_placement_t placement,
                                 uint32_t param, void **addr_p);

@@ -31,3 +31,8 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --release
+
+# Once more as an ordinary user (root only: it creates that user).
+if [ "$(id -u)" = 0 ]; then
+  scripts/test-as-user.sh
+fi

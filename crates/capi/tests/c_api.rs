@@ -161,9 +161,7 @@ impl Build {
 
     /// Compiles a test program of `tests/c`.
     fn test_program(&self, file: &str, std_flags: &[&str]) -> PathBuf {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/c")
-            .join(file);
+        let src = root().join("crates/capi/tests/c").join(file);
         let compiler = if file.ends_with(".cpp") { "c++" } else { "cc" };
         self.compile(compiler, std_flags, &src, false)
     }

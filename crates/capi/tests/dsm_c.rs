@@ -59,8 +59,16 @@ fn launcher_mode() {
 
 /// Compiles `examples/dsm/<name>.c` into `dir`.
 fn compile(dir: &TempDir, name: &str) -> PathBuf {
+    compile_src(
+        dir,
+        name,
+        &root().join("examples/dsm").join(format!("{name}.c")),
+    )
+}
+
+/// Compiles `src` into `dir` as `name`.
+fn compile_src(dir: &TempDir, name: &str, src: &Path) -> PathBuf {
     let exe = dir.path().join(name);
-    let src = root().join("examples/dsm").join(format!("{name}.c"));
     let lib = lib_dir();
     let out = Command::new("cc")
         .args([
@@ -74,7 +82,7 @@ fn compile(dir: &TempDir, name: &str) -> PathBuf {
         .arg(format!("-I{}", root().join("include").display()))
         .arg("-o")
         .arg(&exe)
-        .arg(&src)
+        .arg(src)
         .arg(format!("-L{}", lib.display()))
         .arg("-lsss")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
@@ -354,6 +362,30 @@ fn laplace_invalidate_notes() {
                 ("SSS_DSM_PROTOCOL", "invalidate"),
                 ("SSS_DSM_WRITES", "note"),
             ],
+        );
+    }
+}
+
+/// Regression (issue 12): `sss_dsm_malloc(SIZE_MAX)` and
+/// `sss_dsm_malloc(0xfffffffffffff000)` returned SSS_OK, and the next
+/// allocation overlapped a live block. Now SSS_ERR_NO_MEMORY, in every
+/// task for `sss_dsm_malloc_all`, and the heap stays usable.
+#[test]
+fn huge_allocations_are_no_memory() {
+    if is_launcher() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let src = root().join("crates/capi/tests/c/dsm_huge.c");
+    let exe = compile_src(&dir, "dsm_huge", &src);
+    for p in [
+        &["-n", "1"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+    ] {
+        let (code, out, err) = launch(p, &exe, &[], &[]);
+        assert!(
+            code == Some(0) && out.contains("HUGE-OK"),
+            "dsm_huge with {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
         );
     }
 }

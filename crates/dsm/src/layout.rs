@@ -9,9 +9,9 @@
 //! | `GRANT` | lock hand-over doorbell | bumped by a releaser |
 //! | `NOTICES` | write notices published so far | the owner; peers READ it |
 //! | `ACK` | invalidation acknowledgements received | bumped by peers' handlers |
-//! | `HEAP_BUMP` | bytes of heap handed out (rank 0 only) | allocators fetch_add |
-//! | `RANGE_COUNT` | range descriptors claimed (rank 0 only) | allocators fetch_add |
-//! | `FT_BUMP` | first-touch directory words claimed (rank 0 only) | allocators |
+//! | `HEAP_BUMP` | bytes of heap handed out (rank 0 only) | allocators CAS, never past the heap |
+//! | `RANGE_COUNT` | range descriptors claimed (rank 0 only) | allocators CAS, never past `MAX_RANGES` |
+//! | `FT_BUMP` | first-touch directory words claimed (rank 0 only) | allocators CAS, never past `FT_WORDS` |
 //! | `UPD_HOME` | forwarded updates this task sent that their home handled | bumped by homes |
 //! | `UPD_WANT` | update acknowledgements this task must receive | homes (forwards), the owner (direct) |
 //! | `UPD_ACK` | update acknowledgements received | bumped by copy holders |

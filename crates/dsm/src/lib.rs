@@ -86,9 +86,11 @@
 #![warn(missing_docs)]
 
 mod layout;
+pub mod msg;
 mod sys;
 
 use layout as L;
+use msg::{Range, RangeError, Update, TAG_COPY, TAG_HOME};
 use sss_mbcf::{Options, Perm, RemoteAddr, Segment, SegmentInfo, SignalContext, Task};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,9 +112,6 @@ const COMBINE: usize = 1408;
 /// Data bytes per update SIGNAL: with its 16-byte header it fits one
 /// datagram (signals are not fragmented).
 const UPDATE_DATA: usize = 1024;
-/// Update message to a home (forward it), and to a copy (apply it).
-const TAG_HOME: u32 = 1;
-const TAG_COPY: u32 = 2;
 /// The holder directory has one bit per task.
 const MAX_HOLDERS: u32 = 64;
 
@@ -360,13 +359,17 @@ pub struct Stats {
     /// was slow to ring (descheduled, or its packets retransmitted), or
     /// the wake-up went missing (see [`Dsm::lock`]).
     pub missed_wakeups: u64,
+    /// Update and invalidation messages, and allocation descriptors,
+    /// dropped as malformed or outside the heap: another task's bug or a
+    /// forged datagram.
+    pub bad_messages: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -384,7 +387,8 @@ impl Stats {
             self.sync_ns,
             self.updates,
             self.home_reads,
-            self.missed_wakeups
+            self.missed_wakeups,
+            self.bad_messages
         )
     }
 }
@@ -408,6 +412,7 @@ struct Counters {
     updates: AtomicU64,
     home_reads: AtomicU64,
     missed_wakeups: AtomicU64,
+    bad_messages: AtomicU64,
 }
 
 /// How long a lock or barrier waiter trusts its wake-up before it looks
@@ -416,61 +421,6 @@ pub const WAKE_RECHECK: Duration = Duration::from_millis(5);
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
-}
-
-/// One allocation: pages `[start, start+pages)` of the heap.
-#[derive(Debug, Clone, Copy)]
-struct Range {
-    start: u64,
-    pages: u64,
-    placement: Placement,
-    /// First first-touch directory word (FirstTouch only).
-    ft: u64,
-    /// Consistency protocol; changed by [`Dsm::set_protocol`].
-    protocol: Protocol,
-    /// Index of the descriptor in rank 0's table (not encoded).
-    idx: u64,
-}
-
-impl Range {
-    /// The descriptor (see `layout::RANGE_*`).
-    fn encode(&self) -> [u8; L::RANGE_BYTES] {
-        let (kind, param) = match self.placement {
-            Placement::Block => (1u32, 0u32),
-            Placement::Cyclic(b) => (2, b),
-            Placement::FirstTouch => (3, 0),
-            Placement::Explicit(r) => (4, r),
-        };
-        let mut b = [0u8; L::RANGE_BYTES];
-        b[0..8].copy_from_slice(&self.start.to_le_bytes());
-        b[8..16].copy_from_slice(&self.pages.to_le_bytes());
-        b[16..20].copy_from_slice(&kind.to_le_bytes());
-        b[20..24].copy_from_slice(&param.to_le_bytes());
-        b[24..32].copy_from_slice(&self.ft.to_le_bytes());
-        b[L::RANGE_PROTOCOL..L::RANGE_PROTOCOL + 4]
-            .copy_from_slice(&self.protocol.code().to_le_bytes());
-        b
-    }
-
-    fn decode(b: &[u8], idx: u64) -> Option<Self> {
-        let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
-        let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
-        let placement = match (u32_at(16)?, u32_at(20)?) {
-            (1, _) => Placement::Block,
-            (2, p) => Placement::Cyclic(p.max(1)),
-            (3, _) => Placement::FirstTouch,
-            (4, r) => Placement::Explicit(r),
-            _ => return None, // not written yet
-        };
-        Some(Self {
-            start: u64_at(0)?,
-            pages: u64_at(8)?,
-            placement,
-            ft: u64_at(24)?,
-            protocol: Protocol::from_code(u32_at(L::RANGE_PROTOCOL)?)?,
-            idx,
-        })
-    }
 }
 
 #[derive(Default)]
@@ -741,7 +691,9 @@ impl Dsm {
             match s.malloc(len, placement, protocol) {
                 Ok(off) => off.to_le_bytes().to_vec(),
                 Err(e) => {
-                    s.task.allgather(&[])?;
+                    // One byte: whether the heap was short.
+                    let short = matches!(e, Error::OutOfMemory(_));
+                    s.task.allgather(&[short as u8])?;
                     return Err(e);
                 }
             }
@@ -749,12 +701,13 @@ impl Dsm {
             Vec::new()
         };
         let all = s.task.allgather(&mine)?;
-        let off = all
-            .first()
-            .and_then(|b| b.get(..8))
-            .and_then(|b| b.try_into().ok())
+        let first = all.first().map(Vec::as_slice).unwrap_or_default();
+        if first == [1] {
+            return Err(Error::OutOfMemory("allocation failed at rank 0"));
+        }
+        let off = <[u8; 8]>::try_from(first)
             .map(u64::from_le_bytes)
-            .ok_or(Error::Invalid("allocation failed at rank 0"))?;
+            .map_err(|_| Error::Invalid("allocation failed at rank 0"))?;
         Ok(self.at(off))
     }
 
@@ -790,7 +743,7 @@ impl Dsm {
             if proto == Protocol::HomeOnly {
                 s.read_home(o, dst)?;
             } else {
-                dst.copy_from_slice(&sys::copy_out(s.view.base() + o as usize, l as usize));
+                dst.copy_from_slice(&s.view_read(o, l as usize)?);
             }
             done += l as usize;
         }
@@ -811,7 +764,7 @@ impl Dsm {
             if proto == Protocol::HomeOnly {
                 s.write_home(o, src)?;
             } else {
-                sys::copy_in(s.view.base() + o as usize, src);
+                s.view_write(o, src)?;
                 self.note_write(self.at(o), l as usize)?;
             }
             done += l as usize;
@@ -847,7 +800,7 @@ impl Dsm {
                 Protocol::Ulrc => lock(&s.out).noted.push((o, l)),
                 Protocol::Invalidate => {
                     let t0 = Instant::now();
-                    let data = sys::copy_out(s.view.base() + o as usize, l as usize);
+                    let data = s.view_read(o, l as usize)?;
                     s.write_sc(o, data)?;
                     bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
                 }
@@ -864,13 +817,22 @@ impl Dsm {
 
     /// Store helper: writes `value` at `addr` (inside the heap, aligned
     /// for T) and notes it.
+    // Safe for any `addr`: it is checked to lie in the heap view, which is
+    // mapped while `self` lives.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn store<T: Copy>(&self, addr: *mut T, value: T) -> Result<(), Error> {
         let n = std::mem::size_of::<T>();
         self.shared.offset(addr as usize, n)?;
         if (addr as usize) % std::mem::align_of::<T>() != 0 {
             return Err(Error::Invalid("misaligned store"));
         }
-        sys::store(addr, value);
+        #[allow(unsafe_code)]
+        // SAFETY: `offset` checked that the T lies inside the heap view,
+        // which this Dsm keeps reserved, and it is aligned (checked
+        // above); T is Copy, plain data.
+        unsafe {
+            sys::store(addr, value)
+        };
         self.note_write(addr as *const u8, n)
     }
 
@@ -932,6 +894,7 @@ impl Dsm {
             updates: g(&c.updates),
             home_reads: g(&c.home_reads),
             missed_wakeups: g(&c.missed_wakeups),
+            bad_messages: g(&c.bad_messages),
         }
     }
 
@@ -1012,8 +975,62 @@ impl Shared {
             .ok_or(Error::Invalid("no such rank"))
     }
 
+    /// The word at `off` (a `layout` constant, or a notice-log slot) of
+    /// this task's metadata segment.
     fn local_word(&self, off: usize) -> &AtomicU64 {
-        sys::word(self.meta.as_ptr() as usize + off)
+        // Offsets are this module's constants, never input: a bad one is a
+        // bug, stopped here before it becomes a stray pointer.
+        assert!(off % 8 == 0 && off + 8 <= L::META_BYTES.min(self.meta.info().len as usize));
+        #[allow(unsafe_code)]
+        // SAFETY: aligned and inside the metadata segment (asserted
+        // above), which `self` keeps mapped as long as the returned borrow;
+        // its words are only ever accessed atomically (here and by MBCF).
+        let w = unsafe { sys::word(self.meta.as_ptr() as usize + off) };
+        w
+    }
+
+    /// `len` bytes of this task's heap view at heap offset `off`.
+    fn view_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let at = span(off, len, self.view.len() as u64)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the view (checked by `span`), which `self` keeps
+        // reserved; a missing page faults and the fault thread fetches it.
+        let v = unsafe { sys::copy_out(self.view.base() + at, len) };
+        Ok(v)
+    }
+
+    /// Writes `data` into this task's heap view at heap offset `off`.
+    fn view_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let at = span(off, data.len(), self.view.len() as u64)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the view (checked by `span`), which `self` keeps
+        // reserved; heap bytes are plain data.
+        unsafe {
+            sys::copy_in(self.view.base() + at, data)
+        };
+        Ok(())
+    }
+
+    /// `len` bytes of this task's home segment at heap offset `off`.
+    fn home_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let at = span(off, len, self.home.info().len)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the home segment (checked by `span`), mapped as
+        // long as `self`; peers write it only with MBCF, as plain bytes.
+        let v = unsafe { sys::copy_out(self.home.as_ptr() as usize + at, len) };
+        Ok(v)
+    }
+
+    /// Writes `data` into this task's home segment at heap offset `off`.
+    fn home_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let at = span(off, data.len(), self.home.info().len)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the home segment (checked by `span`), mapped as
+        // long as `self`; plain bytes.
+        unsafe {
+            sys::copy_in(self.home.as_ptr() as usize + at, data)
+        };
+        Ok(())
     }
 
     fn offset(&self, addr: usize, len: usize) -> Result<u64, Error> {
@@ -1047,24 +1064,23 @@ impl Shared {
             }
         }
         let pages = len.max(1).div_ceil(PAGE) as u64;
-        let bytes = pages * PAGE as u64;
-        let off = self.fetch_add(self.meta_at(0, L::HEAP_BUMP)?, bytes)?;
-        if off + bytes > self.view.len() as u64 {
-            return Err(Error::OutOfMemory("heap exhausted"));
+        let heap = self.view.len() as u64;
+        if pages > heap / PAGE as u64 {
+            return Err(Error::OutOfMemory("request larger than the heap"));
         }
+        let off = self.take(L::HEAP_BUMP, pages * PAGE as u64, heap, "heap exhausted")?;
         let ft = if placement == Placement::FirstTouch {
-            let w = self.fetch_add(self.meta_at(0, L::FT_BUMP)?, pages)?;
-            if w + pages > L::FT_WORDS as u64 {
-                return Err(Error::OutOfMemory("first-touch directory full"));
-            }
-            w
+            let full = "first-touch directory full";
+            self.take(L::FT_BUMP, pages, L::FT_WORDS as u64, full)?
         } else {
             0
         };
-        let idx = self.fetch_add(self.meta_at(0, L::RANGE_COUNT)?, 1)?;
-        if idx >= L::MAX_RANGES as u64 {
-            return Err(Error::OutOfMemory("too many allocations"));
-        }
+        let idx = self.take(
+            L::RANGE_COUNT,
+            1,
+            L::MAX_RANGES as u64,
+            "too many allocations",
+        )?;
         let r = Range {
             start: page_of(off),
             pages,
@@ -1085,6 +1101,28 @@ impl Shared {
         Ok(off)
     }
 
+    /// Takes `n` from the counter at `word` of rank 0's metadata, which
+    /// never passes `limit`: a request that does not fit takes nothing
+    /// (the heap stays usable) and fails with `full`.
+    fn take(&self, word: usize, n: u64, limit: u64, full: &'static str) -> Result<u64, Error> {
+        let at = self.meta_at(0, word)?;
+        let mut old = self.fetch_add(at, 0)?;
+        loop {
+            let new = old
+                .checked_add(n)
+                .filter(|&e| e <= limit)
+                .ok_or(Error::OutOfMemory(full))?;
+            let seen = self
+                .task
+                .cas(at, old, new, Options::default())?
+                .wait_value()?;
+            if seen == old {
+                return Ok(old);
+            }
+            old = seen;
+        }
+    }
+
     /// Reads descriptors rank 0 holds that this task has not seen.
     fn refresh_ranges(&self) -> Result<(), Error> {
         let count = self.fetch_add(self.meta_at(0, L::RANGE_COUNT)?, 0)?;
@@ -1103,8 +1141,13 @@ impl Shared {
         let mut done = known;
         for c in data.chunks_exact(L::RANGE_BYTES) {
             // A descriptor still being written ends what we take this time.
-            let Some(r) = Range::decode(c, done) else {
-                break;
+            let r = match Range::decode(c, done, self.heap_pages(), self.size) {
+                Ok(r) => r,
+                Err(RangeError::Pending) => break,
+                Err(RangeError::Invalid) => {
+                    self.bad_message(0, "allocation descriptor");
+                    break;
+                }
             };
             p.lazy |= r.protocol.lazy();
             p.ranges.insert(r.start, r);
@@ -1197,10 +1240,10 @@ impl Shared {
                 drop(st);
                 self.uffd.wake(paddr, PAGE)?;
             } else {
-                // Present and protected: reading it is safe.
-                st.dirty
-                    .entry(page)
-                    .or_insert_with(|| Some(sys::copy_out(paddr, PAGE)));
+                // Present and protected: reading it cannot fault.
+                if let std::collections::hash_map::Entry::Vacant(e) = st.dirty.entry(page) {
+                    e.insert(Some(self.view_read(page * PAGE as u64, PAGE)?));
+                }
                 drop(st);
                 self.uffd.protect(paddr, PAGE, false)?;
             }
@@ -1262,7 +1305,7 @@ impl Shared {
             let off = page * PAGE as u64;
             let len = n as usize * PAGE;
             let data = if home == self.rank {
-                sys::copy_out(self.home.as_ptr() as usize + off as usize, len)
+                self.home_read(off, len)?
             } else {
                 let at = self
                     .homes
@@ -1321,8 +1364,8 @@ impl Shared {
         let base = self.view.base();
         let mut runs: Vec<Run> = noted
             .into_iter()
-            .map(|(o, l)| (o, sys::copy_out(base + o as usize, l as usize)))
-            .collect();
+            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
+            .collect::<Result<_, Error>>()?;
         let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
         for page in pages {
             let paddr = base + page as usize * PAGE;
@@ -1335,7 +1378,7 @@ impl Shared {
                 // twin; this thread is the only writer, so nothing is
                 // missed. A dirty page is present: the copy cannot fault.
                 self.uffd.protect(paddr, PAGE, true)?;
-                (sys::copy_out(paddr, PAGE), twin)
+                (self.view_read(page * PAGE as u64, PAGE)?, twin)
             };
             bump(&self.stats.diffs, 1);
             let off0 = page * PAGE as u64;
@@ -1379,7 +1422,7 @@ impl Shared {
                 }
                 let piece = &data[(start - o) as usize..(stop - o) as usize];
                 if home == self.rank {
-                    sys::copy_in(self.home.as_ptr() as usize + start as usize, piece);
+                    self.home_write(start, piece)?;
                 } else {
                     let at = self
                         .homes
@@ -1409,12 +1452,11 @@ impl Shared {
         self.flush_pending()?;
         let mut home_runs = Vec::new();
         let mut fwd_runs = Vec::new();
-        let base = self.view.base();
         // Noted UpdateDirect ranges went home already; copies get them now.
         let mut direct: Vec<Run> = std::mem::take(&mut lock(&self.out).direct)
             .into_iter()
-            .map(|(o, l)| (o, sys::copy_out(base + o as usize, l as usize)))
-            .collect();
+            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
+            .collect::<Result<_, Error>>()?;
         // Noted runs were cut at allocations, diffs lie in one page: each
         // run has one protocol.
         for run in self.collect_runs()? {
@@ -1464,10 +1506,10 @@ impl Shared {
         self.wait_updates()?;
         if !notices.is_empty() {
             let mut st = lock(&self.state);
-            let log = self.meta.as_ptr() as usize + L::LOG;
             for p in &notices {
                 let slot = (st.published % L::LOG_CAP as u64) as usize;
-                sys::word(log + slot * 8).store(*p, Ordering::Relaxed);
+                self.local_word(L::LOG + slot * 8)
+                    .store(*p, Ordering::Relaxed);
                 st.published += 1;
             }
             // Entries before the count: readers READ the count first.
@@ -1551,7 +1593,7 @@ impl Shared {
     /// home changes (and, for `Forward`, at pages and `UPDATE_DATA`
     /// bytes), combined with the pending packet when contiguous.
     fn eager(&self, off: u64, len: u64, via: Via) -> Result<(), Error> {
-        let data = sys::copy_out(self.view.base() + off as usize, len as usize);
+        let data = self.view_read(off, len as usize)?;
         self.eager_data(off, &data, via)
     }
 
@@ -1630,7 +1672,7 @@ impl Shared {
         bump(&self.stats.bytes_sent, p.data.len() as u64);
         match p.via {
             Via::Home if p.home == self.rank => {
-                sys::copy_in(self.home.as_ptr() as usize + p.off as usize, &p.data);
+                self.home_write(p.off, &p.data)?;
             }
             Via::Home => {
                 let at = self
@@ -1646,7 +1688,13 @@ impl Shared {
                 if p.home == self.rank {
                     self.forward(&self.task, self.rank, p.off, &p.data)?;
                 } else {
-                    let msg = update_msg(TAG_HOME, self.rank, p.off, &p.data);
+                    let msg = Update {
+                        tag: TAG_HOME,
+                        writer: self.rank,
+                        off: p.off,
+                        data: &p.data,
+                    }
+                    .encode();
                     self.task
                         .signal(p.home, UPDATE_HANDLER, &msg, Options::default())?;
                 }
@@ -1659,13 +1707,8 @@ impl Shared {
     /// written by `writer`, forwards it to every other holder, and tells
     /// the writer how many acknowledgements to expect.
     fn forward(&self, task: &Task, writer: u32, off: u64, data: &[u8]) -> Result<(), Error> {
-        if off
-            .checked_add(data.len() as u64)
-            .is_none_or(|e| e > self.home.info().len)
-        {
-            return Err(Error::Invalid("update outside the heap"));
-        }
-        sys::copy_in(self.home.as_ptr() as usize + off as usize, data);
+        // Checked against the home segment: `off` came off the network.
+        self.home_write(off, data)?;
         // Pairs with the fence after a holder registers: either the
         // holder's READ sees these bytes or this load sees its bit.
         std::sync::atomic::fence(Ordering::SeqCst);
@@ -1678,11 +1721,17 @@ impl Shared {
                 continue;
             }
             if r == self.rank {
-                self.apply_copy(off, data);
+                self.apply_copy(off, data)?;
                 continue;
             }
             if msg.is_empty() {
-                msg = update_msg(TAG_COPY, writer, off, data);
+                msg = Update {
+                    tag: TAG_COPY,
+                    writer,
+                    off,
+                    data,
+                }
+                .encode();
             }
             task.signal(r, UPDATE_HANDLER, &msg, Options::default())?;
             bump(&self.stats.writes, 1);
@@ -1707,44 +1756,52 @@ impl Shared {
     /// bytes by now). In trap mode a clean page is write-protected and is
     /// dropped instead; a page with a twin gets the bytes in both, so its
     /// diff does not claim them.
-    fn apply_copy(&self, off: u64, data: &[u8]) {
+    fn apply_copy(&self, off: u64, data: &[u8]) -> Result<(), Error> {
         let page = page_of(off);
         let mut st = lock(&self.state);
         if !st.present.contains(&page) {
             self.epoch.fetch_add(1, Ordering::AcqRel);
-            return;
+            return Ok(());
         }
         let in_page = (off - page * PAGE as u64) as usize;
         match st.dirty.get_mut(&page) {
             Some(Some(twin)) => {
-                twin[in_page..in_page + data.len()].copy_from_slice(data);
-                sys::copy_in(self.view.base() + off as usize, data);
+                if let Some(t) = twin.get_mut(in_page..in_page + data.len()) {
+                    t.copy_from_slice(data);
+                }
+                self.view_write(off, data)
             }
-            _ if self.cfg.writes == WriteMode::Trap => {
-                let _ = self.discard(&mut st, &[page]);
-            }
-            _ => sys::copy_in(self.view.base() + off as usize, data),
+            _ if self.cfg.writes == WriteMode::Trap => self.discard(&mut st, &[page]),
+            _ => self.view_write(off, data),
         }
     }
 
     /// Handler of update messages (progress thread).
     fn on_update(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
-        let Some((tag, writer, off, data)) = parse_update(payload) else {
+        let u = Update::parse(payload)
+            .filter(|u| u.end() <= self.view.len() as u64 && u.writer < self.size);
+        let Some(Update {
+            tag,
+            writer,
+            off,
+            data,
+        }) = u
+        else {
+            self.bad_message(ctx.from, "update");
             return;
         };
-        if off + data.len() as u64 > self.view.len() as u64 || writer >= self.size {
-            eprintln!("sss-dsm: bad update from task {}", ctx.from);
-            return;
-        }
         let r = match tag {
             TAG_HOME => self.forward(ctx.task, writer, off, data),
             TAG_COPY => {
                 bump(&self.stats.updates, 1);
-                self.apply_copy(off, data);
-                self.meta_at(writer, L::UPD_ACK).and_then(|at| {
-                    ctx.task.fetch_add(at, 1, Options::default())?;
-                    Ok(())
-                })
+                // Acknowledged even if not applied: the writer waits.
+                let applied = self.apply_copy(off, data);
+                self.meta_at(writer, L::UPD_ACK)
+                    .and_then(|at| {
+                        ctx.task.fetch_add(at, 1, Options::default())?;
+                        Ok(())
+                    })
+                    .and(applied)
             }
             _ => Ok(()),
         };
@@ -1767,7 +1824,13 @@ impl Shared {
                     .min(end)
                     .min(at + UPDATE_DATA as u64);
                 let data = &bytes[(at - o) as usize..(stop - o) as usize];
-                let msg = update_msg(TAG_COPY, self.rank, at, data);
+                let msg = Update {
+                    tag: TAG_COPY,
+                    writer: self.rank,
+                    off: at,
+                    data,
+                }
+                .encode();
                 for r in (0..self.size).filter(|&r| r != self.rank) {
                     self.task
                         .signal(r, UPDATE_HANDLER, &msg, Options::default())?;
@@ -1838,13 +1901,10 @@ impl Shared {
             // Under the state lock so the page cannot be dropped between.
             let st = lock(&self.state);
             if st.present.contains(&page) {
-                dst.copy_from_slice(&sys::copy_out(self.view.base() + at as usize, dst.len()));
+                dst.copy_from_slice(&self.view_read(at, dst.len())?);
             } else if home == self.rank {
                 drop(st);
-                dst.copy_from_slice(&sys::copy_out(
-                    self.home.as_ptr() as usize + at as usize,
-                    dst.len(),
-                ));
+                dst.copy_from_slice(&self.home_read(at, dst.len())?);
             } else {
                 drop(st);
                 let ra = self
@@ -1873,7 +1933,7 @@ impl Shared {
         let mut at = off;
         while at < end {
             let stop = ((page_of(at) + 1) * PAGE as u64).min(end);
-            self.apply_copy(at, &data[(at - off) as usize..(stop - off) as usize]);
+            self.apply_copy(at, &data[(at - off) as usize..(stop - off) as usize])?;
             at = stop;
         }
         self.eager_data(off, data, Via::Home)
@@ -2098,7 +2158,13 @@ impl Shared {
         if page >= self.dir.info().len / 8 {
             return Err(Error::Invalid("holder directory: page outside the heap"));
         }
-        Ok(sys::word(self.dir.as_ptr() as usize + page as usize * 8))
+        #[allow(unsafe_code)]
+        // SAFETY: `page` indexes a word of the directory segment (checked
+        // above; its length is a multiple of 8 and its base page-aligned),
+        // which `self` keeps mapped as long as the borrow; directory words
+        // are only accessed atomically (here and by MBCF atomics).
+        let w = unsafe { sys::word(self.dir.as_ptr() as usize + page as usize * 8) };
+        Ok(w)
     }
 
     /// The holder mask of `page`, read at its home.
@@ -2115,12 +2181,27 @@ impl Shared {
         self.fetch_add(at, 0)
     }
 
+    /// Pages in the heap.
+    fn heap_pages(&self) -> u64 {
+        (self.view.len() / PAGE) as u64
+    }
+
+    /// Counts a malformed message or descriptor from task `from`; the
+    /// first one is reported.
+    fn bad_message(&self, from: u32, what: &str) {
+        if self.stats.bad_messages.fetch_add(1, Ordering::Relaxed) == 0 {
+            eprintln!(
+                "sss-dsm: malformed {what} from task {from} dropped (counted in bad_messages)"
+            );
+        }
+    }
+
     /// Handler of an eager invalidation (progress thread).
     fn on_invalidate(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
-        let pages: Vec<u64> = payload
-            .chunks_exact(8)
-            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))
-            .collect();
+        let Some(pages) = msg::parse_invalidation(payload, self.heap_pages()) else {
+            self.bad_message(ctx.from, "invalidation");
+            return;
+        };
         {
             let mut st = lock(&self.state);
             // A page this task is writing keeps its copy until its own
@@ -2248,27 +2329,12 @@ fn merge_runs(mut runs: Vec<Run>) -> Vec<Run> {
     merged
 }
 
-/// An update message: tag, writer, heap offset, then the bytes.
-fn update_msg(tag: u32, writer: u32, off: u64, data: &[u8]) -> Vec<u8> {
-    let mut m = Vec::with_capacity(16 + data.len());
-    m.extend_from_slice(&tag.to_le_bytes());
-    m.extend_from_slice(&writer.to_le_bytes());
-    m.extend_from_slice(&off.to_le_bytes());
-    m.extend_from_slice(data);
-    m
-}
-
-/// Splits an update message; None when malformed.
-fn parse_update(m: &[u8]) -> Option<(u32, u32, u64, &[u8])> {
-    let tag = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
-    let writer = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?);
-    let off = u64::from_le_bytes(m.get(8..16)?.try_into().ok()?);
-    let data = m.get(16..)?;
-    // Updates never cross a page.
-    if data.is_empty() || page_of(off) != page_of(off + data.len() as u64 - 1) {
-        return None;
+/// `[off, off+len)` inside a region of `size` bytes: `off` as an index.
+fn span(off: u64, len: usize, size: u64) -> Result<usize, Error> {
+    match off.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(off as usize),
+        _ => Err(Error::Invalid("range outside the heap")),
     }
-    Some((tag, writer, off, data))
 }
 
 /// Short waits first, then sleeps: the other side is a remote round trip
@@ -2334,17 +2400,6 @@ mod tests {
     }
 
     #[test]
-    fn update_messages_round_trip_and_stay_in_a_page() {
-        let m = update_msg(TAG_COPY, 3, 4096 + 8, &[7; 16]);
-        assert_eq!(
-            parse_update(&m),
-            Some((TAG_COPY, 3, 4096 + 8, &[7u8; 16][..]))
-        );
-        assert_eq!(parse_update(&update_msg(TAG_HOME, 0, 4090, &[1; 16])), None);
-        assert_eq!(parse_update(&m[..10]), None);
-    }
-
-    #[test]
     fn protocol_names_and_codes() {
         for p in Protocol::ALL {
             assert_eq!(Protocol::parse(p.name()), Some(p));
@@ -2352,23 +2407,5 @@ mod tests {
         }
         assert_eq!(Protocol::from_code(0), None);
         assert_eq!(Protocol::parse("update_drct"), Some(Protocol::UpdateDirect));
-    }
-
-    #[test]
-    fn descriptors_carry_the_protocol() {
-        let r = Range {
-            start: 5,
-            pages: 3,
-            placement: Placement::Cyclic(2),
-            ft: 0,
-            protocol: Protocol::Update,
-            idx: 0,
-        };
-        let d = Range::decode(&r.encode(), 7).expect("decodes");
-        assert_eq!(
-            (d.start, d.pages, d.protocol, d.idx),
-            (5, 3, Protocol::Update, 7)
-        );
-        assert!(Range::decode(&[0u8; L::RANGE_BYTES], 0).is_none());
     }
 }

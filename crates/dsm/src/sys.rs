@@ -1,6 +1,8 @@
 //! The system calls the DSM needs — anonymous reservations, `madvise`,
-//! userfaultfd and an eventfd — behind a small safe wrapper. This is the
-//! only module with unsafe code; every -1 becomes an `io::Error`.
+//! userfaultfd and an eventfd — behind a small safe wrapper, and the
+//! raw-address copies the DSM's memory needs (`unsafe fn`s: their callers,
+//! a few accessors in `lib.rs`, check the range against the mapping
+//! first). Every -1 becomes an `io::Error`.
 //!
 //! The userfaultfd ABI (`linux/userfaultfd.h`) is not in the `libc` crate,
 //! so its structs and ioctl numbers are declared here.
@@ -174,6 +176,79 @@ pub struct Fault {
     pub wp: bool,
 }
 
+/// Only faults from user mode: the DSM's own accesses are user-mode
+/// copies, and this is the mode the kernel grants ordinary users under the
+/// default `vm.unprivileged_userfaultfd = 0` (Linux >= 5.11).
+const UFFD_USER_MODE_ONLY: libc::c_int = 1;
+/// `_IO(0xAA, 0x00)` on `/dev/userfaultfd` (Linux >= 6.1): a userfaultfd
+/// for whoever may open the device, whatever the sysctl says.
+const USERFAULTFD_IOC_NEW: libc::c_ulong = 0xAA00;
+const USERFAULTFD_DEV: &str = "/dev/userfaultfd";
+
+/// The `userfaultfd` system call with `flags`.
+fn uffd_syscall(flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with flags; returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A userfaultfd from `/dev/userfaultfd` with `flags`.
+fn uffd_device(flags: libc::c_int) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(USERFAULTFD_DEV)?;
+    // SAFETY: USERFAULTFD_IOC_NEW takes the flags by value and returns a
+    // new fd or -1.
+    let fd = check(unsafe { libc::ioctl(dev.as_raw_fd(), USERFAULTFD_IOC_NEW, flags) })?;
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens a userfaultfd for user-mode faults: the system call, then
+/// `/dev/userfaultfd`; each with `UFFD_USER_MODE_ONLY`, retried without
+/// it only where the kernel does not know the flag (EINVAL, before 5.11).
+fn open_uffd() -> io::Result<OwnedFd> {
+    fn with_fallback(open: fn(libc::c_int) -> io::Result<OwnedFd>) -> io::Result<OwnedFd> {
+        let base = libc::O_CLOEXEC | libc::O_NONBLOCK;
+        match open(base | UFFD_USER_MODE_ONLY) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(base),
+            r => r,
+        }
+    }
+    let refused = match with_fallback(uffd_syscall) {
+        Ok(fd) => return Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => e,
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "userfaultfd: this kernel has no userfaultfd (CONFIG_USERFAULTFD)",
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    let dev = match with_fallback(uffd_device) {
+        Ok(fd) => return Ok(fd),
+        Err(e) => e,
+    };
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "userfaultfd refused ({refused}): this kernel does not let this user handle \
+             page faults. The DSM asks for user-mode faults only, which Linux >= 5.11 \
+             allows every user; before 5.11 it needs the sysctl \
+             vm.unprivileged_userfaultfd=1 or CAP_SYS_PTRACE; a container's seccomp \
+             filter may forbid the call; {USERFAULTFD_DEV}: {dev}"
+        ),
+    ))
+}
+
 /// A userfaultfd, non-blocking.
 #[derive(Debug)]
 pub struct Uffd {
@@ -184,14 +259,7 @@ pub struct Uffd {
 impl Uffd {
     /// Opens a userfaultfd; `wp` asks for write-protect faults too.
     pub fn new(wp: bool) -> io::Result<Self> {
-        // SAFETY: plain syscall with flags; returns a new fd or -1.
-        let fd =
-            unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC | libc::O_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        let fd = open_uffd()?;
         let mut api = UffdioApi {
             api: UFFD_API,
             features: if wp { FEATURE_PAGEFAULT_FLAG_WP } else { 0 },
@@ -355,33 +423,56 @@ pub fn poll2(a: RawFd, b: RawFd, timeout_ms: i32) -> io::Result<(bool, bool)> {
 /// Reads `len` bytes at `addr` of this process's memory into a vector.
 /// The DSM calls it on heap pages (a missing page faults and is fetched
 /// by the fault thread) and on its own segments.
-pub fn copy_out(addr: usize, len: usize) -> Vec<u8> {
+///
+/// # Safety
+/// `[addr, addr+len)` lies in one mapping of this process that is
+/// readable and stays mapped for the whole call (the heap view or a live
+/// segment). Its bytes are plain data: other tasks and the program's own
+/// threads may change them concurrently only as a data-race-free program
+/// does, so the copy reads no torn value it relies on.
+pub unsafe fn copy_out(addr: usize, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
-    // SAFETY: callers pass ranges inside the heap reservation or a live
-    // segment mapping; the heap may change concurrently only through
-    // data-race-free programs' own threads, and bytes are plain data.
+    // SAFETY: the caller guarantees the source range is mapped and
+    // readable; `v` is a fresh buffer of `len` bytes, so they cannot
+    // overlap.
     unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, v.as_mut_ptr(), len) };
     v
 }
 
-/// Copies `data` to `addr` of this process's memory (a live segment).
-pub fn copy_in(addr: usize, data: &[u8]) {
-    // SAFETY: callers pass ranges inside a live segment mapping.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+/// Copies `data` to `addr` of this process's memory. `data` may itself
+/// be heap memory, even overlapping the destination (a C caller's
+/// `sss_dsm_write` from the heap): the copy is a memmove.
+///
+/// # Safety
+/// `[addr, addr+data.len())` lies in one writable mapping of this process
+/// that stays mapped for the whole call (the heap view or a live segment)
+/// and holds plain bytes (no Rust object's invariants).
+pub unsafe fn copy_in(addr: usize, data: &[u8]) {
+    // SAFETY: the caller guarantees the destination is mapped, writable
+    // and plain bytes; `copy` allows the ranges to overlap.
+    unsafe { std::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
 }
 
-/// The 8-byte atomic at `addr` (8-byte aligned, inside a live segment).
-pub fn word<'a>(addr: usize) -> &'a std::sync::atomic::AtomicU64 {
+/// The 8-byte atomic at `addr`.
+///
+/// # Safety
+/// `addr` is 8-byte aligned, its 8 bytes lie in a mapping of this process
+/// that stays mapped for `'a`, and every access to them, local or remote
+/// (MBCF atomics), is atomic.
+pub unsafe fn word<'a>(addr: usize) -> &'a std::sync::atomic::AtomicU64 {
     debug_assert!(addr % 8 == 0);
-    // SAFETY: callers pass aligned addresses inside a segment that lives
-    // as long as the DSM; remote updates to it are atomic too.
+    // SAFETY: alignment, lifetime and atomic-only access are the caller's
+    // guarantee; AtomicU64 has the layout of a u64.
     unsafe { &*(addr as *const std::sync::atomic::AtomicU64) }
 }
 
-/// Stores `value` at `addr` (checked by the caller: inside the heap and
-/// aligned for T). A missing page faults and is fetched first.
-pub fn store<T: Copy>(addr: *mut T, value: T) {
-    // SAFETY: the caller checked bounds and alignment; T is Copy (plain
-    // data), and heap pages are ordinary private memory.
+/// Stores `value` at `addr`. A missing heap page faults and is fetched
+/// first.
+///
+/// # Safety
+/// `addr` is aligned for `T` and valid for a write of `T` (inside the heap
+/// view); `T` is plain data, so any bytes there before may be overwritten.
+pub unsafe fn store<T: Copy>(addr: *mut T, value: T) {
+    // SAFETY: validity and alignment are the caller's guarantee.
     unsafe { addr.write_volatile(value) }
 }

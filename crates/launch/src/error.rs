@@ -10,6 +10,9 @@ pub enum RunError {
     /// `-n 0`.
     #[error("-n must be at least 1")]
     NoTasks,
+    /// `-n` above [`crate::MAX_TASKS`].
+    #[error("-n {0} is more than {max} tasks, the most an MBCF endpoint tracks peers for", max = crate::MAX_TASKS)]
+    TooManyTasks(u32),
     /// `--per-host 0`.
     #[error("--per-host must be at least 1")]
     ZeroPerHost,
@@ -96,6 +99,7 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::NoTasks
+            | RunError::TooManyTasks(_)
             | RunError::ZeroPerHost
             | RunError::BadTimeout(_)
             | RunError::HostfileRead { .. }

@@ -46,6 +46,11 @@ impl Plan {
         if a.np == 0 {
             return Err(RunError::NoTasks);
         }
+        // Before anything is sized by it (a rank table of 2^32 entries
+        // aborted the launcher).
+        if a.np > crate::MAX_TASKS {
+            return Err(RunError::TooManyTasks(a.np));
+        }
         let hosts = if let Some(path) = &a.hostfile {
             let text = std::fs::read_to_string(path).map_err(|source| RunError::HostfileRead {
                 path: path.clone(),

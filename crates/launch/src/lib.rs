@@ -105,10 +105,14 @@ pub enum Spawner {
     Ssh,
 }
 
+/// Most tasks in a job: the peers an MBCF endpoint tracks
+/// (`sss_proto::Config::max_peers`, 65 536).
+pub const MAX_TASKS: u32 = 1 << 16;
+
 /// Arguments of `sss run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Number of tasks.
+    /// Number of tasks, at most [`MAX_TASKS`].
     #[arg(short = 'n', long = "np", value_name = "N")]
     pub np: u32,
 

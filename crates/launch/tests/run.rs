@@ -9,8 +9,25 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const RUN: &str = env!("CARGO_BIN_EXE_sss-run");
-const TASK: &str = env!("CARGO_BIN_EXE_sss-test-task");
+/// `sss-run`: where cargo built it, or beside `target/<profile>/deps` of
+/// a copy of the build (`SSS_TEST_TREE`, see `scripts/test.sh`).
+fn run_exe() -> std::path::PathBuf {
+    built("sss-run", env!("CARGO_BIN_EXE_sss-run"))
+}
+
+/// `sss-test-task`, found as [`run_exe`] is.
+fn task_exe() -> std::path::PathBuf {
+    built("sss-test-task", env!("CARGO_BIN_EXE_sss-test-task"))
+}
+
+fn built(name: &str, at_build: &str) -> std::path::PathBuf {
+    if std::env::var_os("SSS_TEST_TREE").is_none() {
+        return at_build.into();
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile = exe.parent().and_then(Path::parent).expect("in deps/");
+    profile.join(name)
+}
 /// Hard limit for one launcher run in these tests.
 const LIMIT: Duration = Duration::from_secs(25);
 
@@ -61,9 +78,9 @@ fn wait_bounded(mut child: Child) -> Out {
 
 /// Runs `sss-run ARGS… sss-test-task STEPS…`.
 fn run(args: &[&str], steps: &[&str]) -> Out {
-    let child = Command::new(RUN)
+    let child = Command::new(run_exe())
         .args(args)
-        .arg(TASK)
+        .arg(task_exe())
         .args(steps)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -398,16 +415,11 @@ fn timeout_ends_the_job_with_124() {
 /// returns it once every task is up, with the job id.
 fn start_long_job(np: u32, dir: &Path) -> (Child, u32) {
     let pdir = format!("pids={}", dir.display());
-    let mut child = Command::new(RUN)
-        .args([
-            "-n",
-            &np.to_string(),
-            TASK,
-            "shm",
-            "0:escape-child",
-            &pdir,
-            "forever",
-        ])
+    let mut child = Command::new(run_exe())
+        .arg("-n")
+        .arg(np.to_string())
+        .arg(task_exe())
+        .args(["shm", "0:escape-child", &pdir, "forever"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -473,7 +485,7 @@ fn sigterm_to_the_launcher_is_forwarded() {
 
 #[test]
 fn missing_program_is_reported_with_127() {
-    let child = Command::new(RUN)
+    let child = Command::new(run_exe())
         .args(["-n", "2", "/nonexistent/program"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -488,6 +500,22 @@ fn missing_program_is_reported_with_127() {
         "{}",
         o.stderr
     );
+}
+
+/// Regression (issue 12): `-n 4294967295` aborted the launcher with
+/// "memory allocation of 68719476720 bytes failed".
+#[test]
+fn too_many_tasks_is_a_usage_error() {
+    for n in ["4294967295", "65537"] {
+        let o = run(&["-n", n], &["info"]);
+        assert_eq!(o.status, 2, "{}", o.stderr);
+        assert!(
+            o.stderr
+                .contains(&format!("-n {n} is more than 65536 tasks")),
+            "{}",
+            o.stderr
+        );
+    }
 }
 
 #[test]
@@ -524,7 +552,7 @@ fn slurm_environment_bootstraps_through_files() {
     let slurm_job = format!("{}", std::process::id());
     let children: Vec<Child> = (0..n)
         .map(|rank| {
-            let mut c = Command::new(TASK);
+            let mut c = Command::new(task_exe());
             for (k, _) in std::env::vars() {
                 if k.starts_with("SSS_")
                     || k.starts_with("SLURM_")
@@ -577,7 +605,7 @@ fn task_fails_cleanly_when_the_boot_server_vanishes() {
     let server = sss_boot::BootServer::bind("127.0.0.1:0", 99, 2).unwrap();
     let addr = server.addr();
     let handle = server.spawn().unwrap();
-    let child = Command::new(TASK)
+    let child = Command::new(task_exe())
         .env("SSS_JOB", "99")
         .env("SSS_RANK", "0")
         .env("SSS_SIZE", "2")
@@ -611,7 +639,7 @@ fn task_fails_cleanly_when_the_boot_server_vanishes() {
         .local_addr()
         .unwrap();
     let t = Instant::now();
-    let child = Command::new(TASK)
+    let child = Command::new(task_exe())
         .env("SSS_JOB", "99")
         .env("SSS_RANK", "0")
         .env("SSS_SIZE", "2")
@@ -657,11 +685,11 @@ fn fake_ssh(dir: &Path) -> String {
 }
 
 fn run_ssh(ssh: &str, args: &[&str], steps: &[&str]) -> Out {
-    let child = Command::new(RUN)
+    let child = Command::new(run_exe())
         .env("SSS_SSH", ssh)
         .args(["--spawner", "ssh"])
         .args(args)
-        .arg(TASK)
+        .arg(task_exe())
         .args(steps)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

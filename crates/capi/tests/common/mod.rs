@@ -35,9 +35,18 @@ pub fn launcher_mode(launch_env: &str) {
     std::process::exit(code);
 }
 
-/// The repository root.
+/// Names a copy of the files these tests read (headers, examples, C
+/// sources), laid out as in the repository, with the test binaries in its
+/// `target/<profile>/deps` beside a built libsss: how `scripts/test.sh`
+/// runs them as an ordinary user who may not reach the source tree.
+pub const TREE_ENV: &str = "SSS_TEST_TREE";
+
+/// The repository root (or its copy named by [`TREE_ENV`]).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    match std::env::var_os(TREE_ENV) {
+        Some(tree) => PathBuf::from(tree),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+    }
 }
 
 /// Builds libsss with this binary's profile and target directory (a no-op
@@ -56,19 +65,23 @@ pub fn lib_dir() -> &'static Path {
             Some("debug") | None => "dev".to_string(),
             Some(p) => p.to_string(),
         };
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "-p", "sss-capi", "--lib", "--profile", &profile])
-            .arg("--target-dir")
-            .arg(target)
-            .current_dir(root())
-            .output()
-            .expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p sss-capi failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        // A copy ([`TREE_ENV`]) comes with libsss built: nothing to build,
+        // and its user may have neither cargo nor a writable target.
+        if std::env::var_os(TREE_ENV).is_none() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "-p", "sss-capi", "--lib", "--profile", &profile])
+                .arg("--target-dir")
+                .arg(target)
+                .current_dir(root())
+                .output()
+                .expect("run cargo build");
+            assert!(
+                out.status.success(),
+                "cargo build -p sss-capi failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         for lib in ["libsss.so", "libsss.a"] {
             assert!(
                 dir.join(lib).is_file(),
