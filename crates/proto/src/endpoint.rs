@@ -3,8 +3,8 @@
 
 use crate::rtt::Rtt;
 use crate::{
-    Completion, Config, Event, McastId, Op, OpId, OpOptions, Outcome, Stats, SubmitError, Target,
-    Time,
+    Completion, Config, Event, McastId, Op, OpId, OpOptions, Outcome, PathInfo, Stats, SubmitError,
+    Target, Time,
 };
 use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -63,7 +63,12 @@ struct Channel {
     /// Bytes held in slots (header + payload), for back-pressure.
     buffered: usize,
     retx: VecDeque<u64>,
-    highest_sacked: u64,
+    /// RACK: send time and sequence number of the most recently sent packet
+    /// known delivered. Unacknowledged packets sent before it are lost once
+    /// they are older than `rack_rtt` plus a reordering allowance.
+    rack: Option<(Time, u64)>,
+    /// Round trip measured on the `rack` packet.
+    rack_rtt: Time,
     rto_at: Option<Time>,
     retries: u32,
     rtt: Rtt,
@@ -102,7 +107,8 @@ impl Channel {
             next_send: 1,
             buffered: 0,
             retx: VecDeque::new(),
-            highest_sacked: 0,
+            rack: None,
+            rack_rtt: 0,
             rto_at: None,
             retries: 0,
             rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
@@ -161,27 +167,51 @@ impl Channel {
         Some(self.recv_next as u32)
     }
 
-    /// Queues holes below the highest selectively acked packet that were
-    /// sent at least a reordering window ago (presumed lost, not merely
-    /// reordered), and arms `hole_at` for the ones still too young.
-    fn scan_holes(&mut self, now: Time) {
-        self.hole_at = None;
-        if self.highest_sacked <= self.base {
+    /// Notes that the transmission of `seq` sent at `sent` (retransmitted
+    /// or not) was acknowledged at `now`, for RACK.
+    fn delivered(&mut self, now: Time, seq: u64, sent: Time, retransmitted: bool) {
+        let rtt = now.saturating_sub(sent);
+        // An ack sooner than any round trip seen answers the original
+        // transmission, not the retransmission (RACK's ambiguity rule).
+        if retransmitted && self.rtt.min_rtt().is_some_and(|m| rtt < m) {
             return;
         }
-        let srtt = self.rtt.reorder_window();
-        let top = self.highest_sacked.min(self.next_send);
-        for seq in self.base..top {
+        if self.rack.is_none_or(|r| (sent, seq) > r) {
+            self.rack = Some((sent, seq));
+            self.rack_rtt = rtt;
+        }
+    }
+
+    /// RACK loss detection: queues every unacknowledged packet sent before
+    /// the most recently sent delivered one once it is older than that
+    /// packet's round trip plus a reordering allowance (lost, not merely
+    /// reordered), and arms `hole_at` for the ones still too young. Works
+    /// per packet, retransmissions and the last fragments of a message
+    /// included, so no loss waits for the retransmission timer while later
+    /// packets get through.
+    fn scan_holes(&mut self, now: Time) {
+        self.hole_at = None;
+        let Some(rack) = self.rack else { return };
+        let wait = self.rack_rtt + self.rtt.reorder_window(self.rack_rtt);
+        for seq in self.base..self.next_send {
             let slot = &mut self.slots[(seq - self.base) as usize];
+            let Some(t) = slot.sent_at else { break };
+            if (t, seq) > rack {
+                // First transmissions go out in sequence order, so every
+                // later packet was sent after this one.
+                if slot.retx == 0 {
+                    break;
+                }
+                continue;
+            }
             if slot.sacked || slot.queued {
                 continue;
             }
-            let Some(t) = slot.sent_at else { continue };
-            if now.saturating_sub(t) >= srtt {
+            let due = t.saturating_add(wait);
+            if now >= due {
                 slot.queued = true;
                 self.retx.push_back(seq);
             } else {
-                let due = t + srtt;
                 self.hole_at = Some(self.hole_at.map_or(due, |h| h.min(due)));
             }
         }
@@ -402,6 +432,18 @@ impl Endpoint {
             .sum::<usize>()
             + self.nofc_pending.len()
             + self.mcast_out.len()
+    }
+
+    /// Round-trip estimate and timeout toward `peer`, if a channel exists.
+    pub fn path(&self, peer: TaskId) -> Option<PathInfo> {
+        self.index.get(&peer).map(|&i| {
+            let r = &self.chans[i].rtt;
+            PathInfo {
+                srtt: r.srtt(),
+                rto: r.rto(),
+                backoff: r.backoff(),
+            }
+        })
     }
 
     /// True when `peer` was declared down.
@@ -969,16 +1011,27 @@ impl Endpoint {
         let c = &mut self.chans[ci];
         let ack = unwrap_seq(c.base, ack_wire).min(c.next_send);
         let mut progress = false;
-        let mut sample = None;
+        // The most recently sent packet this ack newly covers: (sent at,
+        // seq, retransmitted). Only its round trip is a clean sample; an
+        // older one acknowledged now (cumulatively, once a hole below it
+        // was filled) would count the hole's recovery as round trip,
+        // inflating the timeout, which slows recovery, which inflates the
+        // next sample: the loss cliff.
+        let mut newest: Option<(Time, u64, bool)> = None;
+        let mut note = |seq: u64, slot: &Slot| {
+            if let Some(t) = slot.sent_at {
+                if newest.is_none_or(|(nt, ns, _)| (t, seq) > (nt, ns)) {
+                    newest = Some((t, seq, slot.retx > 0));
+                }
+            }
+        };
         while c.base < ack {
             let Some(s) = c.slots.pop_front() else {
                 break;
             };
             c.buffered -= s.cost();
-            if s.retx == 0 {
-                if let Some(t) = s.sent_at {
-                    sample = Some(now.saturating_sub(t));
-                }
+            if !s.sacked {
+                note(c.base, &s);
             }
             c.base += 1;
             progress = true;
@@ -991,14 +1044,16 @@ impl Endpoint {
                 if !slot.sacked {
                     slot.sacked = true;
                     progress = true;
+                    note(seq, slot);
                 }
             }
-            if e > c.highest_sacked {
-                c.highest_sacked = e;
-            }
         }
-        if let Some(r) = sample {
-            c.rtt.sample(r);
+        if let Some((sent, seq, retransmitted)) = newest {
+            // Karn's rule: a retransmitted packet's ack is ambiguous.
+            if !retransmitted {
+                c.rtt.sample(now.saturating_sub(sent));
+            }
+            c.delivered(now, seq, sent, retransmitted);
         }
         if progress || c.slots.is_empty() {
             // Hearing from the peer with nothing of ours unacknowledged is

@@ -325,6 +325,17 @@ pub enum SubmitError {
     TooManyPeers,
 }
 
+/// Round-trip state of the channel with one peer, for monitoring and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathInfo {
+    /// Smoothed round trip (the initial timeout before any sample).
+    pub srtt: Time,
+    /// Retransmission timeout in force, back-off included.
+    pub rto: Time,
+    /// Back-off exponent: timeouts since the last acknowledged progress.
+    pub backoff: u32,
+}
+
 /// Counters of one endpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
