@@ -1,13 +1,16 @@
 //! The endpoint: one reliable channel per peer, multicast forwarding, and
 //! the event queue. See the crate docs for the call order.
 
+use crate::reorder::{self, Refused, Reorder};
 use crate::rtt::Rtt;
 use crate::{
     Completion, Config, Event, McastId, Op, OpId, OpOptions, Outcome, PathInfo, Stats, SubmitError,
     Target, Time,
 };
 use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Sequence numbers are 32 bits on the wire and 64 bits here, so ordering
 /// never has to think about wrap-around. A wire value is read as the 64-bit
@@ -31,6 +34,10 @@ struct Slot {
     sacked: bool,
     /// Waiting in the retransmission queue.
     queued: bool,
+    /// What the peer's reorder buffer is charged for the packets pushed
+    /// before this one, and with it (see `Channel::may_send_new`).
+    start: u64,
+    end: u64,
 }
 
 impl Slot {
@@ -86,7 +93,9 @@ struct Channel {
     // Receive side.
     peer_epoch: Option<u32>,
     recv_next: u64,
-    ooo: BTreeMap<u64, Vec<u8>>,
+    ooo: Reorder,
+    /// The peer's reorder budget in bytes, assumed equal to ours.
+    ooo_budget: usize,
     unacked: u32,
     ack_now: bool,
     ack_at: Option<Time>,
@@ -118,7 +127,8 @@ impl Channel {
             hole_at: None,
             peer_epoch: None,
             recv_next: 1,
-            ooo: BTreeMap::new(),
+            ooo: Reorder::default(),
+            ooo_budget: cfg.ooo_bytes,
             unacked: 0,
             ack_now: false,
             ack_at: None,
@@ -140,6 +150,8 @@ impl Channel {
         let seq = self.next_seq;
         self.next_seq += 1;
         meta.seq = seq as u32;
+        let wire = HEADER_LEN + meta.body.ext_len() + payload.len();
+        let start = self.slots.back().map_or(0, |s| s.end);
         let slot = Slot {
             meta,
             payload,
@@ -147,6 +159,8 @@ impl Channel {
             retx: 0,
             sacked: false,
             queued: false,
+            start,
+            end: start + reorder::cost(wire) as u64,
         };
         self.buffered += slot.cost();
         self.slots.push_back(slot);
@@ -154,10 +168,19 @@ impl Channel {
     }
 
     fn wants_send(&self, window: u32) -> bool {
-        !self.retx.is_empty()
-            || (self.next_send < self.next_seq && self.next_send - self.base < window as u64)
-            || self.ack_now
-            || self.probe
+        !self.retx.is_empty() || self.may_send_new(window) || self.ack_now || self.probe
+    }
+
+    /// True when the next new packet may go out: within the window, and
+    /// within what the peer's reorder buffer holds (`ooo_budget`, as
+    /// configured here), so that a loss never makes it drop the packets
+    /// behind the hole, which would all have to come again.
+    fn may_send_new(&self, window: u32) -> bool {
+        if self.next_send >= self.next_seq || self.next_send - self.base >= window as u64 {
+            return false;
+        }
+        let i = (self.next_send - self.base) as usize;
+        i == 0 || self.slots[i].end - self.slots[0].start <= self.ooo_budget as u64
     }
 
     fn piggybacked(&mut self) -> Option<u32> {
@@ -251,7 +274,7 @@ impl Channel {
             self.arm_rto(now);
             return true;
         }
-        if self.next_send < self.next_seq && self.next_send - self.base < window as u64 {
+        if self.may_send_new(window) {
             let ack = self.piggybacked();
             let slot = &mut self.slots[(self.next_send - self.base) as usize];
             emit_slot(slot, ack, out);
@@ -349,6 +372,8 @@ pub struct Endpoint {
     mcast_out: HashMap<u32, (u32, TaskId)>,
     mcast_fwd: HashMap<(TaskId, u32), Forward>,
     stats: Stats,
+    /// Bytes held in every channel's out-of-order buffer.
+    ooo_held: Arc<AtomicUsize>,
 }
 
 fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'static> {
@@ -388,7 +413,35 @@ impl Endpoint {
             mcast_out: HashMap::new(),
             mcast_fwd: HashMap::new(),
             stats: Stats::default(),
+            ooo_held: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Bytes held in out-of-order buffers, over all peers (bounded by
+    /// [`Config::ooo_total`]).
+    pub fn reorder_bytes(&self) -> usize {
+        self.ooo_held.load(Ordering::Relaxed)
+    }
+
+    /// Bytes held in the out-of-order buffer of `peer` (bounded by
+    /// [`Config::ooo_bytes`]).
+    pub fn reorder_bytes_of(&self, peer: TaskId) -> usize {
+        self.index
+            .get(&peer)
+            .map_or(0, |&i| self.chans[i].ooo.bytes())
+    }
+
+    /// Peers with channel state here (members talked to or heard from).
+    pub fn channels(&self) -> usize {
+        self.chans.len()
+    }
+
+    /// True when `t` may be talked to: a member of this endpoint's job
+    /// when [`Config::members`] is set.
+    fn is_member(&self, t: TaskId) -> bool {
+        self.cfg
+            .members
+            .is_none_or(|n| t.job == self.local.job && t.rank < n)
     }
 
     /// This endpoint's task id.
@@ -904,6 +957,20 @@ impl Endpoint {
     /// Handles one received datagram. Incoming operations are applied
     /// through `target`, in order and exactly once.
     pub fn handle_datagram<T: Target + ?Sized>(&mut self, now: Time, data: &[u8], target: &mut T) {
+        self.handle_datagram_from(now, None, data, target);
+    }
+
+    /// As [`Endpoint::handle_datagram`], for a datagram the caller knows
+    /// came from task `from` (its source address is that task's): one
+    /// claiming another source is dropped and counted as
+    /// [`Stats::not_member`].
+    pub fn handle_datagram_from<T: Target + ?Sized>(
+        &mut self,
+        now: Time,
+        from: Option<TaskId>,
+        data: &[u8],
+        target: &mut T,
+    ) {
         self.stats.packets_received += 1;
         self.stats.bytes_received += data.len() as u64;
         let pkt = match Packet::parse(data) {
@@ -917,6 +984,13 @@ impl Endpoint {
             self.stats.misdelivered += 1;
             return;
         }
+        // Before any state exists for the source: strangers must not
+        // grow the channel table or its buffers.
+        if from.is_some_and(|f| f != pkt.src) || !self.is_member(pkt.src) {
+            self.stats.not_member += 1;
+            return;
+        }
+
         let Ok(ci) = self.channel(pkt.src) else {
             return;
         };
@@ -966,11 +1040,12 @@ impl Endpoint {
                 self.stats.out_of_window += 1;
                 return;
             }
-            match c.ooo.entry(seq) {
-                std::collections::btree_map::Entry::Occupied(_) => self.stats.duplicates += 1,
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(data.to_vec());
-                }
+            let (limit, total) = (self.cfg.ooo_bytes, self.cfg.ooo_total);
+            match c.ooo.insert(seq, data, limit, &self.ooo_held, total) {
+                Ok(()) => {}
+                Err(Refused::Duplicate) => self.stats.duplicates += 1,
+                // Not stored and not selectively acked: the sender resends.
+                Err(Refused::Budget) => self.stats.reorder_dropped += 1,
             }
             c.ack_now = true;
             self.mark_ready(ci);
@@ -985,7 +1060,7 @@ impl Endpoint {
                 return;
             }
             let next = c.recv_next;
-            let Some(buf) = c.ooo.remove(&next) else {
+            let Some(buf) = c.ooo.remove(next) else {
                 break;
             };
             c.recv_next += 1;

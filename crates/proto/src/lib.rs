@@ -52,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 mod endpoint;
+mod reorder;
 mod rtt;
 
 pub use endpoint::Endpoint;
@@ -96,6 +97,17 @@ pub struct Config {
     pub epoch: u32,
     /// Most peers tracked at once; packets from further peers are dropped.
     pub max_peers: usize,
+    /// Tasks of this endpoint's job: when set, datagrams from another job
+    /// or a rank at or past it are dropped before any state is created
+    /// for them ([`Stats::not_member`]). `None` accepts any source.
+    pub members: Option<u32>,
+    /// Bytes of datagrams past a hole held per peer; further ones are
+    /// dropped unacknowledged ([`Stats::reorder_dropped`]) and come again.
+    /// Also the most bytes in flight toward a peer (its budget is taken to
+    /// be the same), so that one loss never costs more than itself.
+    pub ooo_bytes: usize,
+    /// Bytes held in out-of-order buffers over all peers.
+    pub ooo_total: usize,
 }
 
 impl Default for Config {
@@ -116,6 +128,9 @@ impl Default for Config {
             nofc_reply_timeout: 100_000_000,
             epoch: 1,
             max_peers: 1 << 16,
+            members: None,
+            ooo_bytes: 512 << 10,
+            ooo_total: 64 << 20,
         }
     }
 }
@@ -369,4 +384,9 @@ pub struct Stats {
     pub nofc_sent: u64,
     /// Combined multicast acks that reached this endpoint as origin.
     pub mcast_acks: u64,
+    /// Received packets dropped because their source is not a member of
+    /// the job, or not the task the datagram came from.
+    pub not_member: u64,
+    /// Out-of-order packets dropped over the reorder buffer's budget.
+    pub reorder_dropped: u64,
 }
