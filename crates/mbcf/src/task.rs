@@ -676,6 +676,13 @@ pub struct TaskStats {
     /// Tasks this one woke ahead of time: blocked SS-Waiters whose
     /// partner it had just written to.
     pub prewakes: u64,
+    /// Datagrams dropped because they did not come from a member of the
+    /// job: an address no task has, another job, a rank past the job, or
+    /// a rank other than the one whose address sent it.
+    pub foreign: u64,
+    /// Out-of-order datagrams dropped over the reorder budget (they come
+    /// again).
+    pub reorder_dropped: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -684,6 +691,38 @@ struct PeerInfo {
     node: String,
     pid: u32,
     signal_key: u64,
+}
+
+/// The rank behind each udp source address, so that a datagram's claimed
+/// source can be checked against where it came from.
+struct Senders {
+    by_addr: HashMap<SocketAddr, u32>,
+    /// Tasks bound to an unspecified address are known by port alone.
+    by_port: HashMap<u16, u32>,
+}
+
+impl Senders {
+    fn new(peers: &[PeerInfo]) -> Self {
+        let mut s = Self {
+            by_addr: HashMap::new(),
+            by_port: HashMap::new(),
+        };
+        for (r, p) in peers.iter().enumerate() {
+            if p.addr.ip().is_unspecified() {
+                s.by_port.insert(p.addr.port(), r as u32);
+            } else {
+                s.by_addr.insert(p.addr, r as u32);
+            }
+        }
+        s
+    }
+
+    fn rank(&self, a: SocketAddr) -> Option<u32> {
+        self.by_addr
+            .get(&a)
+            .or_else(|| self.by_port.get(&a.port()))
+            .copied()
+    }
 }
 
 struct Net {
@@ -718,6 +757,9 @@ pub(crate) struct Inner {
     size: u32,
     node: String,
     peers: Vec<PeerInfo>,
+    senders: Senders,
+    /// Datagrams from addresses of no task ([`TaskStats::foreign`]).
+    foreign: AtomicU64,
     segs: RwLock<SegTable>,
     handlers: RwLock<HashMap<u32, Handler>>,
     groups: Mutex<HashMap<u32, Vec<u32>>>,
@@ -899,6 +941,7 @@ impl Task {
         let local_size = peers.iter().filter(|p| p.node == node).count();
         bind(cfg.bind, local_rank, local_size);
         let mut pcfg = cfg.proto.clone();
+        pcfg.members = Some(size);
         pcfg.epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_secs() as u32);
@@ -907,6 +950,8 @@ impl Task {
             rank,
             size,
             node,
+            senders: Senders::new(&peers),
+            foreign: AtomicU64::new(0),
             peers,
             segs: RwLock::new(SegTable::new(job, rank)),
             handlers: RwLock::new(HashMap::new()),
@@ -983,6 +1028,11 @@ impl Task {
     /// The process id of task `rank`.
     pub fn pid_of(&self, rank: u32) -> Option<u32> {
         self.inner.peers.get(rank as usize).map(|p| p.pid)
+    }
+    /// The udp address of task `rank`: datagrams claiming to come from
+    /// it are accepted from this address only.
+    pub fn udp_addr_of(&self, rank: u32) -> Option<SocketAddr> {
+        self.inner.peers.get(rank as usize).map(|p| p.addr)
     }
     /// The key that protects this task's signal handlers; peers learn it
     /// when they join.
@@ -1533,6 +1583,8 @@ impl Task {
             bad_packets: s.bad_packets,
             sswait_idle_blocks: self.inner.idle_blocks.load(Ordering::Relaxed),
             prewakes: self.inner.prewakes.load(Ordering::Relaxed),
+            foreign: s.not_member + self.inner.foreign.load(Ordering::Relaxed),
+            reorder_dropped: s.reorder_dropped,
         }
     }
 
@@ -2187,12 +2239,9 @@ impl Inner {
             };
             for _ in 0..256 {
                 match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                    Ok((0, _)) => {}
-                    Ok((n, seg)) => {
-                        let now = self.now();
-                        for d in buf[..n].chunks(seg.max(1)) {
-                            net.ep.handle_datagram(now, d, &mut applier);
-                        }
+                    Ok((0, _, _)) => {}
+                    Ok((n, seg, from)) => {
+                        self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
                     }
                     Err(_) => break,
                 }
@@ -2244,13 +2293,10 @@ impl Inner {
                     match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                         // A doorbell: a same-node sender queued a signal
                         // for the progress thread, which must hear of it.
-                        Ok((0, _)) => doorbell = true,
-                        Ok((n, seg)) => {
+                        Ok((0, _, _)) => doorbell = true,
+                        Ok((n, seg, from)) => {
                             any = true;
-                            let now = self.now();
-                            for d in buf[..n].chunks(seg.max(1)) {
-                                net.ep.handle_datagram(now, d, &mut applier);
-                            }
+                            self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
                         }
                         Err(_) => break,
                     }
@@ -2276,6 +2322,29 @@ impl Inner {
                 self.wake.notify();
             }
             self.notify_waiters();
+        }
+    }
+
+    /// Hands the datagrams of one receive (`seg` bytes each) from `from`
+    /// to the endpoint, as coming from the task at that address; drops and
+    /// counts them when no task of the job has it.
+    fn receive(
+        &self,
+        ep: &mut Endpoint,
+        applier: &mut Applier<'_>,
+        data: &[u8],
+        seg: usize,
+        from: Option<SocketAddr>,
+    ) {
+        let Some(rank) = from.and_then(|a| self.senders.rank(a)) else {
+            let n = data.len().div_ceil(seg.max(1)) as u64;
+            self.foreign.fetch_add(n, Ordering::Relaxed);
+            return;
+        };
+        let src = Some(TaskId::new(self.job, rank));
+        let now = self.now();
+        for d in data.chunks(seg.max(1)) {
+            ep.handle_datagram_from(now, src, d, applier);
         }
     }
 
