@@ -136,7 +136,8 @@ impl Bootstrap for sss_boot::Boot {
     }
 }
 
-/// Tunables of a task, read from the environment by [`TaskConfig::from_env`].
+/// Tunables of a task, read from the environment by [`TaskConfig::from_env`]
+/// (in `settings.rs`).
 #[derive(Debug, Clone)]
 pub struct TaskConfig {
     /// Protocol tunables.
@@ -242,85 +243,6 @@ impl Default for TaskConfig {
             sswait: SsWaitTuning::default(),
             bind: Bind::Auto,
         }
-    }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok()?.trim().parse().ok()
-}
-
-impl TaskConfig {
-    /// Defaults overridden by `SSS_TRANSPORT` (`auto`: shm within a node,
-    /// udp across; `udp`: udp everywhere; `shm` means `auto`, as shm cannot
-    /// reach other nodes), `SSS_SPIN_US`, `SSS_SOCKBUF`,
-    /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
-    /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), SS-Wait's
-    /// `SSS_SSWAIT_SPIN_US`, `SSS_SSWAIT_BLOCK_US`, `SSS_SSWAIT_YIELDS`,
-    /// `SSS_SSWAIT_YIELD_US` ([`SsWaitTuning`]), `SSS_BIND` ([`Bind`]:
-    /// `auto`, `core` or `none`), and the fault
-    /// injector's `SSS_FAULT_DROP` / `SSS_FAULT_DUP` (fractions of outgoing
-    /// udp datagrams dropped / duplicated).
-    pub fn from_env() -> Self {
-        let mut c = Self::default();
-        if let Some(v) = env_u64("SSS_SPIN_US") {
-            c.spin = Duration::from_micros(v);
-        }
-        match std::env::var("SSS_BIND").as_deref().map(str::trim) {
-            Ok("core") => c.bind = Bind::Core,
-            Ok("none") => c.bind = Bind::None,
-            _ => {}
-        }
-        match std::env::var("SSS_TRANSPORT").as_deref() {
-            Ok("udp") => c.transport = Transport::Udp,
-            Ok("shm") | Ok("auto") => c.transport = Transport::Auto,
-            _ => {}
-        }
-        let frac = |n: &str| {
-            std::env::var(n)
-                .ok()
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| (0.0..=1.0).contains(v))
-        };
-        if let Some(v) = frac("SSS_FAULT_DROP") {
-            c.fault_drop = v;
-        }
-        if let Some(v) = frac("SSS_FAULT_DUP") {
-            c.fault_dup = v;
-        }
-        if let Some(v) = env_u64("SSS_SOCKBUF") {
-            c.sockbuf = v.min(i32::MAX as u64) as i32;
-        }
-        if let Some(v) = env_u64("SSS_RETRIES") {
-            c.proto.max_retries = v as u32;
-        }
-        if let Some(v) = env_u64("SSS_RTO_MIN_US") {
-            c.proto.min_rto = v * 1000;
-        }
-        if let Some(v) = env_u64("SSS_RTO_MAX_US") {
-            c.proto.max_rto = v * 1000;
-        }
-        if let Some(v) = env_u64("SSS_WINDOW") {
-            c.proto.window = v.clamp(1, 1 << 16) as u32;
-        }
-        if let Some(v) = env_u64("SSS_PAYLOAD") {
-            c.proto.payload_size = v.clamp(64, 65_000) as usize;
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_SPIN_US") {
-            c.sswait.spin = Duration::from_micros(v);
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_BLOCK_US") {
-            c.sswait.block = Duration::from_micros(v.max(1));
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_YIELDS") {
-            c.sswait.yields = v.min(u32::MAX as u64) as u32;
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_YIELD_US") {
-            c.sswait.yield_for = Duration::from_micros(v);
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_CPUS").filter(|&v| v > 0) {
-            c.sswait.cpus = Some(v as usize);
-        }
-        c
     }
 }
 
@@ -892,14 +814,18 @@ impl Task {
     /// Open MPI variables, or a job of one task when there are none.
     /// Tunables come from the environment ([`TaskConfig::from_env`]).
     pub fn init() -> Result<Task, Error> {
+        // Settings first: a bad one fails every task at once, before any
+        // of them waits for the others.
+        let cfg = TaskConfig::from_env()?;
         let boot = sss_boot::Boot::from_env().map_err(|e| Error::Boot(e.to_string()))?;
-        Self::join(Box::new(boot), TaskConfig::from_env())
+        Self::join(Box::new(boot), cfg)
     }
 
     /// Joins the job described by `boot`: binds a UDP socket on the node's
     /// address, swaps addresses with every task, starts the progress
     /// thread.
     pub fn join(mut boot: Box<dyn Bootstrap>, cfg: TaskConfig) -> Result<Task, Error> {
+        cfg.proto.validate().map_err(Error::Config)?;
         let (job, rank, size, node) = (boot.job(), boot.rank(), boot.size(), boot.node());
         let sock = UdpSocket::bind((bind_addr(&node), 0))?;
         sock.set_nonblocking(true)?;

@@ -4,8 +4,8 @@
 use crate::reorder::{self, Refused, Reorder};
 use crate::rtt::Rtt;
 use crate::{
-    Completion, Config, Event, McastId, Op, OpId, OpOptions, Outcome, PathInfo, Stats, SubmitError,
-    Target, Time,
+    Completion, Config, ConfigError, Event, McastId, Op, OpId, OpOptions, Outcome, PathInfo, Stats,
+    SubmitError, Target, Time,
 };
 use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
 use std::collections::{HashMap, VecDeque};
@@ -395,11 +395,19 @@ fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'s
 }
 
 impl Endpoint {
-    /// An endpoint for task `local`.
+    /// An endpoint for task `local`, with `cfg` checked first
+    /// ([`Config::validate`]).
+    pub fn try_new(local: TaskId, cfg: Config) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        Ok(Self::new(local, cfg))
+    }
+
+    /// An endpoint for task `local`. Fields of `cfg` outside their range
+    /// are forced into it (see [`Endpoint::try_new`] to refuse them).
     pub fn new(local: TaskId, cfg: Config) -> Self {
         Self {
             local,
-            cfg,
+            cfg: cfg.clamped(),
             chans: Vec::new(),
             index: HashMap::new(),
             ready: VecDeque::new(),

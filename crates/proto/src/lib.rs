@@ -56,6 +56,39 @@ mod reorder;
 mod rtt;
 
 pub use endpoint::Endpoint;
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_field_and_clamping_fixes_it() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        let bad = Config {
+            max_rto: 0,
+            ..Config::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "max_rto");
+        let bad = Config {
+            min_rto: 300_000_000,
+            ..Config::default()
+        };
+        let e = bad.validate().unwrap_err();
+        assert_eq!((e.field, e.max), ("min_rto", 200_000_000));
+        let wild = Config {
+            payload_size: 0,
+            window: 0,
+            min_rto: u64::MAX,
+            max_rto: 0,
+            initial_rto: u64::MAX,
+            ack_delay: u64::MAX,
+            nofc_reply_timeout: u64::MAX,
+            multicast_arity: 0,
+            ..Config::default()
+        };
+        assert_eq!(wild.clamped().validate(), Ok(()));
+    }
+}
 pub use sss_wire::{Body, Frag, Notify, Packet, Status, TaskId};
 
 /// Time in nanoseconds from an origin the caller picks (virtual time in
@@ -132,6 +165,79 @@ impl Default for Config {
             ooo_bytes: 512 << 10,
             ooo_total: 64 << 20,
         }
+    }
+}
+
+/// Longest time setting a [`Config`] may hold (one hour): timers add it to
+/// the clock, which must not overflow.
+pub const MAX_TIME_SETTING: Time = 3_600_000_000_000;
+
+/// Largest payload per packet: a datagram of it and the header fits UDP.
+pub const MAX_PAYLOAD: usize = 65_000;
+
+/// Largest window: sequence numbers are compared within half their
+/// 32-bit space.
+pub const MAX_WINDOW: u32 = 1 << 20;
+
+/// A [`Config`] field outside its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value} is outside {min}..={max}")]
+pub struct ConfigError {
+    /// The field.
+    pub field: &'static str,
+    /// Its value.
+    pub value: u64,
+    /// Smallest value allowed.
+    pub min: u64,
+    /// Largest value allowed.
+    pub max: u64,
+}
+
+impl Config {
+    /// Checks every field against its range, and `min_rto <= max_rto`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let check = |field, value: u64, min: u64, max: u64| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    field,
+                    value,
+                    min,
+                    max,
+                })
+            }
+        };
+        let t = MAX_TIME_SETTING;
+        check(
+            "payload_size",
+            self.payload_size as u64,
+            1,
+            MAX_PAYLOAD as u64,
+        )?;
+        check("window", self.window.into(), 1, MAX_WINDOW.into())?;
+        check("max_rto", self.max_rto, 1, t)?;
+        check("min_rto", self.min_rto, 1, self.max_rto)?;
+        check("initial_rto", self.initial_rto, 1, t)?;
+        check("ack_delay", self.ack_delay, 0, t)?;
+        check("nofc_reply_timeout", self.nofc_reply_timeout, 0, t)?;
+        check("multicast_arity", self.multicast_arity.into(), 1, 255)?;
+        Ok(())
+    }
+
+    /// This configuration with every field forced into its range, so that
+    /// an endpoint built from anything stays well defined.
+    fn clamped(mut self) -> Self {
+        let t = MAX_TIME_SETTING;
+        self.payload_size = self.payload_size.clamp(1, MAX_PAYLOAD);
+        self.window = self.window.clamp(1, MAX_WINDOW);
+        self.max_rto = self.max_rto.clamp(1, t);
+        self.min_rto = self.min_rto.clamp(1, self.max_rto);
+        self.initial_rto = self.initial_rto.clamp(1, t);
+        self.ack_delay = self.ack_delay.min(t);
+        self.nofc_reply_timeout = self.nofc_reply_timeout.min(t);
+        self.multicast_arity = self.multicast_arity.max(1);
+        self
     }
 }
 

@@ -18,6 +18,8 @@ pub(crate) struct Rtt {
 
 impl Rtt {
     pub(crate) fn new(initial: Time, min: Time, max: Time) -> Self {
+        // The endpoint's configuration is clamped; stay total regardless.
+        let max = max.max(min);
         Self {
             srtt: None,
             min_rtt: None,
