@@ -365,6 +365,10 @@ pub struct Endpoint {
     nofc_out: VecDeque<(TaskId, Vec<u8>)>,
     nofc_next: u32,
     nofc_pending: HashMap<u32, (TaskId, Pending)>,
+    /// No-flow-control operations that asked for no reply, until their
+    /// reply deadline: a NACK for one is reported once, duplicates and
+    /// late ones are dropped.
+    nofc_quiet: HashMap<u32, TaskId>,
     nofc_deadlines: VecDeque<(Time, u32)>,
     events: VecDeque<Event>,
     groups: HashMap<u32, Vec<TaskId>>,
@@ -414,6 +418,7 @@ impl Endpoint {
             nofc_out: VecDeque::new(),
             nofc_next: 1,
             nofc_pending: HashMap::new(),
+            nofc_quiet: HashMap::new(),
             nofc_deadlines: VecDeque::new(),
             events: VecDeque::new(),
             groups: HashMap::new(),
@@ -681,9 +686,11 @@ impl Endpoint {
                 _ => Pending::Status,
             };
             self.nofc_pending.insert(id, (dst, p));
-            self.nofc_deadlines
-                .push_back((now + self.cfg.nofc_reply_timeout, id));
+        } else {
+            self.nofc_quiet.insert(id, dst);
         }
+        self.nofc_deadlines
+            .push_back((now + self.cfg.nofc_reply_timeout, id));
         Ok(OpId {
             peer: dst,
             id,
@@ -866,6 +873,7 @@ impl Endpoint {
                 break;
             }
             self.nofc_deadlines.pop_front();
+            self.nofc_quiet.remove(&id);
             if let Some((peer, _)) = self.nofc_pending.remove(&id) {
                 self.events.push_back(Event::Completed {
                     op: OpId {
@@ -1314,13 +1322,19 @@ impl Endpoint {
             nofc: pkt.flags.nofc,
         };
         let pending = if pkt.flags.nofc {
-            self.nofc_pending.get_mut(&pkt.op).map(|(_, p)| p)
+            self.nofc_pending
+                .get_mut(&pkt.op)
+                .filter(|(to, _)| *to == peer)
+                .map(|(_, p)| p)
         } else {
             self.chans[ci].pending.get_mut(&pkt.op)
         };
         let Some(p) = pending else {
-            // A NACK for an operation that asked for no reply.
-            if pkt.body == Body::Status && !pkt.status.is_ok() {
+            // A NACK for an operation that asked for no reply; unsequenced
+            // ones may come twice (or never were ours): report once.
+            let known =
+                !pkt.flags.nofc || self.nofc_quiet.remove(&pkt.op).is_some_and(|to| to == peer);
+            if known && pkt.body == Body::Status && !pkt.status.is_ok() {
                 self.events.push_back(Event::Completed {
                     op,
                     result: Err(pkt.status),

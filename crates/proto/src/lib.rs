@@ -124,7 +124,8 @@ pub struct Config {
     pub multicast_arity: u8,
     /// Groups with at most this many receivers use a chain instead.
     pub chain_threshold: usize,
-    /// How long a no-flow-control operation waits for its reply.
+    /// How long a no-flow-control operation waits for its reply (one that
+    /// asked for none still gets its NACK reported until then, once).
     pub nofc_reply_timeout: Time,
     /// This endpoint's incarnation; must grow when a task restarts.
     pub epoch: u32,
