@@ -27,13 +27,15 @@
 //!   CAS, FETCH_ADD, FIFO, SIGNAL) are safe.
 //! - **Acks.** The receiver acknowledges cumulatively, piggybacked on any
 //!   packet going back or in a delayed ACK, with selective-ack blocks for
-//!   packets past a hole. The sender retransmits from its own copy: holes
-//!   reported by selective acks after about one round trip, everything
-//!   outstanding when the retransmission timer (RFC 6298 estimator, Karn's
-//!   rule, exponential back-off) fires.
-//! - **Back-pressure.** At most [`Config::window`] packets are in flight per
-//!   peer, and at most [`Config::send_buffer`] bytes wait per peer; past
-//!   that, submit returns [`SubmitError::WouldBlock`] and nothing is queued.
+//!   packets past a hole. The sender retransmits from its own copy: a
+//!   packet once a packet sent after it was acknowledged and a reordering
+//!   allowance passed (RACK), the oldest one when the retransmission timer
+//!   (RFC 6298 estimator, Karn's rule, exponential back-off reset by any
+//!   ack of new data) fires.
+//! - **Back-pressure.** At most [`Config::window`] packets and
+//!   [`Config::ooo_bytes`] bytes are in flight per peer, and at most
+//!   [`Config::send_buffer`] bytes wait per peer; past that, submit
+//!   returns [`SubmitError::WouldBlock`] and nothing is queued.
 //! - **Failure.** A peer that acknowledges nothing through
 //!   [`Config::max_retries`] consecutive timeouts is declared down: every
 //!   pending operation to it completes with [`Status::NodeDown`], an
