@@ -80,6 +80,7 @@ fn clone_mbcf(e: &sss_mbcf::Error) -> sss_mbcf::Error {
         sss_mbcf::Error::NoSuchTask(r) => sss_mbcf::Error::NoSuchTask(*r),
         sss_mbcf::Error::Invalid(m) => sss_mbcf::Error::Invalid(m),
         sss_mbcf::Error::Shutdown => sss_mbcf::Error::Shutdown,
+        sss_mbcf::Error::Setting(s) => sss_mbcf::Error::Setting(s.clone()),
         other => sss_mbcf::Error::Boot(other.to_string()),
     }
 }

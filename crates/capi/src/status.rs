@@ -212,6 +212,7 @@ impl From<Error> for Failure {
             Error::Invalid("unknown group") => Status::NoSuchGroup,
             Error::Invalid(_) => Status::InvalidParam,
             Error::Boot(_) => Status::Boot,
+            Error::Setting(_) | Error::Config(_) => Status::InvalidParam,
             Error::Io(io) => match io.kind() {
                 std::io::ErrorKind::OutOfMemory | std::io::ErrorKind::StorageFull => {
                     Status::NoMemory

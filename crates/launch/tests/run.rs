@@ -292,9 +292,9 @@ fn exit_status_of_a_clean_job_is_zero() {
 #[test]
 fn task_out_of_file_descriptors_fails_at_boot_at_once() {
     let t = Instant::now();
-    let child = Command::new(RUN)
+    let child = Command::new(run_exe())
         .args(["-n", "2"])
-        .arg(TASK)
+        .arg(task_exe())
         .arg("info")
         .env("SSS_TEST_TASK_NO_FDS", "1")
         .env_remove("SSS_BOOT_TIMEOUT")

@@ -17,7 +17,7 @@ fn main() {
         .into_iter()
         .map(|b| {
             std::thread::spawn(move || {
-                let t = Task::join(Box::new(b), TaskConfig::from_env()).unwrap();
+                let t = Task::join(Box::new(b), TaskConfig::from_env().unwrap()).unwrap();
                 let seg_len = (2 * size).max(1 << 20);
                 let seg = t.alloc(seg_len, Perm::ALL).unwrap();
                 let all = t.exchange(&seg).unwrap();

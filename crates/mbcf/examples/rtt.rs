@@ -22,7 +22,7 @@ fn main() {
         .map(|b| {
             let mode = mode2.clone();
             std::thread::spawn(move || {
-                let t = Task::join(Box::new(b), TaskConfig::from_env()).unwrap();
+                let t = Task::join(Box::new(b), TaskConfig::from_env().unwrap()).unwrap();
                 let seg = t.alloc(4096, Perm::ALL).unwrap();
                 let all = t.exchange(&seg).unwrap();
                 let peer = &all[1 - t.rank() as usize];

@@ -34,12 +34,14 @@ mod fifo;
 pub mod idm;
 mod mem;
 mod segment;
+mod settings;
 mod shm;
 mod sys;
 mod task;
 
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
+pub use settings::{parse_choice, parse_in, SettingError};
 pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{
@@ -92,6 +94,12 @@ pub enum Error {
     /// The task is shutting down.
     #[error("task is shutting down")]
     Shutdown,
+    /// A setting from the environment is out of range.
+    #[error("bad setting: {0}")]
+    Setting(#[from] SettingError),
+    /// The protocol configuration is out of range.
+    #[error("bad protocol configuration: {0}")]
+    Config(sss_proto::ConfigError),
 }
 
 impl Error {

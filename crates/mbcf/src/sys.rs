@@ -445,16 +445,46 @@ pub fn send_gso(fd: RawFd, buf: &[u8], seg: u16, dst: std::net::SocketAddr) -> i
     cvt_isize(unsafe { libc::sendmsg(fd, &msg, 0) })
 }
 
-/// Receives into `buf`; returns the bytes and the size of the datagrams
-/// they hold (less than the bytes when GRO coalesced several).
-pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, usize)> {
+/// The address in `ss` (as filled in by the kernel), if IPv4 or IPv6.
+fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
+    match i32::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in;
+            // sockaddr_storage is larger and aligned for it.
+            let sin: libc::sockaddr_in =
+                unsafe { std::ptr::read((ss as *const libc::sockaddr_storage).cast()) };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some((ip, u16::from_be(sin.sin_port)).into())
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6: libc::sockaddr_in6 =
+                unsafe { std::ptr::read((ss as *const libc::sockaddr_storage).cast()) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some((ip, u16::from_be(sin6.sin6_port)).into())
+        }
+        _ => None,
+    }
+}
+
+/// Receives into `buf`; returns the bytes, the size of the datagrams they
+/// hold (less than the bytes when GRO coalesced several, all from one
+/// source), and the source address.
+pub fn recv_segments(
+    fd: RawFd,
+    buf: &mut [u8],
+) -> io::Result<(usize, usize, Option<std::net::SocketAddr>)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     let mut cbuf = [0u64; 8];
+    // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     // SAFETY: msghdr is plain old data; all-zero is valid.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut ss as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = cbuf.as_mut_ptr().cast();
@@ -476,5 +506,6 @@ pub fn recv_segments(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, usize)> {
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    Ok((n, seg))
+    let from = (msg.msg_namelen > 0).then(|| from_sockaddr(&ss)).flatten();
+    Ok((n, seg, from))
 }

@@ -136,7 +136,8 @@ impl Bootstrap for sss_boot::Boot {
     }
 }
 
-/// Tunables of a task, read from the environment by [`TaskConfig::from_env`].
+/// Tunables of a task, read from the environment by [`TaskConfig::from_env`]
+/// (in `settings.rs`).
 #[derive(Debug, Clone)]
 pub struct TaskConfig {
     /// Protocol tunables.
@@ -242,85 +243,6 @@ impl Default for TaskConfig {
             sswait: SsWaitTuning::default(),
             bind: Bind::Auto,
         }
-    }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok()?.trim().parse().ok()
-}
-
-impl TaskConfig {
-    /// Defaults overridden by `SSS_TRANSPORT` (`auto`: shm within a node,
-    /// udp across; `udp`: udp everywhere; `shm` means `auto`, as shm cannot
-    /// reach other nodes), `SSS_SPIN_US`, `SSS_SOCKBUF`,
-    /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
-    /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), SS-Wait's
-    /// `SSS_SSWAIT_SPIN_US`, `SSS_SSWAIT_BLOCK_US`, `SSS_SSWAIT_YIELDS`,
-    /// `SSS_SSWAIT_YIELD_US` ([`SsWaitTuning`]), `SSS_BIND` ([`Bind`]:
-    /// `auto`, `core` or `none`), and the fault
-    /// injector's `SSS_FAULT_DROP` / `SSS_FAULT_DUP` (fractions of outgoing
-    /// udp datagrams dropped / duplicated).
-    pub fn from_env() -> Self {
-        let mut c = Self::default();
-        if let Some(v) = env_u64("SSS_SPIN_US") {
-            c.spin = Duration::from_micros(v);
-        }
-        match std::env::var("SSS_BIND").as_deref().map(str::trim) {
-            Ok("core") => c.bind = Bind::Core,
-            Ok("none") => c.bind = Bind::None,
-            _ => {}
-        }
-        match std::env::var("SSS_TRANSPORT").as_deref() {
-            Ok("udp") => c.transport = Transport::Udp,
-            Ok("shm") | Ok("auto") => c.transport = Transport::Auto,
-            _ => {}
-        }
-        let frac = |n: &str| {
-            std::env::var(n)
-                .ok()
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| (0.0..=1.0).contains(v))
-        };
-        if let Some(v) = frac("SSS_FAULT_DROP") {
-            c.fault_drop = v;
-        }
-        if let Some(v) = frac("SSS_FAULT_DUP") {
-            c.fault_dup = v;
-        }
-        if let Some(v) = env_u64("SSS_SOCKBUF") {
-            c.sockbuf = v.min(i32::MAX as u64) as i32;
-        }
-        if let Some(v) = env_u64("SSS_RETRIES") {
-            c.proto.max_retries = v as u32;
-        }
-        if let Some(v) = env_u64("SSS_RTO_MIN_US") {
-            c.proto.min_rto = v * 1000;
-        }
-        if let Some(v) = env_u64("SSS_RTO_MAX_US") {
-            c.proto.max_rto = v * 1000;
-        }
-        if let Some(v) = env_u64("SSS_WINDOW") {
-            c.proto.window = v.clamp(1, 1 << 16) as u32;
-        }
-        if let Some(v) = env_u64("SSS_PAYLOAD") {
-            c.proto.payload_size = v.clamp(64, 65_000) as usize;
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_SPIN_US") {
-            c.sswait.spin = Duration::from_micros(v);
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_BLOCK_US") {
-            c.sswait.block = Duration::from_micros(v.max(1));
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_YIELDS") {
-            c.sswait.yields = v.min(u32::MAX as u64) as u32;
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_YIELD_US") {
-            c.sswait.yield_for = Duration::from_micros(v);
-        }
-        if let Some(v) = env_u64("SSS_SSWAIT_CPUS").filter(|&v| v > 0) {
-            c.sswait.cpus = Some(v as usize);
-        }
-        c
     }
 }
 
@@ -676,6 +598,13 @@ pub struct TaskStats {
     /// Tasks this one woke ahead of time: blocked SS-Waiters whose
     /// partner it had just written to.
     pub prewakes: u64,
+    /// Datagrams dropped because they did not come from a member of the
+    /// job: an address no task has, another job, a rank past the job, or
+    /// a rank other than the one whose address sent it.
+    pub foreign: u64,
+    /// Out-of-order datagrams dropped over the reorder budget (they come
+    /// again).
+    pub reorder_dropped: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -684,6 +613,38 @@ struct PeerInfo {
     node: String,
     pid: u32,
     signal_key: u64,
+}
+
+/// The rank behind each udp source address, so that a datagram's claimed
+/// source can be checked against where it came from.
+struct Senders {
+    by_addr: HashMap<SocketAddr, u32>,
+    /// Tasks bound to an unspecified address are known by port alone.
+    by_port: HashMap<u16, u32>,
+}
+
+impl Senders {
+    fn new(peers: &[PeerInfo]) -> Self {
+        let mut s = Self {
+            by_addr: HashMap::new(),
+            by_port: HashMap::new(),
+        };
+        for (r, p) in peers.iter().enumerate() {
+            if p.addr.ip().is_unspecified() {
+                s.by_port.insert(p.addr.port(), r as u32);
+            } else {
+                s.by_addr.insert(p.addr, r as u32);
+            }
+        }
+        s
+    }
+
+    fn rank(&self, a: SocketAddr) -> Option<u32> {
+        self.by_addr
+            .get(&a)
+            .or_else(|| self.by_port.get(&a.port()))
+            .copied()
+    }
 }
 
 struct Net {
@@ -718,6 +679,9 @@ pub(crate) struct Inner {
     size: u32,
     node: String,
     peers: Vec<PeerInfo>,
+    senders: Senders,
+    /// Datagrams from addresses of no task ([`TaskStats::foreign`]).
+    foreign: AtomicU64,
     segs: RwLock<SegTable>,
     handlers: RwLock<HashMap<u32, Handler>>,
     groups: Mutex<HashMap<u32, Vec<u32>>>,
@@ -850,14 +814,18 @@ impl Task {
     /// Open MPI variables, or a job of one task when there are none.
     /// Tunables come from the environment ([`TaskConfig::from_env`]).
     pub fn init() -> Result<Task, Error> {
+        // Settings first: a bad one fails every task at once, before any
+        // of them waits for the others.
+        let cfg = TaskConfig::from_env()?;
         let boot = sss_boot::Boot::from_env().map_err(|e| Error::Boot(e.to_string()))?;
-        Self::join(Box::new(boot), TaskConfig::from_env())
+        Self::join(Box::new(boot), cfg)
     }
 
     /// Joins the job described by `boot`: binds a UDP socket on the node's
     /// address, swaps addresses with every task, starts the progress
     /// thread.
     pub fn join(mut boot: Box<dyn Bootstrap>, cfg: TaskConfig) -> Result<Task, Error> {
+        cfg.proto.validate().map_err(Error::Config)?;
         let (job, rank, size, node) = (boot.job(), boot.rank(), boot.size(), boot.node());
         let sock = UdpSocket::bind((bind_addr(&node), 0))?;
         sock.set_nonblocking(true)?;
@@ -899,6 +867,7 @@ impl Task {
         let local_size = peers.iter().filter(|p| p.node == node).count();
         bind(cfg.bind, local_rank, local_size);
         let mut pcfg = cfg.proto.clone();
+        pcfg.members = Some(size);
         pcfg.epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_secs() as u32);
@@ -907,6 +876,8 @@ impl Task {
             rank,
             size,
             node,
+            senders: Senders::new(&peers),
+            foreign: AtomicU64::new(0),
             peers,
             segs: RwLock::new(SegTable::new(job, rank)),
             handlers: RwLock::new(HashMap::new()),
@@ -983,6 +954,11 @@ impl Task {
     /// The process id of task `rank`.
     pub fn pid_of(&self, rank: u32) -> Option<u32> {
         self.inner.peers.get(rank as usize).map(|p| p.pid)
+    }
+    /// The udp address of task `rank`: datagrams claiming to come from
+    /// it are accepted from this address only.
+    pub fn udp_addr_of(&self, rank: u32) -> Option<SocketAddr> {
+        self.inner.peers.get(rank as usize).map(|p| p.addr)
     }
     /// The key that protects this task's signal handlers; peers learn it
     /// when they join.
@@ -1533,6 +1509,8 @@ impl Task {
             bad_packets: s.bad_packets,
             sswait_idle_blocks: self.inner.idle_blocks.load(Ordering::Relaxed),
             prewakes: self.inner.prewakes.load(Ordering::Relaxed),
+            foreign: s.not_member + self.inner.foreign.load(Ordering::Relaxed),
+            reorder_dropped: s.reorder_dropped,
         }
     }
 
@@ -2187,12 +2165,9 @@ impl Inner {
             };
             for _ in 0..256 {
                 match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                    Ok((0, _)) => {}
-                    Ok((n, seg)) => {
-                        let now = self.now();
-                        for d in buf[..n].chunks(seg.max(1)) {
-                            net.ep.handle_datagram(now, d, &mut applier);
-                        }
+                    Ok((0, _, _)) => {}
+                    Ok((n, seg, from)) => {
+                        self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
                     }
                     Err(_) => break,
                 }
@@ -2244,13 +2219,10 @@ impl Inner {
                     match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                         // A doorbell: a same-node sender queued a signal
                         // for the progress thread, which must hear of it.
-                        Ok((0, _)) => doorbell = true,
-                        Ok((n, seg)) => {
+                        Ok((0, _, _)) => doorbell = true,
+                        Ok((n, seg, from)) => {
                             any = true;
-                            let now = self.now();
-                            for d in buf[..n].chunks(seg.max(1)) {
-                                net.ep.handle_datagram(now, d, &mut applier);
-                            }
+                            self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
                         }
                         Err(_) => break,
                     }
@@ -2276,6 +2248,29 @@ impl Inner {
                 self.wake.notify();
             }
             self.notify_waiters();
+        }
+    }
+
+    /// Hands the datagrams of one receive (`seg` bytes each) from `from`
+    /// to the endpoint, as coming from the task at that address; drops and
+    /// counts them when no task of the job has it.
+    fn receive(
+        &self,
+        ep: &mut Endpoint,
+        applier: &mut Applier<'_>,
+        data: &[u8],
+        seg: usize,
+        from: Option<SocketAddr>,
+    ) {
+        let Some(rank) = from.and_then(|a| self.senders.rank(a)) else {
+            let n = data.len().div_ceil(seg.max(1)) as u64;
+            self.foreign.fetch_add(n, Ordering::Relaxed);
+            return;
+        };
+        let src = Some(TaskId::new(self.job, rank));
+        let now = self.now();
+        for d in data.chunks(seg.max(1)) {
+            ep.handle_datagram_from(now, src, d, applier);
         }
     }
 

@@ -1,13 +1,16 @@
 //! The endpoint: one reliable channel per peer, multicast forwarding, and
 //! the event queue. See the crate docs for the call order.
 
+use crate::reorder::{self, Refused, Reorder};
 use crate::rtt::Rtt;
 use crate::{
-    Completion, Config, Event, McastId, Op, OpId, OpOptions, Outcome, Stats, SubmitError, Target,
-    Time,
+    Completion, Config, ConfigError, Event, McastId, Op, OpId, OpOptions, Outcome, PathInfo, Stats,
+    SubmitError, Target, Time,
 };
 use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Sequence numbers are 32 bits on the wire and 64 bits here, so ordering
 /// never has to think about wrap-around. A wire value is read as the 64-bit
@@ -31,6 +34,10 @@ struct Slot {
     sacked: bool,
     /// Waiting in the retransmission queue.
     queued: bool,
+    /// What the peer's reorder buffer is charged for the packets pushed
+    /// before this one, and with it (see `Channel::may_send_new`).
+    start: u64,
+    end: u64,
 }
 
 impl Slot {
@@ -63,7 +70,12 @@ struct Channel {
     /// Bytes held in slots (header + payload), for back-pressure.
     buffered: usize,
     retx: VecDeque<u64>,
-    highest_sacked: u64,
+    /// RACK: send time and sequence number of the most recently sent packet
+    /// known delivered. Unacknowledged packets sent before it are lost once
+    /// they are older than `rack_rtt` plus a reordering allowance.
+    rack: Option<(Time, u64)>,
+    /// Round trip measured on the `rack` packet.
+    rack_rtt: Time,
     rto_at: Option<Time>,
     retries: u32,
     rtt: Rtt,
@@ -83,7 +95,9 @@ struct Channel {
     // Receive side.
     peer_epoch: Option<u32>,
     recv_next: u64,
-    ooo: BTreeMap<u64, Vec<u8>>,
+    ooo: Reorder,
+    /// The peer's reorder budget in bytes, assumed equal to ours.
+    ooo_budget: usize,
     unacked: u32,
     ack_now: bool,
     ack_at: Option<Time>,
@@ -104,7 +118,8 @@ impl Channel {
             next_send: 1,
             buffered: 0,
             retx: VecDeque::new(),
-            highest_sacked: 0,
+            rack: None,
+            rack_rtt: 0,
             rto_at: None,
             retries: 0,
             rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
@@ -115,7 +130,8 @@ impl Channel {
             probe_every: 0,
             peer_epoch: None,
             recv_next: 1,
-            ooo: BTreeMap::new(),
+            ooo: Reorder::default(),
+            ooo_budget: cfg.ooo_bytes,
             unacked: 0,
             ack_now: false,
             ack_at: None,
@@ -137,6 +153,8 @@ impl Channel {
         let seq = self.next_seq;
         self.next_seq += 1;
         meta.seq = seq as u32;
+        let wire = HEADER_LEN + meta.body.ext_len() + payload.len();
+        let start = self.slots.back().map_or(0, |s| s.end);
         let slot = Slot {
             meta,
             payload,
@@ -144,6 +162,8 @@ impl Channel {
             retx: 0,
             sacked: false,
             queued: false,
+            start,
+            end: start + reorder::cost(wire) as u64,
         };
         self.buffered += slot.cost();
         self.slots.push_back(slot);
@@ -164,10 +184,19 @@ impl Channel {
         if self.down {
             return self.probe;
         }
-        !self.retx.is_empty()
-            || (self.next_send < self.next_seq && self.next_send - self.base < window as u64)
-            || self.ack_now
-            || self.probe
+        !self.retx.is_empty() || self.may_send_new(window) || self.ack_now || self.probe
+    }
+
+    /// True when the next new packet may go out: within the window, and
+    /// within what the peer's reorder buffer holds (`ooo_budget`, as
+    /// configured here), so that a loss never makes it drop the packets
+    /// behind the hole, which would all have to come again.
+    fn may_send_new(&self, window: u32) -> bool {
+        if self.next_send >= self.next_seq || self.next_send - self.base >= window as u64 {
+            return false;
+        }
+        let i = (self.next_send - self.base) as usize;
+        i == 0 || self.slots[i].end - self.slots[0].start <= self.ooo_budget as u64
     }
 
     fn piggybacked(&mut self) -> Option<u32> {
@@ -177,27 +206,51 @@ impl Channel {
         Some(self.recv_next as u32)
     }
 
-    /// Queues holes below the highest selectively acked packet that were
-    /// sent at least a reordering window ago (presumed lost, not merely
-    /// reordered), and arms `hole_at` for the ones still too young.
-    fn scan_holes(&mut self, now: Time) {
-        self.hole_at = None;
-        if self.highest_sacked <= self.base {
+    /// Notes that the transmission of `seq` sent at `sent` (retransmitted
+    /// or not) was acknowledged at `now`, for RACK.
+    fn delivered(&mut self, now: Time, seq: u64, sent: Time, retransmitted: bool) {
+        let rtt = now.saturating_sub(sent);
+        // An ack sooner than any round trip seen answers the original
+        // transmission, not the retransmission (RACK's ambiguity rule).
+        if retransmitted && self.rtt.min_rtt().is_some_and(|m| rtt < m) {
             return;
         }
-        let srtt = self.rtt.reorder_window();
-        let top = self.highest_sacked.min(self.next_send);
-        for seq in self.base..top {
+        if self.rack.is_none_or(|r| (sent, seq) > r) {
+            self.rack = Some((sent, seq));
+            self.rack_rtt = rtt;
+        }
+    }
+
+    /// RACK loss detection: queues every unacknowledged packet sent before
+    /// the most recently sent delivered one once it is older than that
+    /// packet's round trip plus a reordering allowance (lost, not merely
+    /// reordered), and arms `hole_at` for the ones still too young. Works
+    /// per packet, retransmissions and the last fragments of a message
+    /// included, so no loss waits for the retransmission timer while later
+    /// packets get through.
+    fn scan_holes(&mut self, now: Time) {
+        self.hole_at = None;
+        let Some(rack) = self.rack else { return };
+        let wait = self.rack_rtt + self.rtt.reorder_window(self.rack_rtt);
+        for seq in self.base..self.next_send {
             let slot = &mut self.slots[(seq - self.base) as usize];
+            let Some(t) = slot.sent_at else { break };
+            if (t, seq) > rack {
+                // First transmissions go out in sequence order, so every
+                // later packet was sent after this one.
+                if slot.retx == 0 {
+                    break;
+                }
+                continue;
+            }
             if slot.sacked || slot.queued {
                 continue;
             }
-            let Some(t) = slot.sent_at else { continue };
-            if now.saturating_sub(t) >= srtt {
+            let due = t.saturating_add(wait);
+            if now >= due {
                 slot.queued = true;
                 self.retx.push_back(seq);
             } else {
-                let due = t + srtt;
                 self.hole_at = Some(self.hole_at.map_or(due, |h| h.min(due)));
             }
         }
@@ -242,10 +295,7 @@ impl Channel {
             self.arm_rto(now);
             return true;
         }
-        if !self.down
-            && self.next_send < self.next_seq
-            && self.next_send - self.base < window as u64
-        {
+        if !self.down && self.may_send_new(window) {
             let ack = self.piggybacked();
             let slot = &mut self.slots[(self.next_send - self.base) as usize];
             emit_slot(slot, ack, out);
@@ -359,6 +409,10 @@ pub struct Endpoint {
     nofc_out: VecDeque<(TaskId, Vec<u8>)>,
     nofc_next: u32,
     nofc_pending: HashMap<u32, (TaskId, Pending)>,
+    /// No-flow-control operations that asked for no reply, until their
+    /// reply deadline: a NACK for one is reported once, duplicates and
+    /// late ones are dropped.
+    nofc_quiet: HashMap<u32, TaskId>,
     nofc_deadlines: VecDeque<(Time, u32)>,
     events: VecDeque<Event>,
     groups: HashMap<u32, Vec<TaskId>>,
@@ -369,6 +423,8 @@ pub struct Endpoint {
     /// The latest time any call brought, for work started without one
     /// (arming the probe of a peer declared down).
     now: Time,
+    /// Bytes held in every channel's out-of-order buffer.
+    ooo_held: Arc<AtomicUsize>,
 }
 
 fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'static> {
@@ -390,17 +446,26 @@ fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'s
 }
 
 impl Endpoint {
-    /// An endpoint for task `local`.
+    /// An endpoint for task `local`, with `cfg` checked first
+    /// ([`Config::validate`]).
+    pub fn try_new(local: TaskId, cfg: Config) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        Ok(Self::new(local, cfg))
+    }
+
+    /// An endpoint for task `local`. Fields of `cfg` outside their range
+    /// are forced into it (see [`Endpoint::try_new`] to refuse them).
     pub fn new(local: TaskId, cfg: Config) -> Self {
         Self {
             local,
-            cfg,
+            cfg: cfg.clamped(),
             chans: Vec::new(),
             index: HashMap::new(),
             ready: VecDeque::new(),
             nofc_out: VecDeque::new(),
             nofc_next: 1,
             nofc_pending: HashMap::new(),
+            nofc_quiet: HashMap::new(),
             nofc_deadlines: VecDeque::new(),
             events: VecDeque::new(),
             groups: HashMap::new(),
@@ -409,7 +474,35 @@ impl Endpoint {
             mcast_fwd: HashMap::new(),
             stats: Stats::default(),
             now: 0,
+            ooo_held: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Bytes held in out-of-order buffers, over all peers (bounded by
+    /// [`Config::ooo_total`]).
+    pub fn reorder_bytes(&self) -> usize {
+        self.ooo_held.load(Ordering::Relaxed)
+    }
+
+    /// Bytes held in the out-of-order buffer of `peer` (bounded by
+    /// [`Config::ooo_bytes`]).
+    pub fn reorder_bytes_of(&self, peer: TaskId) -> usize {
+        self.index
+            .get(&peer)
+            .map_or(0, |&i| self.chans[i].ooo.bytes())
+    }
+
+    /// Peers with channel state here (members talked to or heard from).
+    pub fn channels(&self) -> usize {
+        self.chans.len()
+    }
+
+    /// True when `t` may be talked to: a member of this endpoint's job
+    /// when [`Config::members`] is set.
+    fn is_member(&self, t: TaskId) -> bool {
+        self.cfg
+            .members
+            .is_none_or(|n| t.job == self.local.job && t.rank < n)
     }
 
     /// This endpoint's task id.
@@ -454,6 +547,18 @@ impl Endpoint {
         self.chans.iter().map(Channel::in_flight).sum::<usize>()
             + self.nofc_pending.len()
             + self.mcast_out.len()
+    }
+
+    /// Round-trip estimate and timeout toward `peer`, if a channel exists.
+    pub fn path(&self, peer: TaskId) -> Option<PathInfo> {
+        self.index.get(&peer).map(|&i| {
+            let r = &self.chans[i].rtt;
+            PathInfo {
+                srtt: r.srtt(),
+                rto: r.rto(),
+                backoff: r.backoff(),
+            }
+        })
     }
 
     /// True when `peer` was declared down.
@@ -665,9 +770,11 @@ impl Endpoint {
                 _ => Pending::Status,
             };
             self.nofc_pending.insert(id, (dst, p));
-            self.nofc_deadlines
-                .push_back((now + self.cfg.nofc_reply_timeout, id));
+        } else {
+            self.nofc_quiet.insert(id, dst);
         }
+        self.nofc_deadlines
+            .push_back((now + self.cfg.nofc_reply_timeout, id));
         Ok(OpId {
             peer: dst,
             id,
@@ -857,6 +964,7 @@ impl Endpoint {
                 break;
             }
             self.nofc_deadlines.pop_front();
+            self.nofc_quiet.remove(&id);
             if let Some((peer, _)) = self.nofc_pending.remove(&id) {
                 self.events.push_back(Event::Completed {
                     op: OpId {
@@ -969,6 +1077,20 @@ impl Endpoint {
     /// Handles one received datagram. Incoming operations are applied
     /// through `target`, in order and exactly once.
     pub fn handle_datagram<T: Target + ?Sized>(&mut self, now: Time, data: &[u8], target: &mut T) {
+        self.handle_datagram_from(now, None, data, target);
+    }
+
+    /// As [`Endpoint::handle_datagram`], for a datagram the caller knows
+    /// came from task `from` (its source address is that task's): one
+    /// claiming another source is dropped and counted as
+    /// [`Stats::not_member`].
+    pub fn handle_datagram_from<T: Target + ?Sized>(
+        &mut self,
+        now: Time,
+        from: Option<TaskId>,
+        data: &[u8],
+        target: &mut T,
+    ) {
         self.now = self.now.max(now);
         self.stats.packets_received += 1;
         self.stats.bytes_received += data.len() as u64;
@@ -983,6 +1105,13 @@ impl Endpoint {
             self.stats.misdelivered += 1;
             return;
         }
+        // Before any state exists for the source: strangers must not
+        // grow the channel table or its buffers.
+        if from.is_some_and(|f| f != pkt.src) || !self.is_member(pkt.src) {
+            self.stats.not_member += 1;
+            return;
+        }
+
         let Ok(ci) = self.channel(pkt.src) else {
             return;
         };
@@ -1035,11 +1164,12 @@ impl Endpoint {
                 self.stats.out_of_window += 1;
                 return;
             }
-            match c.ooo.entry(seq) {
-                std::collections::btree_map::Entry::Occupied(_) => self.stats.duplicates += 1,
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(data.to_vec());
-                }
+            let (limit, total) = (self.cfg.ooo_bytes, self.cfg.ooo_total);
+            match c.ooo.insert(seq, data, limit, &self.ooo_held, total) {
+                Ok(()) => {}
+                Err(Refused::Duplicate) => self.stats.duplicates += 1,
+                // Not stored and not selectively acked: the sender resends.
+                Err(Refused::Budget) => self.stats.reorder_dropped += 1,
             }
             c.ack_now = true;
             self.mark_ready(ci);
@@ -1054,7 +1184,7 @@ impl Endpoint {
                 return;
             }
             let next = c.recv_next;
-            let Some(buf) = c.ooo.remove(&next) else {
+            let Some(buf) = c.ooo.remove(next) else {
                 break;
             };
             c.recv_next += 1;
@@ -1080,16 +1210,27 @@ impl Endpoint {
         let c = &mut self.chans[ci];
         let ack = unwrap_seq(c.base, ack_wire).min(c.next_send);
         let mut progress = false;
-        let mut sample = None;
+        // The most recently sent packet this ack newly covers: (sent at,
+        // seq, retransmitted). Only its round trip is a clean sample; an
+        // older one acknowledged now (cumulatively, once a hole below it
+        // was filled) would count the hole's recovery as round trip,
+        // inflating the timeout, which slows recovery, which inflates the
+        // next sample: the loss cliff.
+        let mut newest: Option<(Time, u64, bool)> = None;
+        let mut note = |seq: u64, slot: &Slot| {
+            if let Some(t) = slot.sent_at {
+                if newest.is_none_or(|(nt, ns, _)| (t, seq) > (nt, ns)) {
+                    newest = Some((t, seq, slot.retx > 0));
+                }
+            }
+        };
         while c.base < ack {
             let Some(s) = c.slots.pop_front() else {
                 break;
             };
             c.buffered -= s.cost();
-            if s.retx == 0 {
-                if let Some(t) = s.sent_at {
-                    sample = Some(now.saturating_sub(t));
-                }
+            if !s.sacked {
+                note(c.base, &s);
             }
             c.base += 1;
             progress = true;
@@ -1102,14 +1243,16 @@ impl Endpoint {
                 if !slot.sacked {
                     slot.sacked = true;
                     progress = true;
+                    note(seq, slot);
                 }
             }
-            if e > c.highest_sacked {
-                c.highest_sacked = e;
-            }
         }
-        if let Some(r) = sample {
-            c.rtt.sample(r);
+        if let Some((sent, seq, retransmitted)) = newest {
+            // Karn's rule: a retransmitted packet's ack is ambiguous.
+            if !retransmitted {
+                c.rtt.sample(now.saturating_sub(sent));
+            }
+            c.delivered(now, seq, sent, retransmitted);
         }
         if progress || c.slots.is_empty() {
             // Hearing from the peer with nothing of ours unacknowledged is
@@ -1287,13 +1430,19 @@ impl Endpoint {
             nofc: pkt.flags.nofc,
         };
         let pending = if pkt.flags.nofc {
-            self.nofc_pending.get_mut(&pkt.op).map(|(_, p)| p)
+            self.nofc_pending
+                .get_mut(&pkt.op)
+                .filter(|(to, _)| *to == peer)
+                .map(|(_, p)| p)
         } else {
             self.chans[ci].pending.get_mut(&pkt.op)
         };
         let Some(p) = pending else {
-            // A NACK for an operation that asked for no reply.
-            if pkt.body == Body::Status && !pkt.status.is_ok() {
+            // A NACK for an operation that asked for no reply; unsequenced
+            // ones may come twice (or never were ours): report once.
+            let known =
+                !pkt.flags.nofc || self.nofc_quiet.remove(&pkt.op).is_some_and(|to| to == peer);
+            if known && pkt.body == Body::Status && !pkt.status.is_ok() {
                 self.events.push_back(Event::Completed {
                     op,
                     result: Err(pkt.status),

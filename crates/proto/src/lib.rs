@@ -27,13 +27,15 @@
 //!   CAS, FETCH_ADD, FIFO, SIGNAL) are safe.
 //! - **Acks.** The receiver acknowledges cumulatively, piggybacked on any
 //!   packet going back or in a delayed ACK, with selective-ack blocks for
-//!   packets past a hole. The sender retransmits from its own copy: holes
-//!   reported by selective acks after about one round trip, everything
-//!   outstanding when the retransmission timer (RFC 6298 estimator, Karn's
-//!   rule, exponential back-off) fires.
-//! - **Back-pressure.** At most [`Config::window`] packets are in flight per
-//!   peer, and at most [`Config::send_buffer`] bytes wait per peer; past
-//!   that, submit returns [`SubmitError::WouldBlock`] and nothing is queued.
+//!   packets past a hole. The sender retransmits from its own copy: a
+//!   packet once a packet sent after it was acknowledged and a reordering
+//!   allowance passed (RACK), the oldest one when the retransmission timer
+//!   (RFC 6298 estimator, Karn's rule, exponential back-off reset by any
+//!   ack of new data) fires.
+//! - **Back-pressure.** At most [`Config::window`] packets and
+//!   [`Config::ooo_bytes`] bytes are in flight per peer, and at most
+//!   [`Config::send_buffer`] bytes wait per peer; past that, submit
+//!   returns [`SubmitError::WouldBlock`] and nothing is queued.
 //! - **Failure.** A peer that acknowledges nothing through
 //!   [`Config::max_retries`] consecutive timeouts is declared down: every
 //!   pending operation to it completes with [`Status::NodeDown`], an
@@ -62,9 +64,43 @@
 #![forbid(unsafe_code)]
 
 mod endpoint;
+mod reorder;
 mod rtt;
 
 pub use endpoint::Endpoint;
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_field_and_clamping_fixes_it() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        let bad = Config {
+            max_rto: 0,
+            ..Config::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "max_rto");
+        let bad = Config {
+            min_rto: 300_000_000,
+            ..Config::default()
+        };
+        let e = bad.validate().unwrap_err();
+        assert_eq!((e.field, e.max), ("min_rto", 200_000_000));
+        let wild = Config {
+            payload_size: 0,
+            window: 0,
+            min_rto: u64::MAX,
+            max_rto: 0,
+            initial_rto: u64::MAX,
+            ack_delay: u64::MAX,
+            nofc_reply_timeout: u64::MAX,
+            multicast_arity: 0,
+            ..Config::default()
+        };
+        assert_eq!(wild.clamped().validate(), Ok(()));
+    }
+}
 pub use sss_wire::{Body, Frag, Notify, Packet, Status, TaskId};
 
 /// Time in nanoseconds from an origin the caller picks (virtual time in
@@ -100,7 +136,8 @@ pub struct Config {
     pub multicast_arity: u8,
     /// Groups with at most this many receivers use a chain instead.
     pub chain_threshold: usize,
-    /// How long a no-flow-control operation waits for its reply.
+    /// How long a no-flow-control operation waits for its reply (one that
+    /// asked for none still gets its NACK reported until then, once).
     pub nofc_reply_timeout: Time,
     /// This endpoint's incarnation; must grow when a task restarts.
     pub epoch: u32,
@@ -111,6 +148,17 @@ pub struct Config {
     pub down_probe: Time,
     /// Longest interval between probes of a peer declared down.
     pub down_probe_max: Time,
+    /// Tasks of this endpoint's job: when set, datagrams from another job
+    /// or a rank at or past it are dropped before any state is created
+    /// for them ([`Stats::not_member`]). `None` accepts any source.
+    pub members: Option<u32>,
+    /// Bytes of datagrams past a hole held per peer; further ones are
+    /// dropped unacknowledged ([`Stats::reorder_dropped`]) and come again.
+    /// Also the most bytes in flight toward a peer (its budget is taken to
+    /// be the same), so that one loss never costs more than itself.
+    pub ooo_bytes: usize,
+    /// Bytes held in out-of-order buffers over all peers.
+    pub ooo_total: usize,
 }
 
 impl Default for Config {
@@ -133,7 +181,83 @@ impl Default for Config {
             max_peers: 1 << 16,
             down_probe: 250_000_000,
             down_probe_max: 4_000_000_000,
+            members: None,
+            ooo_bytes: 512 << 10,
+            ooo_total: 64 << 20,
         }
+    }
+}
+
+/// Longest time setting a [`Config`] may hold (one hour): timers add it to
+/// the clock, which must not overflow.
+pub const MAX_TIME_SETTING: Time = 3_600_000_000_000;
+
+/// Largest payload per packet: a datagram of it and the header fits UDP.
+pub const MAX_PAYLOAD: usize = 65_000;
+
+/// Largest window: sequence numbers are compared within half their
+/// 32-bit space.
+pub const MAX_WINDOW: u32 = 1 << 20;
+
+/// A [`Config`] field outside its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value} is outside {min}..={max}")]
+pub struct ConfigError {
+    /// The field.
+    pub field: &'static str,
+    /// Its value.
+    pub value: u64,
+    /// Smallest value allowed.
+    pub min: u64,
+    /// Largest value allowed.
+    pub max: u64,
+}
+
+impl Config {
+    /// Checks every field against its range, and `min_rto <= max_rto`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let check = |field, value: u64, min: u64, max: u64| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    field,
+                    value,
+                    min,
+                    max,
+                })
+            }
+        };
+        let t = MAX_TIME_SETTING;
+        check(
+            "payload_size",
+            self.payload_size as u64,
+            1,
+            MAX_PAYLOAD as u64,
+        )?;
+        check("window", self.window.into(), 1, MAX_WINDOW.into())?;
+        check("max_rto", self.max_rto, 1, t)?;
+        check("min_rto", self.min_rto, 1, self.max_rto)?;
+        check("initial_rto", self.initial_rto, 1, t)?;
+        check("ack_delay", self.ack_delay, 0, t)?;
+        check("nofc_reply_timeout", self.nofc_reply_timeout, 0, t)?;
+        check("multicast_arity", self.multicast_arity.into(), 1, 255)?;
+        Ok(())
+    }
+
+    /// This configuration with every field forced into its range, so that
+    /// an endpoint built from anything stays well defined.
+    fn clamped(mut self) -> Self {
+        let t = MAX_TIME_SETTING;
+        self.payload_size = self.payload_size.clamp(1, MAX_PAYLOAD);
+        self.window = self.window.clamp(1, MAX_WINDOW);
+        self.max_rto = self.max_rto.clamp(1, t);
+        self.min_rto = self.min_rto.clamp(1, self.max_rto);
+        self.initial_rto = self.initial_rto.clamp(1, t);
+        self.ack_delay = self.ack_delay.min(t);
+        self.nofc_reply_timeout = self.nofc_reply_timeout.min(t);
+        self.multicast_arity = self.multicast_arity.max(1);
+        self
     }
 }
 
@@ -350,6 +474,17 @@ pub enum SubmitError {
     TooManyPeers,
 }
 
+/// Round-trip state of the channel with one peer, for monitoring and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathInfo {
+    /// Smoothed round trip (the initial timeout before any sample).
+    pub srtt: Time,
+    /// Retransmission timeout in force, back-off included.
+    pub rto: Time,
+    /// Back-off exponent: timeouts since the last acknowledged progress.
+    pub backoff: u32,
+}
+
 /// Counters of one endpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -385,4 +520,9 @@ pub struct Stats {
     pub mcast_acks: u64,
     /// Peers that were down and answered again.
     pub recoveries: u64,
+    /// Received packets dropped because their source is not a member of
+    /// the job, or not the task the datagram came from.
+    pub not_member: u64,
+    /// Out-of-order packets dropped over the reorder buffer's budget.
+    pub reorder_dropped: u64,
 }

@@ -18,6 +18,8 @@ pub(crate) struct Rtt {
 
 impl Rtt {
     pub(crate) fn new(initial: Time, min: Time, max: Time) -> Self {
+        // The endpoint's configuration is clamped; stay total regardless.
+        let max = max.max(min);
         Self {
             srtt: None,
             min_rtt: None,
@@ -46,17 +48,26 @@ impl Rtt {
     }
 
     /// Smoothed RTT, or the initial timeout before any sample.
-    #[cfg(test)]
     pub(crate) fn srtt(&self) -> Time {
         self.srtt.unwrap_or(self.initial)
     }
 
-    /// How old a packet must be, when a later one was acknowledged, to be
-    /// presumed lost rather than reordered: the path's minimum round trip
-    /// and a quarter more (as RACK), or the initial timeout before any
-    /// sample.
-    pub(crate) fn reorder_window(&self) -> Time {
-        self.min_rtt.map_or(self.initial, |m| m + m / 4)
+    /// Back-off exponent in force.
+    pub(crate) fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
+    /// Smallest round trip seen, if any.
+    pub(crate) fn min_rtt(&self) -> Option<Time> {
+        self.min_rtt
+    }
+
+    /// Reordering allowance of RACK: how much longer than the round trip of
+    /// a later delivered packet an unacknowledged one may take before it is
+    /// presumed lost rather than reordered. A quarter of the path's minimum
+    /// round trip (of `rack_rtt` before any clean sample).
+    pub(crate) fn reorder_window(&self, rack_rtt: Time) -> Time {
+        self.min_rtt.unwrap_or(rack_rtt) / 4
     }
 
     /// Current timeout including back-off.
