@@ -47,6 +47,8 @@ struct Settings {
     max_peers: u8,
     ooo_bytes: u32,
     ooo_total: u32,
+    down_probe: u32,
+    down_probe_max: u32,
 }
 
 impl Settings {
@@ -71,6 +73,8 @@ impl Settings {
             members: Some(N as u32),
             ooo_bytes: self.ooo_bytes as usize,
             ooo_total: self.ooo_total as usize,
+            down_probe: self.down_probe.into(),
+            down_probe_max: self.down_probe_max.into(),
         }
     }
 }

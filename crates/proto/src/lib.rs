@@ -242,6 +242,8 @@ impl Config {
         check("ack_delay", self.ack_delay, 0, t)?;
         check("nofc_reply_timeout", self.nofc_reply_timeout, 0, t)?;
         check("multicast_arity", self.multicast_arity.into(), 1, 255)?;
+        check("down_probe", self.down_probe, 1, t)?;
+        check("down_probe_max", self.down_probe_max, self.down_probe, t)?;
         Ok(())
     }
 
@@ -256,6 +258,8 @@ impl Config {
         self.initial_rto = self.initial_rto.clamp(1, t);
         self.ack_delay = self.ack_delay.min(t);
         self.nofc_reply_timeout = self.nofc_reply_timeout.min(t);
+        self.down_probe = self.down_probe.clamp(1, t);
+        self.down_probe_max = self.down_probe_max.clamp(self.down_probe, t);
         self.multicast_arity = self.multicast_arity.max(1);
         self
     }
