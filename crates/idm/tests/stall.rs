@@ -1,0 +1,199 @@
+//! A stall is not a death. Two "hosts" (127.0.0.2–3), a daemon and a task on
+//! each; the tasks FETCH_ADD on each other every 10 ms. A task stopped
+//! (SIGSTOP) long enough to be declared down, a daemon stopped long enough
+//! for its node to be marked down, and a daemon killed and started again:
+//! after each, operations in both directions succeed again, and nothing
+//! hangs.
+
+use sss_boot::BootServer;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const NODES: [&str; 2] = ["127.0.0.2", "127.0.0.3"];
+const DOWN_MS: u64 = 500;
+
+/// Kills and reaps every child, and removes the files of the job and the
+/// daemons, however the test ends.
+struct Cleanup {
+    children: Vec<Child>,
+    job: u32,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            signal(c.id(), "CONT");
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+            for e in dir.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if n.starts_with(&format!("sss-{}-", self.job))
+                    || NODES.iter().any(|h| n == sss_mbcf::idm::idm_name(h))
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn daemon(n: &str, port: u16) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_sssd"))
+        .args(["--node", n, "--peers", &NODES.join(","), "--port"])
+        .arg(port.to_string())
+        .args(["--down-ms", &DOWN_MS.to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sssd")
+}
+
+/// One line of a task: (rank, ok, unix ns, text).
+type Line = (usize, bool, u128, String);
+
+/// Waits until every task reported an operation that started after `t`
+/// succeeded; returns how many failures were seen meanwhile.
+fn both_ok_after(rx: &mpsc::Receiver<Line>, t: u128, what: &str) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut ok = [false; 2];
+    let mut errs = 0;
+    while !(ok[0] && ok[1]) {
+        let (r, good, at, l) = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("{what}: no success in both directions: {ok:?}"));
+        if good && at > t {
+            ok[r] = true;
+        }
+        if !good {
+            assert!(l.contains("down"), "{what}: unexpected failure {l}");
+            errs += 1;
+        }
+    }
+    errs
+}
+
+/// Drains lines until rank `r` reports a failure (it saw its peer down).
+fn wait_err(rx: &mpsc::Receiver<Line>, r: usize, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (rank, good, _, _) = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("{what}: rank {r} never saw its peer down"));
+        if rank == r && !good {
+            return;
+        }
+    }
+}
+
+#[test]
+fn stalled_tasks_and_daemons_heal() {
+    let port = 21_000 + (std::process::id() % 20_000) as u16;
+    let job = 0x5100_0000 | (std::process::id() & 0xffff);
+    let mut g = Cleanup {
+        children: Vec::new(),
+        job,
+    };
+    for n in NODES {
+        g.children.push(daemon(n, port));
+    }
+    let server = BootServer::bind("127.0.0.1:0", job, 2)
+        .unwrap()
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel::<Line>();
+    for (r, n) in NODES.iter().enumerate() {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sss-stall-probe"))
+            .env("SSS_JOB", job.to_string())
+            .env("SSS_RANK", r.to_string())
+            .env("SSS_SIZE", "2")
+            .env("SSS_NODE", n)
+            .env("SSS_NODE_ID", r.to_string())
+            .env("SSS_LOCAL_RANK", "0")
+            .env("SSS_LOCAL_SIZE", "1")
+            .env("SSS_BOOT", format!("tcp:{}", server.addr()))
+            // Declared down after about a second of silence.
+            .env("SSS_RETRIES", "5")
+            .env("SSS_RTO_MIN_US", "20000")
+            .env("SSS_RTO_MAX_US", "200000")
+            .env("SSS_STALL_PROBE_SECS", "60")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start probe");
+        let out = c.stdout.take().unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                let mut w = l.splitn(4, ' ');
+                let good = w.next() == Some("OK");
+                let _rank = w.next();
+                let at = w.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+                let _ = tx.send((r, good, at, l));
+            }
+        });
+        g.children.push(c);
+    }
+    let (d1, t1) = (2 + 1 - 2, 3);
+    both_ok_after(&rx, 0, "start");
+
+    // 1. Task 1 stops for 3 s: task 0 declares it down, then it comes back.
+    signal(g.children[t1].id(), "STOP");
+    wait_err(&rx, 0, "task stopped");
+    std::thread::sleep(Duration::from_secs(2));
+    let cont = now_ns();
+    signal(g.children[t1].id(), "CONT");
+    both_ok_after(&rx, cont, "after SIGCONT of a task");
+
+    // 2. Node 1's daemon stops for 2 s: node 0 marks node 1 down (its tasks
+    // are declared down), then it is up again.
+    signal(g.children[d1].id(), "STOP");
+    let seen_down = |node: &str| {
+        sss_mbcf::idm::Idm::open(node)
+            .ok()
+            .and_then(|i| i.find(NODES[1]).map(|(_, d)| !d.is_up()))
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen_down(NODES[0]) {
+        assert!(Instant::now() < deadline, "node 1 never marked down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let cont = now_ns();
+    signal(g.children[d1].id(), "CONT");
+    both_ok_after(&rx, cont, "after SIGCONT of a daemon");
+
+    // 3. Node 1's daemon is killed and started again.
+    g.children[d1].kill().unwrap();
+    g.children[d1].wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen_down(NODES[0]) {
+        assert!(Instant::now() < deadline, "node 1 never marked down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    g.children[d1] = daemon(NODES[1], port);
+    let back = now_ns();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen_down(NODES[0]) {
+        assert!(Instant::now() < deadline, "node 1 never up again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    both_ok_after(&rx, back, "after a daemon restart");
+    drop(server);
+}
