@@ -34,12 +34,14 @@ mod fifo;
 pub mod idm;
 mod mem;
 mod segment;
+mod seqlock;
 mod shm;
 mod sys;
 mod task;
 
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
+pub use seqlock::Stale;
 pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use task::{

@@ -151,14 +151,16 @@ impl Segment {
         self.info.len == 0
     }
 
-    fn check(&self, off: usize, len: usize) -> Result<Checked, Error> {
+    /// `len` bytes at `off`, if inside the segment.
+    #[allow(unsafe_code)]
+    pub(crate) fn check(&self, off: usize, len: usize) -> Result<Checked, Error> {
         if off.checked_add(len).is_none_or(|e| e > self.len()) {
             return Err(Error::Invalid("range outside the segment"));
         }
-        Ok(Checked {
-            ptr: self.as_ptr().wrapping_add(off),
-            len,
-        })
+        // SAFETY: the range lies inside the segment, whose memory the
+        // handle keeps mapped (shared memory: through its Arc) or the
+        // registrant keeps valid (Task::register's contract).
+        Ok(unsafe { Checked::new(self.as_ptr().wrapping_add(off), len) })
     }
 
     /// The 8-byte word at `off` (8-byte aligned), for flags and counters
@@ -323,6 +325,7 @@ impl SegTable {
     }
 
     /// The receiver's check of an incoming operation.
+    #[allow(unsafe_code)]
     pub fn check(&self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Checked, Status> {
         let &i = self.by_key.get(&key).ok_or(Status::BadKey)?;
         let info = &self.segs[i].info;
@@ -333,10 +336,10 @@ impl SegTable {
         if !info.perm.contains(need) {
             return Err(Status::NoPermission);
         }
-        Ok(Checked {
-            ptr: addr as *mut u8,
-            len,
-        })
+        // SAFETY: the range lies inside a segment of the table: shared
+        // memory the table keeps mapped, or registered memory the
+        // registrant keeps valid (Task::register's contract) until freed.
+        Ok(unsafe { Checked::new(addr as *mut u8, len) })
     }
 
     /// The check of a multicast write, addressed by offset into the

@@ -2,7 +2,6 @@
 
 use crate::fifo::{Ring, FIFO_HEADER};
 use crate::idm::{Idm, NodeData, TaskState};
-use crate::mem::Checked;
 use crate::segment::{Perm, SegTable, Segment, SegmentInfo};
 use crate::shm::{ctl_name, CtlMap, Direct, Peer};
 use crate::sys::{self, EventFd};
@@ -1238,13 +1237,10 @@ impl Task {
         if offset.checked_add(bytes).is_none_or(|e| e > seg.len()) {
             return Err(Error::Invalid("queue does not fit in the segment"));
         }
-        let mem = Checked {
-            ptr: seg.as_ptr().wrapping_add(offset),
-            len: bytes,
-        };
-        Ring::create(mem, slots, max_msg).map_err(Error::Invalid)?;
+        let mem = seg.check(offset, bytes)?;
+        let ring = Ring::create(mem, slots, max_msg).map_err(Error::Invalid)?;
         Ok(Fifo {
-            base: mem.ptr as usize,
+            ring,
             at: seg.info.at(offset as u64),
             _seg: seg.clone(),
         })
@@ -1547,7 +1543,9 @@ impl Task {
 
 /// A FIFO queue this task created; pop messages from it here.
 pub struct Fifo {
-    base: usize,
+    /// Geometry fixed at creation: the header in segment memory is not
+    /// trusted again, peers with WRITE may have changed it.
+    ring: Ring,
     at: RemoteAddr,
     _seg: Segment,
 }
@@ -1559,7 +1557,7 @@ impl Fifo {
     }
 
     fn ring(&self) -> Ring {
-        Ring::at(self.base as *mut u8)
+        self.ring
     }
 
     /// Pops the oldest message into `out`; returns the sender's rank.
@@ -2454,8 +2452,7 @@ impl Applier<'_> {
             )),
             Body::Fifo => {
                 let head = segs.check(p.key, p.addr, FIFO_HEADER, Perm::WRITE)?;
-                let (ring, total) = Ring::open(head)?;
-                segs.check(p.key, p.addr, total, Perm::WRITE)?;
+                let ring = Ring::open(head, |total| segs.check(p.key, p.addr, total, Perm::WRITE))?;
                 ring.push(p.src.rank, p.payload)?;
                 Ok(Outcome::Done)
             }

@@ -1,0 +1,128 @@
+//! Hostile contents of shared structures: memory peers may write (FIFO
+//! headers in a segment with WRITE, control blocks and IDM pages of
+//! processes that died mid-update), and hostile datagrams. Each case gets
+//! a clear status, is counted, never panics, never writes outside what was
+//! checked and never hangs.
+
+use sss_mbcf::{Error, Options, Perm, Status, Task, TaskConfig, ThreadBoot};
+
+fn cluster(n: u32, nodes: &[&str], cfg: TaskConfig) -> Vec<Task> {
+    let boots = ThreadBoot::group(n, nodes);
+    let hs: Vec<_> = boots
+        .into_iter()
+        .map(|b| {
+            let cfg = cfg.clone();
+            std::thread::spawn(move || Task::join(Box::new(b), cfg))
+        })
+        .collect();
+    hs.into_iter()
+        .map(|h| h.join().unwrap().expect("join"))
+        .collect()
+}
+
+/// Two nodes over udp, and one node over shm.
+fn each_transport(f: impl Fn(&[Task], &str)) {
+    for (nodes, what) in [
+        (&["127.0.0.2", "127.0.0.3"][..], "udp"),
+        (&["127.0.0.1"][..], "shm"),
+    ] {
+        let t = cluster(2, nodes, TaskConfig::default());
+        f(&t, what);
+    }
+}
+
+const SEG: usize = 4096;
+const GUARD: u8 = 0xa5;
+
+/// Regression (issue 12, item 3): the FIFO geometry was re-read from the
+/// segment on every push, so a peer with WRITE that set `slot_size = 8`
+/// made the next push write past the range the receiver had checked (and
+/// report success), and hostile indices hung or overflowed the pusher.
+#[test]
+fn a_fifo_header_rewritten_by_a_peer_is_refused_and_nothing_outside_is_written() {
+    each_transport(|t, what| {
+        let seg = t[0].alloc(SEG, Perm::ALL).unwrap();
+        let info = seg.info();
+        // 4 slots of 32-byte messages: 48-byte slots, 384 bytes in all.
+        let at = t[0].fifo_create(&seg, 0, 4, 32).unwrap().addr();
+        let poke = |off: u64, bytes: &[u8]| {
+            t[1].write(info.at(off), bytes, Options::status())
+                .unwrap()
+                .wait()
+                .unwrap();
+        };
+        let guard_from = |from: usize| {
+            seg.write_bytes(from, &vec![GUARD; SEG - from]).unwrap();
+        };
+        let guard_intact = |from: usize| {
+            let mut b = vec![0u8; SEG - from];
+            seg.read_bytes(from, &mut b).unwrap();
+            b.iter().all(|&x| x == GUARD)
+        };
+        let push = |len: usize| {
+            t[1].fifo_push(at, &vec![7u8; len], Options::status())
+                .unwrap()
+                .wait()
+        };
+        let rejected0 = t[0].stats().rejected;
+
+        // slot_size = 8: the checked ring is 192 + 4 * 8 = 224 bytes; a
+        // 100-byte push used to land at 208..324.
+        poke(4, &8u32.to_le_bytes());
+        guard_from(224);
+        let r = push(100);
+        assert!(
+            matches!(r, Err(Error::Remote(Status::Unsupported))),
+            "{what}: slot_size 8: {r:?}"
+        );
+        assert!(
+            guard_intact(224),
+            "{what}: bytes past the checked ring written"
+        );
+
+        // A slot count that is no power of two.
+        poke(4, &48u32.to_le_bytes());
+        poke(8, &3u32.to_le_bytes());
+        let r = push(8);
+        assert!(
+            matches!(r, Err(Error::Remote(Status::Unsupported))),
+            "{what}: 3 slots: {r:?}"
+        );
+
+        // A huge slot count: the ring would leave the segment.
+        poke(8, &0x8000_0000u32.to_le_bytes());
+        let r = push(8);
+        assert!(
+            matches!(r, Err(Error::Remote(Status::OutOfBounds))),
+            "{what}: huge ring: {r:?}"
+        );
+
+        // Sane geometry, indices out of any range: the tail far ahead of
+        // every sequence word used to spin the pusher forever.
+        let _q = t[0].fifo_create(&seg, 0, 4, 32).unwrap();
+        guard_from(384);
+        poke(128, &(u64::MAX - 1).to_le_bytes());
+        poke(64, &5u64.to_le_bytes());
+        let r = push(8);
+        assert!(
+            matches!(r, Err(Error::Remote(Status::FifoFull))),
+            "{what}: hostile tail: {r:?}"
+        );
+        // A tail at the end of the index space whose slot reads free: the
+        // push wraps instead of overflowing, and stays in the ring.
+        poke(128, &u64::MAX.to_le_bytes());
+        poke(192 + 3 * 48, &u64::MAX.to_le_bytes());
+        push(32).unwrap_or_else(|e| panic!("{what}: wrapping push: {e:?}"));
+        assert!(guard_intact(384), "{what}: bytes past the ring written");
+
+        let refused = t[0].stats().rejected - rejected0;
+        assert_eq!(refused, 4, "{what}: every refusal counted");
+
+        // The receiver lives on: a fresh queue works.
+        let mut q = t[0].fifo_create(&seg, 0, 4, 32).unwrap();
+        push(32).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(q.wait_pop(&t[0], &mut out), 1);
+        assert_eq!(out, vec![7u8; 32]);
+    });
+}
