@@ -44,6 +44,7 @@ pub use segment::{Perm, Segment, SegmentInfo};
 pub use seqlock::Stale;
 pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
+pub use sys::shm_dir;
 pub use task::{
     Bind, Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, SsWaitTuning,
     Task, TaskConfig, TaskStats, ThreadBoot, Transport, WaitPolicy,
