@@ -152,11 +152,11 @@ impl Ring {
             return Err("queue does not fit");
         }
         let r = Ring::over(mem, slots, ss).map_err(|_| "queue does not fit")?;
-        let h = r.header();
-        h.magic.store(0, Ordering::Relaxed);
+        r.header().magic.store(0, Ordering::Relaxed);
         // SAFETY: as for header(); the queue is not published yet (magic
-        // is zero).
+        // is zero). No reference to the header is live across the write.
         unsafe { crate::mem::fifo_init(r.base, ss as u32, slots) };
+        let h = r.header();
         for i in 0..slots as u64 {
             r.seq(i).store(i, Ordering::Relaxed);
         }
@@ -278,5 +278,82 @@ impl Ring {
             .load(Ordering::Relaxed)
             .saturating_sub(h.head.load(Ordering::Relaxed));
         n.min(self.slots as u64) as usize
+    }
+}
+
+/// The ring protocol on a heap buffer, small enough for Miri
+/// (`cargo +nightly miri test -p sss-mbcf --lib fifo::`), which checks the
+/// atomics' orderings and every raw access against the buffer.
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Line([u8; 64]);
+
+    /// A 64-byte aligned heap buffer standing in for segment memory.
+    fn buffer(bytes: usize) -> (Vec<Line>, Checked) {
+        let mut v = vec![Line([0; 64]); bytes.div_ceil(64)];
+        let ptr = v.as_mut_ptr().cast::<u8>();
+        // SAFETY: the buffer is `bytes` long and outlives every use (the
+        // Vec is returned alongside and never reallocated).
+        (v, unsafe { Checked::new(ptr, bytes) })
+    }
+
+    #[test]
+    fn two_producers_one_consumer_keep_per_sender_order() {
+        const N: u32 = if cfg!(miri) { 12 } else { 2000 };
+        let (_buf, mem) = buffer(fifo_bytes(4, 8));
+        let ring = Ring::create(mem, 4, 8).unwrap();
+        std::thread::scope(|s| {
+            for from in 0..2u32 {
+                s.spawn(move || {
+                    for i in 0..N {
+                        while ring.push(from, &i.to_le_bytes()) == Err(Status::FifoFull) {
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            let mut next = [0u32; 2];
+            let mut out = Vec::new();
+            while next != [N; 2] {
+                match ring.pop(&mut out) {
+                    Some(from) => {
+                        let i = u32::from_le_bytes(out[..4].try_into().unwrap());
+                        assert_eq!(i, next[from as usize], "order of sender {from}");
+                        next[from as usize] += 1;
+                    }
+                    None => std::thread::yield_now(),
+                }
+            }
+        });
+        assert_eq!(ring.len(), 0);
+    }
+
+    #[test]
+    fn open_validates_the_geometry_once() {
+        let (_buf, mem) = buffer(1024);
+        Ring::create(mem, 4, 8).unwrap();
+        let whole = |t: usize| {
+            if t <= 1024 {
+                Ok(mem)
+            } else {
+                Err(Status::OutOfBounds)
+            }
+        };
+        let r = Ring::open(mem, whole).unwrap();
+        // The header rewritten after open: the ring keeps its geometry.
+        let h = mem.ptr() as *mut FifoHeader;
+        // SAFETY: the header lies at the start of the live buffer; no
+        // reference to it is live.
+        unsafe { std::ptr::addr_of_mut!((*h).slot_size).write(8) };
+        r.push(0, &[1; 8]).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(r.pop(&mut out), Some(0));
+        assert_eq!(out, [1; 8]);
+        assert_eq!(Ring::open(mem, whole).err(), Some(Status::Unsupported));
     }
 }

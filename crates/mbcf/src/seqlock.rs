@@ -51,3 +51,59 @@ pub(crate) fn write(seq: &AtomicU64, update: impl FnOnce()) {
     update();
     seq.store(s.wrapping_add(1), Ordering::Release);
 }
+
+/// The protocol on heap memory, for Miri
+/// (`cargo +nightly miri test -p sss-mbcf --lib seqlock::`).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Guarded {
+        seq: AtomicU64,
+        a: AtomicU64,
+        b: AtomicU64,
+    }
+
+    #[test]
+    fn readers_see_whole_updates_only() {
+        const N: u64 = if cfg!(miri) { 20 } else { 20_000 };
+        let g = Guarded::default();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 1..=N {
+                    write(&g.seq, || {
+                        g.a.store(i, Ordering::Relaxed);
+                        g.b.store(2 * i, Ordering::Relaxed);
+                    });
+                }
+            });
+            let mut last = 0;
+            while last < N {
+                let copy = || (g.a.load(Ordering::Relaxed), g.b.load(Ordering::Relaxed));
+                if let Ok((a, b)) = read(&g.seq, copy) {
+                    assert_eq!(b, 2 * a, "torn read");
+                    assert!(a >= last, "went back in time");
+                    last = a;
+                }
+            }
+        });
+    }
+
+    /// Regression (issue 12, item 4): a writer that died mid-update left
+    /// the word odd and readers spun forever.
+    #[test]
+    fn a_word_left_odd_reads_stale_after_bounded_tries_and_the_next_write_repairs_it() {
+        let g = Guarded::default();
+        g.seq.store(7, Ordering::Relaxed);
+        let mut tries = 0;
+        let r = read(&g.seq, || {
+            tries += 1;
+        });
+        assert_eq!(r, Err(Stale));
+        assert_eq!(tries, 0, "never copied while odd");
+        write(&g.seq, || g.a.store(1, Ordering::Relaxed));
+        assert_eq!(g.seq.load(Ordering::Relaxed) % 2, 0);
+        assert_eq!(read(&g.seq, || g.a.load(Ordering::Relaxed)), Ok(1));
+    }
+}

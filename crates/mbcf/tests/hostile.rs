@@ -126,3 +126,103 @@ fn a_fifo_header_rewritten_by_a_peer_is_refused_and_nothing_outside_is_written()
         assert_eq!(out, vec![7u8; 32]);
     });
 }
+
+/// Runs `f` on a thread of its own and waits at most `secs` for it: a
+/// reader that spins forever fails the test instead of hanging it.
+fn bounded<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("returned in bounded time")
+}
+
+fn write_at(path: &std::path::Path, off: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open the shared file");
+    f.write_all_at(bytes, off).expect("write into it");
+}
+
+/// Regression (issue 12, item 4): an IDM slot whose sequence word a dying
+/// daemon left odd made every reader (the progress threads polling node
+/// liveness) spin forever. Now the page reads as stale after a bounded
+/// number of tries.
+#[test]
+fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
+    use sss_mbcf::idm::{idm_name, Idm, NodeData, NODE_VALID, SLOT_BYTES};
+    let node = format!("test-stale-{}", std::process::id());
+    let daemon = Idm::create(&node).expect("create the IDM file");
+    let mut d = NodeData::default();
+    d.flags = NODE_VALID;
+    d.set_name("a-node");
+    daemon.write(3, &d);
+    daemon.write(4, &d);
+    // The daemon dies between making slot 3's word odd and even again.
+    let path = sss_mbcf::shm_dir().unwrap().join(idm_name(&node));
+    write_at(&path, (64 + 3 * SLOT_BYTES) as u64, &7u64.to_ne_bytes());
+    let reader = Idm::open(&node).expect("open");
+    let (stale, plain, other, found) = bounded(20, move || {
+        (
+            reader.read_slot(3),
+            reader.read(3),
+            reader.read(4),
+            reader.find("a-node").map(|(i, _)| i),
+        )
+    });
+    Idm::unlink(&node);
+    assert_eq!(stale, Err(sss_mbcf::Stale));
+    assert_eq!(plain, None, "a stale page is unknown");
+    assert_eq!(other, Some(d), "other pages read fine");
+    assert_eq!(found, Some(4), "lookups skip the stale page");
+    // The next write repairs the slot.
+    daemon.write(3, &d);
+    assert_eq!(daemon.read(3), Some(d));
+}
+
+/// Regression (issue 12, item 4): a same-node peer's segment table entry
+/// left mid-update (its task died while publishing) made a sender spin
+/// forever. Now the lookup gives up after bounded tries and the operation
+/// goes over udp, where the owner checks it itself.
+#[test]
+fn a_segment_table_left_mid_update_sends_over_udp_instead_of_spinning() {
+    use sss_mbcf::{Ctl, SegEntry};
+    let t = cluster(2, &["127.0.0.1"], TaskConfig::default());
+    let seg = t[1].alloc(4096, Perm::ALL).unwrap();
+    let info = seg.info();
+    t[0].write(info.at(0), b"before", Options::status())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let path = sss_mbcf::shm_dir()
+        .unwrap()
+        .join(sss_mbcf::ctl_name(t[1].job(), 1));
+    let segs_at = std::mem::offset_of!(Ctl, segs);
+    let entries = (std::mem::size_of::<Ctl>() - segs_at) / std::mem::size_of::<SegEntry>();
+    for i in 0..entries {
+        let off = segs_at + i * std::mem::size_of::<SegEntry>();
+        write_at(&path, off as u64, &1u64.to_ne_bytes());
+    }
+    let (t, r) = bounded(30, move || {
+        let r = t[0]
+            .write(info.at(0), b"after!", Options::status())
+            .and_then(|r| r.wait())
+            .and_then(|_| t[0].fetch_add(info.at(8), 5, Options::default()))
+            .and_then(|r| r.wait_value());
+        (t, r)
+    });
+    assert_eq!(r.expect("applied over udp"), 0);
+    let mut b = [0u8; 6];
+    seg.read_bytes(0, &mut b).unwrap();
+    assert_eq!(&b, b"after!");
+    assert_eq!(
+        seg.word(8)
+            .unwrap()
+            .load(std::sync::atomic::Ordering::Acquire),
+        5
+    );
+    drop(t);
+}
