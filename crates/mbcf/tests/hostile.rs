@@ -156,8 +156,10 @@ fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
     use sss_mbcf::idm::{idm_name, Idm, NodeData, NODE_VALID, SLOT_BYTES};
     let node = format!("test-stale-{}", std::process::id());
     let daemon = Idm::create(&node).expect("create the IDM file");
-    let mut d = NodeData::default();
-    d.flags = NODE_VALID;
+    let mut d = NodeData {
+        flags: NODE_VALID,
+        ..NodeData::default()
+    };
     d.set_name("a-node");
     daemon.write(3, &d);
     daemon.write(4, &d);
