@@ -323,9 +323,13 @@ pub(crate) struct Peer {
     /// tried before the full scan; round robin.
     hints: [(u64, usize); 4],
     next_hint: usize,
-    /// Set when a lookup met an entry stuck mid-update; the operation is
-    /// then handed to the udp path (the owner checks it itself).
-    stale: bool,
+    /// Set when a key was not found in the published table: the segment
+    /// may lie beyond the table's CTL_SEGMENTS entries, have moved while
+    /// its owner republished, or the table may be stale (an entry stuck
+    /// mid-update). A refusal is then not ours to make: the operation is
+    /// handed to the udp path, where the owner checks it against its own
+    /// table.
+    ask_owner: bool,
 }
 
 impl Peer {
@@ -338,7 +342,7 @@ impl Peer {
             maps: HashMap::new(),
             hints: [(0, 0); 4],
             next_hint: 0,
-            stale: false,
+            ask_owner: false,
         })
     }
 
@@ -349,9 +353,8 @@ impl Peer {
     }
 
     /// Finds the published segment with `key`: where it was found last
-    /// time if it is still there, else by scanning the table. A table that
-    /// cannot be read sets `stale`, so the operation goes to the owner over
-    /// udp instead of failing here.
+    /// time if it is still there, else by scanning the table. A key not
+    /// found sets `ask_owner`.
     fn find(&mut self, key: u64) -> Option<Published> {
         for &(k, i) in &self.hints {
             if k == key && key != 0 {
@@ -360,12 +363,9 @@ impl Peer {
                 }
             }
         }
-        let (i, p) = match self.ctl.lookup(key) {
-            Ok(found) => found?,
-            Err(Stale) => {
-                self.stale = true;
-                return None;
-            }
+        let Ok(Some((i, p))) = self.ctl.lookup(key) else {
+            self.ask_owner = true;
+            return None;
         };
         self.hints[self.next_hint] = (key, i);
         self.next_hint = (self.next_hint + 1) % self.hints.len();
@@ -417,7 +417,7 @@ impl Peer {
     }
 
     fn finish(&mut self, r: Result<crate::Reply, Status>) -> Direct {
-        if std::mem::take(&mut self.stale) && r.is_err() {
+        if std::mem::take(&mut self.ask_owner) && r.is_err() {
             return Direct::Fallback;
         }
         self.count(&r);
@@ -431,7 +431,7 @@ impl Peer {
     pub fn apply(&mut self, me: u32, op: &sss_proto::Op<'_>) -> Direct {
         use crate::Reply;
         use sss_proto::Op;
-        self.stale = false;
+        self.ask_owner = false;
         match *op {
             Op::Write {
                 key,

@@ -228,3 +228,42 @@ fn a_segment_table_left_mid_update_sends_over_udp_instead_of_spinning() {
     );
     drop(t);
 }
+
+/// Regression (issue 12, item 10): over shm, a valid FETCH_ADD (or any
+/// operation) on a segment the sender did not find in the owner's
+/// published table — beyond its first 256 segments, or moved while the
+/// owner republished — was refused with BAD_KEY by the sender's own check.
+/// Now the sender hands it to the owner over udp, which applies it.
+#[test]
+fn over_shm_valid_operations_on_unpublished_segments_are_applied() {
+    let t = cluster(2, &["127.0.0.1"], TaskConfig::default());
+    let segs: Vec<_> = (0..300)
+        .map(|_| t[1].alloc(64, Perm::ALL).unwrap())
+        .collect();
+    let first = segs[0].info();
+    let last = segs[299].info();
+    let add = |at| {
+        t[0].fetch_add(at, 3, Options::default())
+            .unwrap()
+            .wait_value()
+    };
+    assert_eq!(add(first.at(0)).unwrap(), 0, "in the table");
+    assert_eq!(add(last.at(0)).unwrap(), 0, "beyond the table");
+    assert_eq!(add(last.at(0)).unwrap(), 3);
+    t[0].write(last.at(8), b"12345678", Options::status())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let mut b = [0u8; 8];
+    segs[299].read_bytes(8, &mut b).unwrap();
+    assert_eq!(&b, b"12345678");
+    // A key that is nowhere is still refused, by the owner, and counted.
+    let rejected = t[1].stats().rejected;
+    let bad = sss_mbcf::RemoteAddr {
+        key: last.key ^ 1,
+        ..last.at(0)
+    };
+    let r = t[0].fetch_add(bad, 1, Options::default()).unwrap().wait();
+    assert!(matches!(r, Err(Error::Remote(Status::BadKey))), "{r:?}");
+    assert_eq!(t[1].stats().rejected, rejected + 1);
+}
