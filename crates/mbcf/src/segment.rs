@@ -273,8 +273,18 @@ impl SegTable {
         })
     }
 
-    /// Registers memory the caller owns.
-    pub fn register(&mut self, base: u64, len: usize, perm: Perm) -> Segment {
+    /// Registers memory the caller owns, once it is seen mapped with the
+    /// access `perm` lets peers have (readable; writable for WRITE or
+    /// ATOMIC).
+    pub fn register(&mut self, base: u64, len: usize, perm: Perm) -> Result<Segment, Error> {
+        let write = perm.contains(Perm::WRITE) || perm.contains(Perm::ATOMIC);
+        if !sys::range_mapped(base, len as u64, write)? {
+            return Err(Error::Invalid(if write {
+                "range not mapped readable and writable in this process"
+            } else {
+                "range not mapped readable in this process"
+            }));
+        }
         let id = self.next_id;
         self.next_id += 1;
         let info = SegmentInfo {
@@ -291,7 +301,7 @@ impl SegTable {
             info,
             backing: Backing::Registered,
         });
-        Segment { info, _map: None }
+        Ok(Segment { info, _map: None })
     }
 
     /// Removes a segment; its key stops working at once.

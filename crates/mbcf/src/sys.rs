@@ -218,6 +218,45 @@ pub fn shm_unlink(name: &str) {
     }
 }
 
+/// True when `addr .. addr + len` of this process is mapped readable, and
+/// writable too if `write`, with no hole (per /proc/self/maps). Registered
+/// memory is written by the progress thread and by same-node peers: an
+/// unmapped or read-only page there would kill the task at the first
+/// remote WRITE.
+pub fn range_mapped(addr: u64, len: u64, write: bool) -> io::Result<bool> {
+    let Some(end) = addr.checked_add(len) else {
+        return Ok(false);
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    let mut at = addr;
+    // Lines are sorted by address; walk them until the range is covered.
+    for line in maps.lines() {
+        if at >= end {
+            break;
+        }
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
+            continue;
+        };
+        if hi <= at {
+            continue;
+        }
+        let p = perms.as_bytes();
+        let ok = lo <= at && p.first() == Some(&b'r') && (!write || p.get(1) == Some(&b'w'));
+        if !ok {
+            return Ok(false);
+        }
+        at = hi;
+    }
+    Ok(at >= end)
+}
+
 /// The CPUs the calling thread may run on, ascending.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: an all-zero cpu_set_t is the empty set.

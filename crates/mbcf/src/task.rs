@@ -1061,7 +1061,8 @@ impl Task {
         Err(Error::Invalid("key in use in some task"))
     }
 
-    /// Registers existing memory as a segment.
+    /// Registers existing memory as a segment. A range not mapped in this
+    /// process (readable, and writable for WRITE or ATOMIC) is refused.
     ///
     /// # Safety
     /// `ptr .. ptr + len` must stay valid, writable memory until the
@@ -1073,7 +1074,7 @@ impl Task {
             return Err(Error::Invalid("null pointer"));
         }
         let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
-        let s = segs.register(ptr as u64, len, perm);
+        let s = segs.register(ptr as u64, len, perm)?;
         self.inner.publish(&segs);
         Ok(s)
     }

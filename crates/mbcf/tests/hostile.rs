@@ -267,3 +267,42 @@ fn over_shm_valid_operations_on_unpublished_segments_are_applied() {
     assert!(matches!(r, Err(Error::Remote(Status::BadKey))), "{r:?}");
     assert_eq!(t[1].stats().rejected, rejected + 1);
 }
+
+/// Read-only memory of this process (a `static` without interior
+/// mutability lands in a read-only section).
+static READ_ONLY: [u8; 8192] = [7; 8192];
+
+/// Regression (issue 12, item 10): registering an unmapped range was
+/// accepted, and the first remote WRITE then killed the owner. Now the
+/// range must be mapped with the access the permissions give peers.
+#[test]
+#[allow(unsafe_code)]
+fn registering_unmapped_or_read_only_memory_is_refused() {
+    let t = cluster(1, &["127.0.0.1"], TaskConfig::default());
+    let invalid = |r: Result<sss_mbcf::Segment, Error>| matches!(r, Err(Error::Invalid(_)));
+    // SAFETY (all below): register is refused before anything is exposed,
+    // or the range is a static that lives for the whole process and is
+    // only exposed for READ.
+    // Page 1 is never mapped in a Linux process.
+    assert!(invalid(unsafe {
+        t[0].register(4096 as *mut u8, 4096, Perm::READ)
+    }));
+    let ro = READ_ONLY.as_ptr() as *mut u8;
+    assert!(invalid(unsafe { t[0].register(ro, 4096, Perm::ALL) }));
+    assert!(invalid(unsafe { t[0].register(ro, 4096, Perm::WRITE) }));
+    assert!(invalid(unsafe {
+        t[0].register(ro, usize::MAX - ro as usize + 2, Perm::READ)
+    }));
+    let seg = unsafe { t[0].register(ro, 4096, Perm::READ) }.expect("readable");
+    let data = t[0]
+        .read(seg.info().at(0), 8, Options::default())
+        .unwrap()
+        .wait_data()
+        .unwrap();
+    assert_eq!(data, [7; 8]);
+    let mut heap = vec![0u64; 1024];
+    let rw = unsafe { t[0].register(heap.as_mut_ptr().cast(), 8192, Perm::ALL) };
+    assert!(rw.is_ok(), "{rw:?}");
+    t[0].free(rw.unwrap()).unwrap();
+    drop(heap);
+}
