@@ -15,7 +15,7 @@
 //! - pushes FIFO messages straight into the queue's ring when the queue
 //!   lives in shared memory;
 //! - queues SIGNALs on the receiver's inbound ring and rings its doorbell (a
-//!   zero-length datagram) if its progress thread sleeps.
+//!   one-byte datagram, [`DOORBELL`]) if its progress thread sleeps.
 //!
 //! Anything else — atomics, notifies or FIFOs in registered memory,
 //! segments beyond the published table, multicast — takes the `udp` path,
@@ -134,6 +134,36 @@ pub fn ctl_bytes() -> usize {
 /// Name of a task's control file.
 pub fn ctl_name(job: u32, rank: u32) -> String {
     format!("sss-{job}-{rank}-ctl")
+}
+
+/// The doorbell datagram. No MBCF packet is one byte long, so it cannot
+/// be mistaken for one; any other datagram that does not parse, the empty
+/// one included, counts as a bad packet.
+pub(crate) const DOORBELL: [u8; 1] = [0xdb];
+
+/// Splits what one receive returned (`bytes`, in datagrams of `seg` bytes
+/// when GRO coalesced several) and hands every datagram but doorbells to
+/// `handle`. Returns (some datagram handled, some doorbell seen).
+pub(crate) fn split_received(
+    bytes: &[u8],
+    seg: usize,
+    mut handle: impl FnMut(&[u8]),
+) -> (bool, bool) {
+    if bytes.is_empty() {
+        // A zero-length datagram: not ours, a bad packet.
+        handle(bytes);
+        return (true, false);
+    }
+    let (mut handled, mut bell) = (false, false);
+    for d in bytes.chunks(seg.max(1)) {
+        if d == DOORBELL {
+            bell = true;
+        } else {
+            handle(d);
+            handled = true;
+        }
+    }
+    (handled, bell)
 }
 
 /// A mapped control block, ours or a peer's.

@@ -959,6 +959,12 @@ impl Task {
         })
     }
 
+    /// The address of this task's socket (where its MBCF datagrams
+    /// arrive).
+    pub fn local_addr(&self) -> Result<std::net::SocketAddr, Error> {
+        Ok(self.inner.sock.local_addr()?)
+    }
+
     /// Job id.
     pub fn job(&self) -> u32 {
         self.inner.job
@@ -1629,8 +1635,10 @@ impl Inner {
             let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
             if let Direct::Done(r) = p.apply(self.rank, &op) {
                 if matches!(op, Op::Signal { .. }) && p.asleep() {
-                    // Doorbell: a zero-length datagram wakes its poll.
-                    let _ = self.sock.send_to(&[], self.peers[rank as usize].addr);
+                    // Doorbell: a one-byte datagram wakes its poll.
+                    let _ = self
+                        .sock
+                        .send_to(&crate::shm::DOORBELL, self.peers[rank as usize].addr);
                 }
                 drop(p);
                 if r.is_ok() {
@@ -2186,12 +2194,11 @@ impl Inner {
             };
             for _ in 0..256 {
                 match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                    Ok((0, _)) => {}
                     Ok((n, seg)) => {
                         let now = self.now();
-                        for d in buf[..n].chunks(seg.max(1)) {
-                            net.ep.handle_datagram(now, d, &mut applier);
-                        }
+                        crate::shm::split_received(&buf[..n], seg, |d| {
+                            net.ep.handle_datagram(now, d, &mut applier)
+                        });
                     }
                     Err(_) => break,
                 }
@@ -2241,15 +2248,15 @@ impl Inner {
             RECV_BUF.with_borrow_mut(|buf| {
                 for _ in 0..64 {
                     match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                        // A doorbell: a same-node sender queued a signal
-                        // for the progress thread, which must hear of it.
-                        Ok((0, _)) => doorbell = true,
                         Ok((n, seg)) => {
-                            any = true;
                             let now = self.now();
-                            for d in buf[..n].chunks(seg.max(1)) {
-                                net.ep.handle_datagram(now, d, &mut applier);
-                            }
+                            let (handled, bell) = crate::shm::split_received(&buf[..n], seg, |d| {
+                                net.ep.handle_datagram(now, d, &mut applier)
+                            });
+                            any |= handled;
+                            // A doorbell: a same-node sender queued a signal
+                            // for the progress thread, which must hear of it.
+                            doorbell |= bell;
                         }
                         Err(_) => break,
                     }
