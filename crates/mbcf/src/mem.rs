@@ -215,15 +215,22 @@ pub(crate) unsafe fn ctl_init(base: *mut u8, pid: u32, node: &str) {
 }
 
 /// Copies a completion's bytes to a caller-supplied location (C API).
-pub(crate) fn sink_bytes(dst: usize, cap: usize, data: &[u8]) {
-    // SAFETY: Sink::new's contract: `dst` points to `cap` writable bytes
-    // that stay valid until the operation completes, which is now.
+///
+/// # Safety
+/// `dst` must point to `cap` writable bytes nobody else accesses now
+/// (`Sink::new`'s contract, until the operation completes).
+pub(crate) unsafe fn sink_bytes(dst: usize, cap: usize, data: &[u8]) {
+    // SAFETY: the caller's contract; `data` is ours, not at `dst`.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len().min(cap)) }
 }
 
 /// The caller-supplied completion counter (C API).
-pub(crate) fn sink_counter<'a>(addr: usize) -> &'a AtomicU64 {
-    // SAFETY: Sink::new's contract: an aligned u64 valid until completion.
+///
+/// # Safety
+/// `addr` must point to an 8-byte aligned u64, valid for `'a` and accessed
+/// only atomically meanwhile (`Sink::new`'s contract).
+pub(crate) unsafe fn sink_counter<'a>(addr: usize) -> &'a AtomicU64 {
+    // SAFETY: the caller's contract.
     unsafe { AtomicU64::from_ptr(addr as *mut u64) }
 }
 

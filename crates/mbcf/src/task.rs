@@ -473,18 +473,27 @@ impl Sink {
         }
     }
 
+    // SAFETY (every block below): Sink::new's contract — the locations
+    // are valid, writable and ours until the operation completes, which is
+    // now.
+    #[allow(unsafe_code)]
     fn deliver(&self, r: &Result<Reply, Error>) {
         if self.data != 0 {
             match r {
-                Ok(Reply::Data(d)) => crate::mem::sink_bytes(self.data, self.data_len, d),
+                // SAFETY: see above.
+                Ok(Reply::Data(d)) => unsafe {
+                    crate::mem::sink_bytes(self.data, self.data_len, d)
+                },
                 Ok(Reply::Value(v)) if self.data_len >= 8 => {
-                    crate::mem::sink_bytes(self.data, 8, &v.to_ne_bytes())
+                    // SAFETY: see above; data_len >= 8.
+                    unsafe { crate::mem::sink_bytes(self.data, 8, &v.to_ne_bytes()) }
                 }
                 _ => {}
             }
         }
         if self.counter != 0 {
-            crate::mem::sink_counter(self.counter).fetch_add(1, Ordering::Release);
+            // SAFETY: see above.
+            unsafe { crate::mem::sink_counter(self.counter) }.fetch_add(1, Ordering::Release);
         }
     }
 }
