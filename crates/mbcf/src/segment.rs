@@ -226,6 +226,12 @@ impl SegTable {
         self.alloc_with(len, perm, None, None)
     }
 
+    /// Allocates `len` bytes of zeroed shared memory without reserving
+    /// them (see `Task::alloc_sparse`).
+    pub fn alloc_sparse(&mut self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        self.alloc_inner(len, perm, None, None, false)
+    }
+
     /// Allocates shared memory, optionally at a fixed address and with a
     /// given key (symmetric segments).
     pub fn alloc_with(
@@ -235,12 +241,28 @@ impl SegTable {
         at: Option<u64>,
         key: Option<u64>,
     ) -> Result<Segment, Error> {
+        self.alloc_inner(len, perm, at, key, true)
+    }
+
+    fn alloc_inner(
+        &mut self,
+        len: usize,
+        perm: Perm,
+        at: Option<u64>,
+        key: Option<u64>,
+        reserve: bool,
+    ) -> Result<Segment, Error> {
         if key.is_some_and(|k| k == 0 || self.by_key.contains_key(&k)) {
             return Err(Error::Invalid("key in use"));
         }
         let id = self.next_id;
         let name = Self::shm_name(self.job, self.rank, id);
-        let fd = sys::shm_file(&name, len.max(8), true).map_err(Error::Io)?;
+        let fd = if reserve {
+            sys::shm_file(&name, len.max(8), true)
+        } else {
+            sys::shm_file_sparse(&name, len.max(8))
+        }
+        .map_err(Error::Io)?;
         let mapped = match at {
             Some(a) => Mapping::shared_at(fd.as_raw_fd(), len.max(8), a),
             None => Mapping::shared(fd.as_raw_fd(), len.max(8)),

@@ -206,6 +206,20 @@ pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
     Ok(OwnedFd::from(f))
 }
 
+/// Creates (exclusively) a file of `len` bytes in the shared-memory
+/// directory without reserving them: pages are backed when first touched,
+/// and on a full directory that touch raises SIGBUS. For large, mostly
+/// untouched ranges only.
+pub fn shm_file_sparse(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let fd = shm_file(name, 0, true)?;
+    let f = std::fs::File::from(fd);
+    if let Err(e) = f.set_len(len as u64) {
+        shm_unlink(name);
+        return Err(io::Error::new(e.kind(), format!("{name}: {e}")));
+    }
+    Ok(OwnedFd::from(f))
+}
+
 /// Renames a shared-memory file, replacing `to` atomically.
 pub fn shm_rename(from: &str, to: &str) -> io::Result<()> {
     std::fs::rename(shm_path(from)?, shm_path(to)?)

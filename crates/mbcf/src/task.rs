@@ -1004,10 +1004,25 @@ impl Task {
         self.inner.signal_key
     }
 
-    /// Allocates `len` zeroed bytes of shared memory as a segment.
+    /// Allocates `len` zeroed bytes of shared memory as a segment. The
+    /// bytes are reserved in the shared-memory directory first: when it is
+    /// full, this fails (`ErrorKind::StorageFull`) instead of a later
+    /// touch of the memory raising SIGBUS.
     pub fn alloc(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
         let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
         let s = segs.alloc(len, perm)?;
+        self.inner.publish(&segs);
+        Ok(s)
+    }
+
+    /// Like [`Task::alloc`] without reserving the bytes: for large, mostly
+    /// untouched ranges (a DSM heap). Pages are backed as they are first
+    /// touched; on a full shared-memory directory that touch raises
+    /// SIGBUS, in this task or in a same-node peer, so the owner should
+    /// reserve what it hands out.
+    pub fn alloc_sparse(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+        let s = segs.alloc_sparse(len, perm)?;
         self.inner.publish(&segs);
         Ok(s)
     }
