@@ -154,7 +154,15 @@ fn write_at(path: &std::path::Path, off: u64, bytes: &[u8]) {
 #[test]
 fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
     use sss_mbcf::idm::{idm_name, Idm, NodeData, NODE_VALID, SLOT_BYTES};
+    /// Removes the IDM file however the test ends.
+    struct Unlink(String);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            Idm::unlink(&self.0);
+        }
+    }
     let node = format!("test-stale-{}", std::process::id());
+    let _unlink = Unlink(node.clone());
     let daemon = Idm::create(&node).expect("create the IDM file");
     let mut d = NodeData {
         flags: NODE_VALID,
@@ -175,7 +183,6 @@ fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
             reader.find("a-node").map(|(i, _)| i),
         )
     });
-    Idm::unlink(&node);
     assert_eq!(stale, Err(sss_mbcf::Stale));
     assert_eq!(plain, None, "a stale page is unknown");
     assert_eq!(other, Some(d), "other pages read fine");
