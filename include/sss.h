@@ -412,6 +412,8 @@ sss_status_t sss_seg_alloc_symmetric(sss_task_h task, size_t len, uint32_t perm,
  * may change it at any time: synchronize through counters or flags.
  * Same-node peers reach it with process_vm_readv/writev; atomics and
  * notify counters in registered memory go through the progress thread.
+ * SSS_ERR_INVALID_PARAM if the range is not mapped in the calling process
+ * (readable, and writable for SSS_PERM_WRITE or SSS_PERM_ATOMIC).
  */
 sss_status_t sss_seg_register(sss_task_h task, void *addr, size_t len, uint32_t perm,
                               sss_seg_h *seg_p);

@@ -23,9 +23,11 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
 
-# As root the namespace/nftables loss test must run, not skip.
+# As root the namespace/nftables loss test and the full-tmpfs test must
+# run, not skip.
 if [ "$(id -u)" = 0 ]; then
   export SSS_REQUIRE_NETNS=1
+  export SSS_REQUIRE_ROOT=1
 fi
 
 cargo fmt --all -- --check

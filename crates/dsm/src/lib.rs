@@ -549,11 +549,13 @@ impl Dsm {
         let uffd = sys::Uffd::new(wp)?;
         let view = reserve_everywhere(task, heap)?;
         uffd.register(view.base(), view.len())?;
-        let home = task.alloc(heap, Perm::ALL)?;
+        // The heap and its directory are large and mostly untouched: not
+        // reserved in /dev/shm up front.
+        let home = task.alloc_sparse(heap, Perm::ALL)?;
         let homes = task.exchange(&home)?;
         let meta = task.alloc(L::META_BYTES, Perm::ALL)?;
         let metas = task.exchange(&meta)?;
-        let dir = task.alloc(heap / PAGE * 8, Perm::ALL)?;
+        let dir = task.alloc_sparse(heap / PAGE * 8, Perm::ALL)?;
         let dirs = task.exchange(&dir)?;
         let size = task.size();
         let packets0 = task.stats().packets_sent;

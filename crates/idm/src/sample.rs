@@ -70,7 +70,7 @@ impl Sampler {
     }
 
     fn rescan(&mut self) {
-        let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        let Ok(dir) = sss_mbcf::shm_dir().and_then(std::fs::read_dir) else {
             return;
         };
         let mut seen = Vec::new();

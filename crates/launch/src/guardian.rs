@@ -35,7 +35,7 @@ while [ $n -lt 100 ]; do
   sleep 0.05
   n=$((n+1))
 done
-rm -f /dev/shm/sss-"$1"-*
+rm -f "${SSS_SHM_DIR:-/dev/shm}"/sss-"$1"-*
 "#;
 
 /// The running guardian.

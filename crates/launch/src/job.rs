@@ -587,10 +587,10 @@ fn job_processes(job: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Removes `/dev/shm/sss-<job>-*`.
+/// Removes `/dev/shm/sss-<job>-*` (in `SSS_SHM_DIR` when set).
 pub(crate) fn remove_shm(job: u32) {
     let prefix = sss_boot::shm_prefix(job);
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+    let Ok(dir) = sss_mbcf::shm_dir().and_then(std::fs::read_dir) else {
         return;
     };
     for e in dir.flatten() {

@@ -74,85 +74,162 @@ fn slot_size_for(max_msg: usize) -> usize {
     (SLOT_HEADER + max_msg).next_multiple_of(8).max(24)
 }
 
-/// A view of a queue at a checked address.
-pub(crate) struct Ring {
-    base: *mut u8,
+/// Producer attempts at reserving a slot before a push gives up: the
+/// indices live in memory peers may scribble on, so a corrupted queue must
+/// not spin the pusher forever.
+const PUSH_TRIES: u32 = 1024;
+
+/// Bytes of a ring of `slots` slots of `slot_size` bytes, if that geometry
+/// is one `create` could have made.
+fn ring_bytes(slots: u32, slot_size: usize) -> Result<usize, Status> {
+    if !slots.is_power_of_two() || slot_size < 24 || slot_size % 8 != 0 {
+        return Err(Status::Unsupported);
+    }
+    (slots as usize)
+        .checked_mul(slot_size)
+        .and_then(|b| b.checked_add(FIFO_HEADER))
+        .ok_or(Status::OutOfBounds)
 }
 
+/// A queue at a checked address, with its geometry validated once and kept
+/// here: `slot_size` and `slots` in shared memory are never read again, as
+/// anyone with WRITE on the segment may change them. Only the indices and
+/// sequence words are read from shared memory, and every one of them is
+/// masked into the ring before use.
+#[derive(Clone, Copy)]
+pub(crate) struct Ring {
+    /// Invariant: `base .. base + FIFO_HEADER + slots * slot_size` is a
+    /// checked range (a [`Checked`]), 64-byte aligned, in a live mapping.
+    base: *mut u8,
+    slot_size: usize,
+    slots: u32,
+}
+
+// The raw-address helpers of `mem` are unsafe fns; their contracts hold
+// by the Ring invariant, stated at each call.
+#[allow(unsafe_code)]
 impl Ring {
-    /// A queue the caller created at `base` and keeps mapped.
-    pub fn at(base: *mut u8) -> Ring {
-        Ring { base }
+    /// A ring of the given geometry over `mem`, touching no memory.
+    fn over(mem: Checked, slots: u32, slot_size: usize) -> Result<Ring, Status> {
+        let total = ring_bytes(slots, slot_size)?;
+        if (mem.ptr() as usize) % 64 != 0 {
+            return Err(Status::Misaligned);
+        }
+        if mem.len() < total {
+            return Err(Status::OutOfBounds);
+        }
+        Ok(Ring {
+            base: mem.ptr(),
+            slot_size,
+            slots,
+        })
+    }
+
+    /// The ring of `slots` slots of `max_msg` bytes laid out at `mem`,
+    /// for queues whose geometry is fixed by the program (the signal ring
+    /// of a control block), never read from memory.
+    pub fn with_geometry(mem: Checked, slots: u32, max_msg: usize) -> Result<Ring, Status> {
+        Ring::over(mem, slots, slot_size_for(max_msg))
     }
 
     fn header(&self) -> &FifoHeader {
-        // Every Ring covers a checked, 64-byte aligned range of at least
-        // FIFO_HEADER bytes inside a live segment.
-        crate::mem::fifo_header(self.base)
+        // SAFETY: the Ring invariant: base starts a checked, 64-byte aligned
+        // range of at least FIFO_HEADER bytes in a live mapping.
+        unsafe { crate::mem::fifo_header(self.base) }
     }
 
     /// Lays out a new, empty queue over `mem` (which must be 64-byte aligned
     /// and `fifo_bytes(slots, max_msg)` long).
-    pub fn create(mem: Checked, slots: u32, max_msg: usize) -> Result<(), &'static str> {
+    pub fn create(mem: Checked, slots: u32, max_msg: usize) -> Result<Ring, &'static str> {
         if !slots.is_power_of_two() {
             return Err("slot count must be a power of two");
         }
-        if (mem.ptr as usize) % 64 != 0 {
+        if (mem.ptr() as usize) % 64 != 0 {
             return Err("queue address must be 64-byte aligned");
         }
         let ss = slot_size_for(max_msg);
-        if mem.len < fifo_bytes(slots, max_msg) || ss > u32::MAX as usize {
+        if ss > u32::MAX as usize {
             return Err("queue does not fit");
         }
-        let r = Ring { base: mem.ptr };
+        let r = Ring::over(mem, slots, ss).map_err(|_| "queue does not fit")?;
+        r.header().magic.store(0, Ordering::Relaxed);
+        // SAFETY: as for header(); the queue is not published yet (magic
+        // is zero). No reference to the header is live across the write.
+        unsafe { crate::mem::fifo_init(r.base, ss as u32, slots) };
         let h = r.header();
-        h.magic.store(0, Ordering::Relaxed);
-        crate::mem::fifo_init(mem.ptr, ss as u32, slots);
         for i in 0..slots as u64 {
-            r.seq(i, ss, slots).store(i, Ordering::Relaxed);
+            r.seq(i).store(i, Ordering::Relaxed);
         }
         h.head.store(0, Ordering::Relaxed);
         h.tail.store(0, Ordering::Relaxed);
         h.magic.store(FIFO_MAGIC, Ordering::Release);
-        Ok(())
+        Ok(r)
     }
 
-    /// Opens the queue whose header is at `mem` (at least FIFO_HEADER
-    /// checked bytes); the caller then checks the whole ring's extent.
-    pub fn open(mem: Checked) -> Result<(Ring, usize), Status> {
-        if mem.len < FIFO_HEADER || (mem.ptr as usize) % 64 != 0 {
+    /// Opens the queue whose header is at `head` (at least FIFO_HEADER
+    /// checked bytes). Its geometry is read once and validated;
+    /// `extent(total)` must then check the whole ring, `total` bytes from
+    /// the same address, against the segment.
+    pub fn open(
+        head: Checked,
+        extent: impl FnOnce(usize) -> Result<Checked, Status>,
+    ) -> Result<Ring, Status> {
+        if head.len() < FIFO_HEADER {
             return Err(Status::OutOfBounds);
         }
-        let r = Ring { base: mem.ptr };
-        let h = r.header();
+        if (head.ptr() as usize) % 64 != 0 {
+            return Err(Status::Misaligned);
+        }
+        // SAFETY: head is a checked, 64-byte aligned range of at least
+        // FIFO_HEADER bytes in a live mapping.
+        let h = unsafe { crate::mem::fifo_header(head.ptr()) };
         if h.magic.load(Ordering::Acquire) != FIFO_MAGIC {
             return Err(Status::Unsupported);
         }
-        let total = FIFO_HEADER + h.slots as usize * h.slot_size as usize;
-        Ok((r, total))
+        // One read of each: what a peer writes here later does not matter.
+        // SAFETY: as above; plain u32 fields that only racing hostile
+        // writers change, read volatile so the compiler cannot re-read.
+        let (ss, slots) = unsafe { crate::mem::fifo_geometry(head.ptr()) };
+        let total = ring_bytes(slots, ss as usize)?;
+        let all = extent(total)?;
+        if all.ptr() != head.ptr() {
+            return Err(Status::OutOfBounds);
+        }
+        Ring::over(all, slots, ss as usize)
     }
 
-    fn seq(&self, pos: u64, ss: usize, slots: u32) -> &AtomicU64 {
-        let i = (pos & (slots as u64 - 1)) as usize;
-        crate::mem::slot_seq(self.base, FIFO_HEADER + i * ss)
+    fn slot_off(&self, pos: u64) -> usize {
+        FIFO_HEADER + (pos & (self.slots as u64 - 1)) as usize * self.slot_size
     }
 
-    /// Pushes a message; `FifoFull` when no slot is free, `TooLarge` when
-    /// it exceeds the slot.
+    fn seq(&self, pos: u64) -> &AtomicU64 {
+        // SAFETY: slot_off masks pos into the ring, so the word lies inside
+        // the checked range; slots start 8-byte aligned (64-byte aligned
+        // base, header and slot size multiples of 8).
+        unsafe { crate::mem::slot_seq(self.base, self.slot_off(pos)) }
+    }
+
+    /// Pushes a message; `FifoFull` when no slot is free (or the indices
+    /// are corrupt and never offer one), `TooLarge` when it exceeds the
+    /// slot.
     pub fn push(&self, from: u32, msg: &[u8]) -> Result<(), Status> {
         let h = self.header();
-        let (ss, slots) = (h.slot_size as usize, h.slots);
-        if msg.len() > ss - SLOT_HEADER {
+        if msg.len() > self.slot_size - SLOT_HEADER {
             return Err(Status::TooLarge);
         }
         let mut pos = h.tail.load(Ordering::Relaxed);
+        let mut tries = 0;
         loop {
-            let seq = self.seq(pos, ss, slots).load(Ordering::Acquire);
-            let dif = seq as i64 - pos as i64;
+            tries += 1;
+            if tries > PUSH_TRIES {
+                return Err(Status::FifoFull);
+            }
+            let seq = self.seq(pos).load(Ordering::Acquire);
+            let dif = seq.wrapping_sub(pos) as i64;
             if dif == 0 {
                 match h.tail.compare_exchange_weak(
                     pos,
-                    pos + 1,
+                    pos.wrapping_add(1),
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 ) {
@@ -165,10 +242,12 @@ impl Ring {
                 pos = h.tail.load(Ordering::Relaxed);
             }
         }
-        let i = (pos & (slots as u64 - 1)) as usize;
-        crate::mem::slot_fill(self.base, FIFO_HEADER + i * ss, from, msg);
+        // SAFETY: the slot lies inside the checked ring (masked offset,
+        // slot_size bytes) and msg fits its payload (checked above); this
+        // producer reserved it with the CAS on tail.
+        unsafe { crate::mem::slot_fill(self.base, self.slot_off(pos), from, msg) };
         // Release: the message bytes are visible before the slot reads full.
-        self.seq(pos, ss, slots).store(pos + 1, Ordering::Release);
+        self.seq(pos).store(pos.wrapping_add(1), Ordering::Release);
         Ok(())
     }
 
@@ -176,25 +255,105 @@ impl Ring {
     /// sender's rank, or `None` when empty. Receiver only.
     pub fn pop(&self, out: &mut Vec<u8>) -> Option<u32> {
         let h = self.header();
-        let (ss, slots) = (h.slot_size as usize, h.slots);
         let pos = h.head.load(Ordering::Relaxed);
-        let seq = self.seq(pos, ss, slots);
-        if seq.load(Ordering::Acquire) != pos + 1 {
+        let seq = self.seq(pos);
+        if seq.load(Ordering::Acquire) != pos.wrapping_add(1) {
             return None;
         }
-        let i = (pos & (slots as u64 - 1)) as usize;
-        let from = crate::mem::slot_take(self.base, FIFO_HEADER + i * ss, ss - SLOT_HEADER, out);
+        let max = self.slot_size - SLOT_HEADER;
+        // SAFETY: the slot lies inside the checked ring; it reads full, so
+        // its producer is done with it; the length is clamped to `max`.
+        let from = unsafe { crate::mem::slot_take(self.base, self.slot_off(pos), max, out) };
         // Release: we are done reading before producers may reuse it.
-        seq.store(pos + slots as u64, Ordering::Release);
-        h.head.store(pos + 1, Ordering::Relaxed);
+        seq.store(pos.wrapping_add(self.slots as u64), Ordering::Release);
+        h.head.store(pos.wrapping_add(1), Ordering::Relaxed);
         Some(from)
     }
 
-    /// Messages waiting.
+    /// Messages waiting (at most the slot count, whatever the indices say).
     pub fn len(&self) -> usize {
         let h = self.header();
-        h.tail
+        let n = h
+            .tail
             .load(Ordering::Relaxed)
-            .saturating_sub(h.head.load(Ordering::Relaxed)) as usize
+            .saturating_sub(h.head.load(Ordering::Relaxed));
+        n.min(self.slots as u64) as usize
+    }
+}
+
+/// The ring protocol on a heap buffer, small enough for Miri
+/// (`cargo +nightly miri test -p sss-mbcf --lib fifo::`), which checks the
+/// atomics' orderings and every raw access against the buffer.
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Line([u8; 64]);
+
+    /// A 64-byte aligned heap buffer standing in for segment memory.
+    fn buffer(bytes: usize) -> (Vec<Line>, Checked) {
+        let mut v = vec![Line([0; 64]); bytes.div_ceil(64)];
+        let ptr = v.as_mut_ptr().cast::<u8>();
+        // SAFETY: the buffer is `bytes` long and outlives every use (the
+        // Vec is returned alongside and never reallocated).
+        (v, unsafe { Checked::new(ptr, bytes) })
+    }
+
+    #[test]
+    fn two_producers_one_consumer_keep_per_sender_order() {
+        const N: u32 = if cfg!(miri) { 12 } else { 2000 };
+        let (_buf, mem) = buffer(fifo_bytes(4, 8));
+        let ring = Ring::create(mem, 4, 8).unwrap();
+        std::thread::scope(|s| {
+            for from in 0..2u32 {
+                s.spawn(move || {
+                    for i in 0..N {
+                        while ring.push(from, &i.to_le_bytes()) == Err(Status::FifoFull) {
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            let mut next = [0u32; 2];
+            let mut out = Vec::new();
+            while next != [N; 2] {
+                match ring.pop(&mut out) {
+                    Some(from) => {
+                        let i = u32::from_le_bytes(out[..4].try_into().unwrap());
+                        assert_eq!(i, next[from as usize], "order of sender {from}");
+                        next[from as usize] += 1;
+                    }
+                    None => std::thread::yield_now(),
+                }
+            }
+        });
+        assert_eq!(ring.len(), 0);
+    }
+
+    #[test]
+    fn open_validates_the_geometry_once() {
+        let (_buf, mem) = buffer(1024);
+        Ring::create(mem, 4, 8).unwrap();
+        let whole = |t: usize| {
+            if t <= 1024 {
+                Ok(mem)
+            } else {
+                Err(Status::OutOfBounds)
+            }
+        };
+        let r = Ring::open(mem, whole).unwrap();
+        // The header rewritten after open: the ring keeps its geometry.
+        let h = mem.ptr() as *mut FifoHeader;
+        // SAFETY: the header lies at the start of the live buffer; no
+        // reference to it is live.
+        unsafe { std::ptr::addr_of_mut!((*h).slot_size).write(8) };
+        r.push(0, &[1; 8]).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(r.pop(&mut out), Some(0));
+        assert_eq!(out, [1; 8]);
+        assert_eq!(Ring::open(mem, whole).err(), Some(Status::Unsupported));
     }
 }

@@ -18,6 +18,7 @@
 //!     64  64 × 1024  NodeSlot[IDM_NODES]: seq (8), padding (56), NodeData
 //! ```
 
+use crate::seqlock::Stale;
 use crate::sys::{self, Mapping};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -284,8 +285,11 @@ impl Idm {
         sys::shm_unlink(&idm_name(node));
     }
 
+    #[allow(unsafe_code)]
     fn header(&self) -> &IdmHeader {
-        crate::mem::idm_header(self.map.ptr())
+        // SAFETY: the mapping is IDM_BYTES long (checked against the file
+        // when mapped), page aligned, and lives as long as `self`.
+        unsafe { crate::mem::idm_header(self.map.ptr()) }
     }
 
     /// Process id of the owning daemon.
@@ -303,53 +307,66 @@ impl Idm {
         self.header().self_slot.store(i as u32, Ordering::Relaxed);
     }
 
+    /// Slot `i`'s sequence word; `i < IDM_NODES`.
+    #[allow(unsafe_code)]
     fn seq(&self, i: usize) -> &AtomicU64 {
-        crate::mem::idm_seq(self.map.ptr(), 64 + i * SLOT_BYTES)
+        let i = i.min(IDM_NODES - 1);
+        // SAFETY: the slot lies inside the IDM_BYTES mapping (i clamped),
+        // 64-byte aligned; the mapping lives as long as `self`.
+        unsafe { crate::mem::idm_seq(self.map.ptr(), 64 + i * SLOT_BYTES) }
     }
 
-    /// A consistent copy of slot `i`.
+    /// A consistent copy of slot `i`; `None` when `i` is out of range or
+    /// the slot is stale (see [`Idm::read_slot`]).
     pub fn read(&self, i: usize) -> Option<NodeData> {
+        self.read_slot(i).ok().flatten()
+    }
+
+    /// A consistent copy of slot `i` (`None` when out of range), or
+    /// [`Stale`] when its writer stays mid-update (a daemon killed while
+    /// rewriting it): the page is then unknown, not waited for.
+    #[allow(unsafe_code)]
+    pub fn read_slot(&self, i: usize) -> Result<Option<NodeData>, Stale> {
         if i >= IDM_NODES {
-            return None;
+            return Ok(None);
         }
-        let seq = self.seq(i);
-        loop {
-            let s1 = seq.load(Ordering::Acquire);
-            if s1 % 2 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let d = crate::mem::idm_read(self.map.ptr(), 64 + i * SLOT_BYTES + 64);
-            std::sync::atomic::fence(Ordering::Acquire);
-            if seq.load(Ordering::Relaxed) == s1 {
-                return Some(d);
-            }
-        }
+        let page = 64 + i * SLOT_BYTES + 64;
+        // SAFETY: the page lies inside the IDM_BYTES mapping (i checked),
+        // 64-byte aligned; a torn copy is discarded by the sequence check.
+        crate::seqlock::read(self.seq(i), || unsafe {
+            crate::mem::idm_read(self.map.ptr(), page)
+        })
+        .map(Some)
     }
 
     /// Rewrites slot `i` (daemon only: one writer per file).
+    #[allow(unsafe_code)]
     pub fn write(&self, i: usize, d: &NodeData) {
         if i >= IDM_NODES {
             return;
         }
-        let seq = self.seq(i);
-        let s = seq.load(Ordering::Relaxed);
-        seq.store(s + 1, Ordering::Relaxed);
-        std::sync::atomic::fence(Ordering::Release);
-        crate::mem::idm_write(self.map.ptr(), 64 + i * SLOT_BYTES + 64, d);
-        seq.store(s + 2, Ordering::Release);
+        let page = 64 + i * SLOT_BYTES + 64;
+        // SAFETY: the page lies inside the IDM_BYTES mapping (i checked),
+        // 64-byte aligned; we are its only writer, readers retry.
+        crate::seqlock::write(self.seq(i), || unsafe {
+            crate::mem::idm_write(self.map.ptr(), page, d)
+        });
     }
 
     /// Runnable threads and CPUs of the daemon's own node, read in place
     /// (two loads, no copy, so possibly from two samples): `None` until
     /// the daemon published its page.
+    #[allow(unsafe_code)]
     pub fn own_load(&self) -> Option<(u32, u32)> {
         let i = self.self_slot();
         if i >= IDM_NODES {
             return None;
         }
         let page = 64 + i * SLOT_BYTES + 64;
-        let field = |off: usize| crate::mem::idm_u32(self.map.ptr(), page + off);
+        // SAFETY: the field lies inside the page, inside the mapping (i
+        // checked), 4-byte aligned (repr(C) u32 fields of a 64-byte
+        // aligned page).
+        let field = |off: usize| unsafe { crate::mem::idm_u32(self.map.ptr(), page + off) };
         if field(std::mem::offset_of!(NodeData, flags)) & NODE_VALID == 0 {
             return None;
         }

@@ -34,6 +34,7 @@ mod fifo;
 pub mod idm;
 mod mem;
 mod segment;
+mod seqlock;
 mod settings;
 mod shm;
 mod sys;
@@ -41,9 +42,11 @@ mod task;
 
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
+pub use seqlock::Stale;
 pub use settings::{parse_choice, parse_in, SettingError};
 pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
+pub use sys::shm_dir;
 pub use task::{
     Bind, Bootstrap, Fifo, Handler, Options, Reply, Request, SignalContext, Sink, SsWaitTuning,
     Task, TaskConfig, TaskStats, ThreadBoot, Transport, WaitPolicy,

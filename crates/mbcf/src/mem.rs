@@ -11,14 +11,51 @@
 
 use std::sync::atomic::AtomicU64;
 
-/// A checked address inside a live segment.
+/// A checked address range inside a live segment or mapping. The fields
+/// are private: a `Checked` comes only from a check — the segment table's
+/// ([`crate::segment::SegTable::check`]), a segment handle's bounds check,
+/// or [`Checked::in_mapping`] — so holding one is the proof that the range
+/// is mapped memory, which is what makes the safe accessors below sound.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Checked {
-    pub ptr: *mut u8,
-    pub len: usize,
+    ptr: *mut u8,
+    len: usize,
 }
 
 impl Checked {
+    /// A checked range from its parts.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len` must be memory mapped readable and writable for
+    /// as long as any copy of the result is used (a segment in the table,
+    /// kept alive by its mapping or by the registrant's contract of
+    /// [`crate::Task::register`]).
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> Checked {
+        Checked { ptr, len }
+    }
+
+    /// `len` bytes at `off` in `map`, if they lie inside it. Valid while
+    /// the mapping lives.
+    pub fn in_mapping(map: &crate::sys::Mapping, off: usize, len: usize) -> Option<Checked> {
+        if off.checked_add(len)? > map.len() {
+            return None;
+        }
+        Some(Checked {
+            ptr: map.ptr().wrapping_add(off),
+            len,
+        })
+    }
+
+    /// Start of the range.
+    pub fn ptr(self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Length of the range.
+    pub fn len(self) -> usize {
+        self.len
+    }
+
     /// Copies `data` (exactly `self.len` bytes) into the segment.
     pub fn write(self, data: &[u8]) {
         debug_assert_eq!(data.len(), self.len);
@@ -58,17 +95,43 @@ impl Checked {
 use crate::fifo::FifoHeader;
 
 /// The FIFO header at `base`.
-pub(crate) fn fifo_header<'a>(base: *mut u8) -> &'a FifoHeader {
-    // SAFETY: callers (fifo::Ring) only construct a ring over a checked,
-    // 64-byte aligned range of at least FIFO_HEADER bytes in a live
-    // segment; FifoHeader's shared fields are atomics.
+///
+/// # Safety
+/// `base` must start a mapped, 64-byte aligned range of at least
+/// `FIFO_HEADER` bytes that stays mapped for `'a` (a [`Checked`] range
+/// behind a `fifo::Ring`).
+pub(crate) unsafe fn fifo_header<'a>(base: *mut u8) -> &'a FifoHeader {
+    // SAFETY: the caller's contract; FifoHeader's shared fields are
+    // atomics, and the plain geometry fields are only read through
+    // fifo_geometry (volatile, once).
     unsafe { &*(base as *const FifoHeader) }
 }
 
+/// Reads the geometry fields (slot size, slot count) of a FIFO header once.
+/// Peers may be rewriting them: the values are to be validated.
+///
+/// # Safety
+/// As for [`fifo_header`].
+pub(crate) unsafe fn fifo_geometry(base: *mut u8) -> (u32, u32) {
+    let h = base as *const FifoHeader;
+    // SAFETY: the caller's contract: the header is mapped and aligned; any
+    // bit pattern is a valid u32, and volatile reads are not repeated or
+    // merged by the compiler.
+    unsafe {
+        (
+            std::ptr::addr_of!((*h).slot_size).read_volatile(),
+            std::ptr::addr_of!((*h).slots).read_volatile(),
+        )
+    }
+}
+
 /// Writes the constant fields of a new FIFO header.
-pub(crate) fn fifo_init(base: *mut u8, slot_size: u32, slots: u32) {
-    // SAFETY: as for fifo_header; the queue is not yet published (magic is
-    // zero), so nobody else reads these fields now.
+///
+/// # Safety
+/// As for [`fifo_header`], and the queue is not published yet (its magic
+/// is zero), so no one else relies on these fields now.
+pub(crate) unsafe fn fifo_init(base: *mut u8, slot_size: u32, slots: u32) {
+    // SAFETY: the caller's contract.
     unsafe {
         let h = base as *mut FifoHeader;
         std::ptr::addr_of_mut!((*h).slot_size).write(slot_size);
@@ -78,17 +141,23 @@ pub(crate) fn fifo_init(base: *mut u8, slot_size: u32, slots: u32) {
 }
 
 /// The sequence word of the slot at byte offset `off` from `base`.
-pub(crate) fn slot_seq<'a>(base: *mut u8, off: usize) -> &'a AtomicU64 {
-    // SAFETY: `off` addresses a slot inside the ring, whose extent the
-    // opener checked against the segment; slots are 8-byte aligned.
+///
+/// # Safety
+/// `base + off .. base + off + 8` must lie inside a mapped range that stays
+/// mapped for `'a`, 8-byte aligned.
+pub(crate) unsafe fn slot_seq<'a>(base: *mut u8, off: usize) -> &'a AtomicU64 {
+    // SAFETY: the caller's contract.
     unsafe { AtomicU64::from_ptr(base.add(off).cast()) }
 }
 
 /// Fills a reserved slot's length, sender and message.
-pub(crate) fn slot_fill(base: *mut u8, off: usize, from: u32, msg: &[u8]) {
-    // SAFETY: the slot at `off` lies inside the checked ring and was
-    // reserved by this producer (CAS on tail), so nobody else writes it
-    // until its sequence word says full.
+///
+/// # Safety
+/// `base + off .. base + off + 16 + msg.len()` must lie inside a mapped
+/// range, and the slot must be reserved by the caller (nobody else writes
+/// it until its sequence word says full).
+pub(crate) unsafe fn slot_fill(base: *mut u8, off: usize, from: u32, msg: &[u8]) {
+    // SAFETY: the caller's contract; `msg` is our memory, not the ring.
     unsafe {
         let p = base.add(off);
         (p.add(8) as *mut u32).write_unaligned(msg.len() as u32);
@@ -97,11 +166,15 @@ pub(crate) fn slot_fill(base: *mut u8, off: usize, from: u32, msg: &[u8]) {
     }
 }
 
-/// Copies a full slot's message out; returns the sender.
-pub(crate) fn slot_take(base: *mut u8, off: usize, max: usize, out: &mut Vec<u8>) -> u32 {
-    // SAFETY: the slot lies inside the checked ring and is full (its
-    // sequence word was read with acquire order), so its contents are
-    // stable until the consumer releases it.
+/// Copies a full slot's message (at most `max` bytes) out; returns the
+/// sender.
+///
+/// # Safety
+/// `base + off .. base + off + 16 + max` must lie inside a mapped range,
+/// and the slot must be full (its sequence word read with acquire order),
+/// so its producer no longer writes it.
+pub(crate) unsafe fn slot_take(base: *mut u8, off: usize, max: usize, out: &mut Vec<u8>) -> u32 {
+    // SAFETY: the caller's contract; the length word is clamped to `max`.
     unsafe {
         let p = base.add(off);
         let len = ((p.add(8) as *const u32).read_unaligned() as usize).min(max);
@@ -114,18 +187,22 @@ pub(crate) fn slot_take(base: *mut u8, off: usize, max: usize, out: &mut Vec<u8>
 
 use crate::shm::Ctl;
 
-/// The control block at `base` (start of a mapped control file).
-pub(crate) fn ctl_at<'a>(base: *mut u8) -> &'a Ctl {
-    // SAFETY: `base` is the start of a live mapping of at least
-    // size_of::<Ctl>() bytes (CtlMap owns it), page aligned; every field
-    // others write is atomic.
+/// The control block at `base`.
+///
+/// # Safety
+/// `base` must start a mapping of at least `size_of::<Ctl>()` bytes, page
+/// aligned, that stays mapped for `'a`.
+pub(crate) unsafe fn ctl_at<'a>(base: *mut u8) -> &'a Ctl {
+    // SAFETY: the caller's contract; every field others write is atomic.
     unsafe { &*(base as *const Ctl) }
 }
 
 /// Writes the constant fields of a fresh control block.
-pub(crate) fn ctl_init(base: *mut u8, pid: u32, node: &str) {
-    // SAFETY: as for ctl_at; the file was just created and nobody else
-    // reads it before `magic` is published.
+///
+/// # Safety
+/// As for [`ctl_at`], and the block is not published yet (`magic` unset).
+pub(crate) unsafe fn ctl_init(base: *mut u8, pid: u32, node: &str) {
+    // SAFETY: the caller's contract.
     unsafe {
         let c = base as *mut Ctl;
         std::ptr::addr_of_mut!((*c).version).write(1);
@@ -138,15 +215,22 @@ pub(crate) fn ctl_init(base: *mut u8, pid: u32, node: &str) {
 }
 
 /// Copies a completion's bytes to a caller-supplied location (C API).
-pub(crate) fn sink_bytes(dst: usize, cap: usize, data: &[u8]) {
-    // SAFETY: Sink::new's contract: `dst` points to `cap` writable bytes
-    // that stay valid until the operation completes, which is now.
+///
+/// # Safety
+/// `dst` must point to `cap` writable bytes nobody else accesses now
+/// (`Sink::new`'s contract, until the operation completes).
+pub(crate) unsafe fn sink_bytes(dst: usize, cap: usize, data: &[u8]) {
+    // SAFETY: the caller's contract; `data` is ours, not at `dst`.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len().min(cap)) }
 }
 
 /// The caller-supplied completion counter (C API).
-pub(crate) fn sink_counter<'a>(addr: usize) -> &'a AtomicU64 {
-    // SAFETY: Sink::new's contract: an aligned u64 valid until completion.
+///
+/// # Safety
+/// `addr` must point to an 8-byte aligned u64, valid for `'a` and accessed
+/// only atomically meanwhile (`Sink::new`'s contract).
+pub(crate) unsafe fn sink_counter<'a>(addr: usize) -> &'a AtomicU64 {
+    // SAFETY: the caller's contract.
     unsafe { AtomicU64::from_ptr(addr as *mut u64) }
 }
 
@@ -177,41 +261,63 @@ pub(crate) fn pod_from_bytes(b: &[u8]) -> Option<NodeData> {
 }
 
 /// The header of a mapped IDM file.
-pub(crate) fn idm_header<'a>(base: *mut u8) -> &'a IdmHeader {
-    // SAFETY: `base` starts a live mapping of IDM_BYTES (Idm owns it),
-    // page aligned; the header's fields are atomics.
+///
+/// # Safety
+/// `base` must start a mapping of at least `IDM_BYTES`, page aligned, that
+/// stays mapped for `'a`.
+pub(crate) unsafe fn idm_header<'a>(base: *mut u8) -> &'a IdmHeader {
+    // SAFETY: the caller's contract; the header's fields are atomics.
     unsafe { &*(base as *const IdmHeader) }
 }
 
 /// The sequence word of an IDM slot.
-pub(crate) fn idm_seq<'a>(base: *mut u8, off: usize) -> &'a AtomicU64 {
-    // SAFETY: `off` is a slot start inside the mapping (checked by the
-    // caller against IDM_NODES), 8-byte aligned.
+///
+/// # Safety
+/// `base + off .. base + off + 8` must lie inside a mapping that stays
+/// mapped for `'a`, 8-byte aligned.
+pub(crate) unsafe fn idm_seq<'a>(base: *mut u8, off: usize) -> &'a AtomicU64 {
+    // SAFETY: the caller's contract.
     unsafe { AtomicU64::from_ptr(base.add(off).cast()) }
 }
 
 /// Copies a node page out of a slot; racing writers are detected by the
 /// caller's sequence check, so the copy is volatile and may be torn.
-pub(crate) fn idm_read(base: *mut u8, off: usize) -> NodeData {
-    // SAFETY: the page lies inside the mapping; any bit pattern is a valid
-    // NodeData; volatile keeps the compiler from assuming the memory is
-    // stable, and a torn copy is discarded by the sequence check.
+///
+/// # Safety
+/// `base + off .. base + off + size_of::<NodeData>()` must lie inside a
+/// mapping, 8-byte aligned.
+pub(crate) unsafe fn idm_read(base: *mut u8, off: usize) -> NodeData {
+    // SAFETY: the caller's contract; any bit pattern is a valid NodeData;
+    // volatile keeps the compiler from assuming the memory is stable, and
+    // a torn copy is discarded by the sequence check.
     unsafe { std::ptr::read_volatile(base.add(off).cast::<NodeData>()) }
 }
 
 /// Writes a node page into a slot (its owner holds the sequence lock).
-pub(crate) fn idm_write(base: *mut u8, off: usize, d: &NodeData) {
-    // SAFETY: the page lies inside the writable mapping of the daemon,
-    // the only writer; readers retry on the sequence word.
+///
+/// # Safety
+/// As for [`idm_read`], and the mapping must be writable.
+pub(crate) unsafe fn idm_write(base: *mut u8, off: usize, d: &NodeData) {
+    // SAFETY: the caller's contract; readers retry on the sequence word.
     unsafe { std::ptr::write_volatile(base.add(off).cast::<NodeData>(), *d) }
 }
 
 /// One 4-byte field of a node page, read in place; may be mid-update (a
 /// hint, not a consistent snapshot).
-pub(crate) fn idm_u32(base: *mut u8, off: usize) -> u32 {
-    // SAFETY: the caller passes the offset of a u32 field of a slot inside
-    // the mapping (4-byte aligned: slots and pages start on 64 bytes and
-    // NodeData is repr(C)); any bit pattern is a valid u32; volatile as
-    // the daemon rewrites it concurrently.
+///
+/// # Safety
+/// `base + off .. base + off + 4` must lie inside a mapping, 4-byte
+/// aligned.
+pub(crate) unsafe fn idm_u32(base: *mut u8, off: usize) -> u32 {
+    // SAFETY: the caller's contract; any bit pattern is a valid u32;
+    // volatile as the daemon rewrites it concurrently.
     unsafe { std::ptr::read_volatile(base.add(off).cast::<u32>()) }
 }
+
+// SAFETY: a Ring is an address into shared memory that every process and
+// thread accesses through atomics or through slots reserved by those
+// atomics, exactly like memory shared with other processes; the pointer is
+// not owned and carries no thread affinity.
+unsafe impl Send for crate::fifo::Ring {}
+// SAFETY: as above.
+unsafe impl Sync for crate::fifo::Ring {}

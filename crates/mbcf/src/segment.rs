@@ -151,14 +151,16 @@ impl Segment {
         self.info.len == 0
     }
 
-    fn check(&self, off: usize, len: usize) -> Result<Checked, Error> {
+    /// `len` bytes at `off`, if inside the segment.
+    #[allow(unsafe_code)]
+    pub(crate) fn check(&self, off: usize, len: usize) -> Result<Checked, Error> {
         if off.checked_add(len).is_none_or(|e| e > self.len()) {
             return Err(Error::Invalid("range outside the segment"));
         }
-        Ok(Checked {
-            ptr: self.as_ptr().wrapping_add(off),
-            len,
-        })
+        // SAFETY: the range lies inside the segment, whose memory the
+        // handle keeps mapped (shared memory: through its Arc) or the
+        // registrant keeps valid (Task::register's contract).
+        Ok(unsafe { Checked::new(self.as_ptr().wrapping_add(off), len) })
     }
 
     /// The 8-byte word at `off` (8-byte aligned), for flags and counters
@@ -224,6 +226,12 @@ impl SegTable {
         self.alloc_with(len, perm, None, None)
     }
 
+    /// Allocates `len` bytes of zeroed shared memory without reserving
+    /// them (see `Task::alloc_sparse`).
+    pub fn alloc_sparse(&mut self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        self.alloc_inner(len, perm, None, None, false)
+    }
+
     /// Allocates shared memory, optionally at a fixed address and with a
     /// given key (symmetric segments).
     pub fn alloc_with(
@@ -233,12 +241,28 @@ impl SegTable {
         at: Option<u64>,
         key: Option<u64>,
     ) -> Result<Segment, Error> {
+        self.alloc_inner(len, perm, at, key, true)
+    }
+
+    fn alloc_inner(
+        &mut self,
+        len: usize,
+        perm: Perm,
+        at: Option<u64>,
+        key: Option<u64>,
+        reserve: bool,
+    ) -> Result<Segment, Error> {
         if key.is_some_and(|k| k == 0 || self.by_key.contains_key(&k)) {
             return Err(Error::Invalid("key in use"));
         }
         let id = self.next_id;
         let name = Self::shm_name(self.job, self.rank, id);
-        let fd = sys::shm_file(&name, len.max(8), true).map_err(Error::Io)?;
+        let fd = if reserve {
+            sys::shm_file(&name, len.max(8), true)
+        } else {
+            sys::shm_file_sparse(&name, len.max(8))
+        }
+        .map_err(Error::Io)?;
         let mapped = match at {
             Some(a) => Mapping::shared_at(fd.as_raw_fd(), len.max(8), a),
             None => Mapping::shared(fd.as_raw_fd(), len.max(8)),
@@ -271,8 +295,18 @@ impl SegTable {
         })
     }
 
-    /// Registers memory the caller owns.
-    pub fn register(&mut self, base: u64, len: usize, perm: Perm) -> Segment {
+    /// Registers memory the caller owns, once it is seen mapped with the
+    /// access `perm` lets peers have (readable; writable for WRITE or
+    /// ATOMIC).
+    pub fn register(&mut self, base: u64, len: usize, perm: Perm) -> Result<Segment, Error> {
+        let write = perm.contains(Perm::WRITE) || perm.contains(Perm::ATOMIC);
+        if !sys::range_mapped(base, len as u64, write)? {
+            return Err(Error::Invalid(if write {
+                "range not mapped readable and writable in this process"
+            } else {
+                "range not mapped readable in this process"
+            }));
+        }
         let id = self.next_id;
         self.next_id += 1;
         let info = SegmentInfo {
@@ -289,7 +323,7 @@ impl SegTable {
             info,
             backing: Backing::Registered,
         });
-        Segment { info, _map: None }
+        Ok(Segment { info, _map: None })
     }
 
     /// Removes a segment; its key stops working at once.
@@ -323,6 +357,7 @@ impl SegTable {
     }
 
     /// The receiver's check of an incoming operation.
+    #[allow(unsafe_code)]
     pub fn check(&self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Checked, Status> {
         let &i = self.by_key.get(&key).ok_or(Status::BadKey)?;
         let info = &self.segs[i].info;
@@ -333,10 +368,10 @@ impl SegTable {
         if !info.perm.contains(need) {
             return Err(Status::NoPermission);
         }
-        Ok(Checked {
-            ptr: addr as *mut u8,
-            len,
-        })
+        // SAFETY: the range lies inside a segment of the table: shared
+        // memory the table keeps mapped, or registered memory the
+        // registrant keeps valid (Task::register's contract) until freed.
+        Ok(unsafe { Checked::new(addr as *mut u8, len) })
     }
 
     /// The check of a multicast write, addressed by offset into the

@@ -15,7 +15,7 @@
 //! - pushes FIFO messages straight into the queue's ring when the queue
 //!   lives in shared memory;
 //! - queues SIGNALs on the receiver's inbound ring and rings its doorbell (a
-//!   zero-length datagram) if its progress thread sleeps.
+//!   one-byte datagram, [`DOORBELL`]) if its progress thread sleeps.
 //!
 //! Anything else — atomics, notifies or FIFOs in registered memory,
 //! segments beyond the published table, multicast — takes the `udp` path,
@@ -25,6 +25,7 @@
 use crate::fifo::{Ring, FIFO_HEADER};
 use crate::mem::Checked;
 use crate::segment::{Perm, SegmentInfo};
+use crate::seqlock::Stale;
 use crate::sys::{self, Mapping};
 use sss_wire::Status;
 use std::collections::HashMap;
@@ -135,26 +136,60 @@ pub fn ctl_name(job: u32, rank: u32) -> String {
     format!("sss-{job}-{rank}-ctl")
 }
 
+/// The doorbell datagram. No MBCF packet is one byte long, so it cannot
+/// be mistaken for one; any other datagram that does not parse, the empty
+/// one included, counts as a bad packet.
+pub(crate) const DOORBELL: [u8; 1] = [0xdb];
+
+/// Splits what one receive returned (`bytes`, in datagrams of `seg` bytes
+/// when GRO coalesced several) and hands every datagram but doorbells to
+/// `handle`. Returns (some datagram handled, some doorbell seen).
+pub(crate) fn split_received(
+    bytes: &[u8],
+    seg: usize,
+    mut handle: impl FnMut(&[u8]),
+) -> (bool, bool) {
+    if bytes.is_empty() {
+        // A zero-length datagram: not ours, a bad packet.
+        handle(bytes);
+        return (true, false);
+    }
+    let (mut handled, mut bell) = (false, false);
+    for d in bytes.chunks(seg.max(1)) {
+        if d == DOORBELL {
+            bell = true;
+        } else {
+            handle(d);
+            handled = true;
+        }
+    }
+    (handled, bell)
+}
+
 /// A mapped control block, ours or a peer's.
 pub struct CtlMap {
     map: Mapping,
+    /// The inbound signal ring; its geometry is fixed by this program,
+    /// never read from the file.
+    ring: Ring,
 }
 
 impl CtlMap {
     /// Creates and initializes this task's control block.
+    #[allow(unsafe_code)]
     pub(crate) fn create(job: u32, rank: u32, node: &str) -> std::io::Result<Self> {
         let name = ctl_name(job, rank);
         sys::shm_unlink(&name);
         let fd = sys::shm_file(&name, ctl_bytes(), true)?;
         let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
-        let c = CtlMap { map };
-        crate::mem::ctl_init(c.map.ptr(), std::process::id(), node);
-        let ring = Checked {
-            ptr: c.map.ptr().wrapping_add(SIGNAL_RING_AT),
-            len: ctl_bytes() - SIGNAL_RING_AT,
-        };
-        Ring::create(ring, SIGNAL_SLOTS, 4 + SIGNAL_MAX)
+        // SAFETY: the mapping is ctl_bytes() long, page aligned, and not
+        // published yet (magic unset).
+        unsafe { crate::mem::ctl_init(map.ptr(), std::process::id(), node) };
+        let mem = Checked::in_mapping(&map, SIGNAL_RING_AT, ctl_bytes() - SIGNAL_RING_AT)
+            .ok_or_else(|| std::io::Error::other("control block too small"))?;
+        let ring = Ring::create(mem, SIGNAL_SLOTS, 4 + SIGNAL_MAX)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let c = CtlMap { map, ring };
         c.ctl().magic.store(CTL_MAGIC, Ordering::Release);
         Ok(c)
     }
@@ -162,13 +197,19 @@ impl CtlMap {
     /// Maps a control block by file name (for the node daemon).
     pub fn open_name(name: &str) -> std::io::Result<Self> {
         let fd = sys::shm_file(name, 0, false)?;
+        Self::map_existing(fd)
+    }
+
+    fn map_existing(fd: std::os::fd::OwnedFd) -> std::io::Result<Self> {
         let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
-        let c = CtlMap { map };
+        let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+        let mem = Checked::in_mapping(&map, SIGNAL_RING_AT, ctl_bytes() - SIGNAL_RING_AT)
+            .ok_or_else(|| bad("control block too small"))?;
+        let ring = Ring::with_geometry(mem, SIGNAL_SLOTS, 4 + SIGNAL_MAX)
+            .map_err(|_| bad("control block too small"))?;
+        let c = CtlMap { map, ring };
         if c.ctl().magic.load(Ordering::Acquire) != CTL_MAGIC {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "control block not initialized",
-            ));
+            return Err(bad("control block not initialized"));
         }
         Ok(c)
     }
@@ -183,34 +224,26 @@ impl CtlMap {
     /// Maps a peer's control block.
     pub(crate) fn open(job: u32, rank: u32) -> std::io::Result<Self> {
         let fd = sys::shm_file(&ctl_name(job, rank), 0, false)?;
-        let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
-        let c = CtlMap { map };
-        if c.ctl().magic.load(Ordering::Acquire) != CTL_MAGIC {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "control block not initialized",
-            ));
-        }
-        Ok(c)
+        Self::map_existing(fd)
     }
 
     /// The control block.
+    #[allow(unsafe_code)]
     pub fn ctl(&self) -> &Ctl {
-        crate::mem::ctl_at(self.map.ptr())
+        // SAFETY: the mapping is ctl_bytes() long (checked against the file
+        // when mapped), page aligned, and lives as long as `self`.
+        unsafe { crate::mem::ctl_at(self.map.ptr()) }
     }
 
     pub(crate) fn signal_ring(&self) -> Ring {
-        Ring::at(self.map.ptr().wrapping_add(SIGNAL_RING_AT))
+        self.ring
     }
 
     /// Publishes the segment table (called with the owner's table lock).
     pub(crate) fn publish(&self, infos: &[SegmentInfo]) {
         let c = self.ctl();
         for (i, e) in c.segs.iter().enumerate() {
-            let s = e.seq.load(Ordering::Relaxed);
-            e.seq.store(s + 1, Ordering::Relaxed);
-            std::sync::atomic::fence(Ordering::Release);
-            match infos.get(i) {
+            crate::seqlock::write(&e.seq, || match infos.get(i) {
                 Some(info) => {
                     e.key.store(info.key, Ordering::Relaxed);
                     e.base.store(info.base, Ordering::Relaxed);
@@ -221,8 +254,7 @@ impl CtlMap {
                     );
                 }
                 None => e.key.store(0, Ordering::Relaxed),
-            }
-            e.seq.store(s + 2, Ordering::Release);
+            });
         }
     }
 
@@ -239,39 +271,48 @@ impl CtlMap {
     }
 
     /// Entry `i` of the published table if it holds `key` (a consistent
-    /// read under the entry's sequence lock).
-    fn entry(&self, i: usize, key: u64) -> Option<Published> {
-        let e = self.ctl().segs.get(i)?;
-        loop {
-            let s1 = e.seq.load(Ordering::Acquire);
-            if s1 % 2 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let k = e.key.load(Ordering::Relaxed);
-            let base = e.base.load(Ordering::Relaxed);
-            let len = e.len.load(Ordering::Relaxed);
-            let meta = e.meta.load(Ordering::Relaxed);
-            std::sync::atomic::fence(Ordering::Acquire);
-            if e.seq.load(Ordering::Relaxed) != s1 {
-                continue;
-            }
-            return (k == key).then_some(Published {
-                base,
-                len,
-                perm: Perm((meta & 0xff) as u8),
-                shared: meta & 0x100 != 0,
-                id: (meta >> 32) as u32,
-            });
-        }
+    /// read under the entry's sequence lock); [`Stale`] when the entry
+    /// stays mid-update (its owner died rewriting it).
+    fn entry(&self, i: usize, key: u64) -> Result<Option<Published>, Stale> {
+        let Some(e) = self.ctl().segs.get(i) else {
+            return Ok(None);
+        };
+        let (k, base, len, meta) = crate::seqlock::read(&e.seq, || {
+            (
+                e.key.load(Ordering::Relaxed),
+                e.base.load(Ordering::Relaxed),
+                e.len.load(Ordering::Relaxed),
+                e.meta.load(Ordering::Relaxed),
+            )
+        })?;
+        Ok((k == key).then_some(Published {
+            base,
+            len,
+            perm: Perm((meta & 0xff) as u8),
+            shared: meta & 0x100 != 0,
+            id: (meta >> 32) as u32,
+        }))
     }
 
-    /// Finds the published segment with `key`, and its table index.
-    fn lookup(&self, key: u64) -> Option<(usize, Published)> {
+    /// Finds the published segment with `key`, and its table index;
+    /// [`Stale`] when it is not found and some entry could not be read.
+    fn lookup(&self, key: u64) -> Result<Option<(usize, Published)>, Stale> {
         if key == 0 {
-            return None;
+            return Ok(None);
         }
-        (0..CTL_SEGMENTS).find_map(|i| self.entry(i, key).map(|p| (i, p)))
+        let mut stale = false;
+        for i in 0..CTL_SEGMENTS {
+            match self.entry(i, key) {
+                Ok(Some(p)) => return Ok(Some((i, p))),
+                Ok(None) => {}
+                Err(Stale) => stale = true,
+            }
+        }
+        if stale {
+            Err(Stale)
+        } else {
+            Ok(None)
+        }
     }
 
     /// Bumps the event word and wakes the task's waiters.
@@ -312,6 +353,13 @@ pub(crate) struct Peer {
     /// tried before the full scan; round robin.
     hints: [(u64, usize); 4],
     next_hint: usize,
+    /// Set when a key was not found in the published table: the segment
+    /// may lie beyond the table's CTL_SEGMENTS entries, have moved while
+    /// its owner republished, or the table may be stale (an entry stuck
+    /// mid-update). A refusal is then not ours to make: the operation is
+    /// handed to the udp path, where the owner checks it against its own
+    /// table.
+    ask_owner: bool,
 }
 
 impl Peer {
@@ -324,6 +372,7 @@ impl Peer {
             maps: HashMap::new(),
             hints: [(0, 0); 4],
             next_hint: 0,
+            ask_owner: false,
         })
     }
 
@@ -334,16 +383,20 @@ impl Peer {
     }
 
     /// Finds the published segment with `key`: where it was found last
-    /// time if it is still there, else by scanning the table.
+    /// time if it is still there, else by scanning the table. A key not
+    /// found sets `ask_owner`.
     fn find(&mut self, key: u64) -> Option<Published> {
         for &(k, i) in &self.hints {
             if k == key && key != 0 {
-                if let Some(p) = self.ctl.entry(i, key) {
+                if let Ok(Some(p)) = self.ctl.entry(i, key) {
                     return Some(p);
                 }
             }
         }
-        let (i, p) = self.ctl.lookup(key)?;
+        let Ok(Some((i, p))) = self.ctl.lookup(key) else {
+            self.ask_owner = true;
+            return None;
+        };
         self.hints[self.next_hint] = (key, i);
         self.next_hint = (self.next_hint + 1) % self.hints.len();
         Some(p)
@@ -378,10 +431,10 @@ impl Peer {
                 m
             }
         };
-        Ok(Checked {
-            ptr: m.ptr().wrapping_add((addr - p.base) as usize),
-            len,
-        })
+        // The table check put addr - base + len within p.len, and the
+        // mapping covers p.len; in_mapping checks it again.
+        let off = addr.checked_sub(p.base).ok_or(Status::OutOfBounds)?;
+        Checked::in_mapping(&m, off as usize, len).ok_or(Status::OutOfBounds)
     }
 
     fn count(&self, r: &Result<crate::Reply, Status>) {
@@ -393,7 +446,10 @@ impl Peer {
         }
     }
 
-    fn finish(&self, r: Result<crate::Reply, Status>) -> Direct {
+    fn finish(&mut self, r: Result<crate::Reply, Status>) -> Direct {
+        if std::mem::take(&mut self.ask_owner) && r.is_err() {
+            return Direct::Fallback;
+        }
         self.count(&r);
         if r.is_ok() {
             self.ctl.wake();
@@ -405,6 +461,7 @@ impl Peer {
     pub fn apply(&mut self, me: u32, op: &sss_proto::Op<'_>) -> Direct {
         use crate::Reply;
         use sss_proto::Op;
+        self.ask_owner = false;
         match *op {
             Op::Write {
                 key,
@@ -504,11 +561,11 @@ impl Peer {
                     Ok(c) => c,
                     Err(s) => return self.finish(Err(s)),
                 };
-                let r = Ring::open(head).and_then(|(_, total)| {
+                let r = Ring::open(head, |total| {
                     self.check(key, addr, total, Perm::WRITE)?;
-                    let c = self.local(&p, addr, total)?;
-                    Ring::at(c.ptr).push(me, data)
-                });
+                    self.local(&p, addr, total)
+                })
+                .and_then(|ring| ring.push(me, data));
                 self.finish(r.map(|_| Reply::Done))
             }
             Op::Signal {

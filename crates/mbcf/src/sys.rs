@@ -137,13 +137,43 @@ impl Drop for Mapping {
     }
 }
 
-/// Creates (exclusively) or opens a file under /dev/shm and sizes it.
-/// Errors name the file: a missing peer file usually means that peer has
-/// already left the job.
+/// The directory of the runtime's shared-memory files: `SSS_SHM_DIR`, by
+/// default `/dev/shm`. Every process of a node (tasks, node daemon) must
+/// agree on it.
+pub fn shm_dir() -> io::Result<&'static std::path::Path> {
+    static DIR: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    let d = DIR.get_or_init(|| match std::env::var_os("SSS_SHM_DIR") {
+        None => Ok("/dev/shm".into()),
+        Some(v) => {
+            let p = std::path::PathBuf::from(&v);
+            if p.is_absolute() && p.is_dir() {
+                Ok(p)
+            } else {
+                Err(format!(
+                    "SSS_SHM_DIR={}: not an absolute path to a directory",
+                    p.display()
+                ))
+            }
+        }
+    });
+    d.as_deref()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.clone()))
+}
+
+fn shm_path(name: &str) -> io::Result<std::path::PathBuf> {
+    Ok(shm_dir()?.join(name))
+}
+
+/// Creates (exclusively) or opens a file in the shared-memory directory.
+/// A created file gets its `len` bytes reserved before anyone maps it: a
+/// sparse file on a full tmpfs would raise SIGBUS at the first touch of a
+/// page, in us or in a peer that writes into it. Errors name the file: a
+/// missing peer file usually means that peer has already left the job.
 pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
-    let path = format!("/dev/shm/{name}");
-    let named = |e: io::Error| io::Error::new(e.kind(), format!("{path}: {e}"));
+    let path = shm_path(name)?;
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -151,20 +181,94 @@ pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
         .mode(0o600)
         .open(&path)
         .map_err(named)?;
-    if create {
-        f.set_len(len as u64).map_err(named)?;
+    if create && len > 0 {
+        // SAFETY: plain syscall on a descriptor we own; it returns the
+        // error number instead of setting errno.
+        let r = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
+        if r != 0 {
+            let _ = std::fs::remove_file(&path);
+            let e = io::Error::from_raw_os_error(r);
+            let kind = match r {
+                libc::ENOSPC | libc::EFBIG | libc::ENOMEM => io::ErrorKind::StorageFull,
+                _ => e.kind(),
+            };
+            return Err(io::Error::new(
+                kind,
+                format!(
+                    "cannot reserve {len} bytes of shared memory for {} ({e}): {} is full \
+                     or too small",
+                    path.display(),
+                    shm_dir().map_or_else(|_| "/dev/shm".into(), |d| d.display().to_string()),
+                ),
+            ));
+        }
     }
     Ok(OwnedFd::from(f))
 }
 
-/// Renames a /dev/shm file, replacing `to` atomically.
-pub fn shm_rename(from: &str, to: &str) -> io::Result<()> {
-    std::fs::rename(format!("/dev/shm/{from}"), format!("/dev/shm/{to}"))
+/// Creates (exclusively) a file of `len` bytes in the shared-memory
+/// directory without reserving them: pages are backed when first touched,
+/// and on a full directory that touch raises SIGBUS. For large, mostly
+/// untouched ranges only.
+pub fn shm_file_sparse(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let fd = shm_file(name, 0, true)?;
+    let f = std::fs::File::from(fd);
+    if let Err(e) = f.set_len(len as u64) {
+        shm_unlink(name);
+        return Err(io::Error::new(e.kind(), format!("{name}: {e}")));
+    }
+    Ok(OwnedFd::from(f))
 }
 
-/// Removes a /dev/shm file; missing files are fine.
+/// Renames a shared-memory file, replacing `to` atomically.
+pub fn shm_rename(from: &str, to: &str) -> io::Result<()> {
+    std::fs::rename(shm_path(from)?, shm_path(to)?)
+}
+
+/// Removes a shared-memory file; missing files are fine.
 pub fn shm_unlink(name: &str) {
-    let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+    if let Ok(p) = shm_path(name) {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// True when `addr .. addr + len` of this process is mapped readable, and
+/// writable too if `write`, with no hole (per /proc/self/maps). Registered
+/// memory is written by the progress thread and by same-node peers: an
+/// unmapped or read-only page there would kill the task at the first
+/// remote WRITE.
+pub fn range_mapped(addr: u64, len: u64, write: bool) -> io::Result<bool> {
+    let Some(end) = addr.checked_add(len) else {
+        return Ok(false);
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    let mut at = addr;
+    // Lines are sorted by address; walk them until the range is covered.
+    for line in maps.lines() {
+        if at >= end {
+            break;
+        }
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
+            continue;
+        };
+        if hi <= at {
+            continue;
+        }
+        let p = perms.as_bytes();
+        let ok = lo <= at && p.first() == Some(&b'r') && (!write || p.get(1) == Some(&b'w'));
+        if !ok {
+            return Ok(false);
+        }
+        at = hi;
+    }
+    Ok(at >= end)
 }
 
 /// The CPUs the calling thread may run on, ascending.

@@ -2,7 +2,6 @@
 
 use crate::fifo::{Ring, FIFO_HEADER};
 use crate::idm::{Idm, NodeData, TaskState};
-use crate::mem::Checked;
 use crate::segment::{Perm, SegTable, Segment, SegmentInfo};
 use crate::shm::{ctl_name, CtlMap, Direct, Peer};
 use crate::sys::{self, EventFd};
@@ -396,18 +395,27 @@ impl Sink {
         }
     }
 
+    // SAFETY (every block below): Sink::new's contract — the locations
+    // are valid, writable and ours until the operation completes, which is
+    // now.
+    #[allow(unsafe_code)]
     fn deliver(&self, r: &Result<Reply, Error>) {
         if self.data != 0 {
             match r {
-                Ok(Reply::Data(d)) => crate::mem::sink_bytes(self.data, self.data_len, d),
+                // SAFETY: see above.
+                Ok(Reply::Data(d)) => unsafe {
+                    crate::mem::sink_bytes(self.data, self.data_len, d)
+                },
                 Ok(Reply::Value(v)) if self.data_len >= 8 => {
-                    crate::mem::sink_bytes(self.data, 8, &v.to_ne_bytes())
+                    // SAFETY: see above; data_len >= 8.
+                    unsafe { crate::mem::sink_bytes(self.data, 8, &v.to_ne_bytes()) }
                 }
                 _ => {}
             }
         }
         if self.counter != 0 {
-            crate::mem::sink_counter(self.counter).fetch_add(1, Ordering::Release);
+            // SAFETY: see above.
+            unsafe { crate::mem::sink_counter(self.counter) }.fetch_add(1, Ordering::Release);
         }
     }
 }
@@ -931,6 +939,12 @@ impl Task {
         })
     }
 
+    /// The address of this task's socket (where its MBCF datagrams
+    /// arrive).
+    pub fn local_addr(&self) -> Result<std::net::SocketAddr, Error> {
+        Ok(self.inner.sock.local_addr()?)
+    }
+
     /// Job id.
     pub fn job(&self) -> u32 {
         self.inner.job
@@ -966,10 +980,25 @@ impl Task {
         self.inner.signal_key
     }
 
-    /// Allocates `len` zeroed bytes of shared memory as a segment.
+    /// Allocates `len` zeroed bytes of shared memory as a segment. The
+    /// bytes are reserved in the shared-memory directory first: when it is
+    /// full, this fails (`ErrorKind::StorageFull`) instead of a later
+    /// touch of the memory raising SIGBUS.
     pub fn alloc(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
         let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
         let s = segs.alloc(len, perm)?;
+        self.inner.publish(&segs);
+        Ok(s)
+    }
+
+    /// Like [`Task::alloc`] without reserving the bytes: for large, mostly
+    /// untouched ranges (a DSM heap). Pages are backed as they are first
+    /// touched; on a full shared-memory directory that touch raises
+    /// SIGBUS, in this task or in a same-node peer, so the owner should
+    /// reserve what it hands out.
+    pub fn alloc_sparse(&self, len: usize, perm: Perm) -> Result<Segment, Error> {
+        let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+        let s = segs.alloc_sparse(len, perm)?;
         self.inner.publish(&segs);
         Ok(s)
     }
@@ -1038,7 +1067,8 @@ impl Task {
         Err(Error::Invalid("key in use in some task"))
     }
 
-    /// Registers existing memory as a segment.
+    /// Registers existing memory as a segment. A range not mapped in this
+    /// process (readable, and writable for WRITE or ATOMIC) is refused.
     ///
     /// # Safety
     /// `ptr .. ptr + len` must stay valid, writable memory until the
@@ -1050,7 +1080,7 @@ impl Task {
             return Err(Error::Invalid("null pointer"));
         }
         let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
-        let s = segs.register(ptr as u64, len, perm);
+        let s = segs.register(ptr as u64, len, perm)?;
         self.inner.publish(&segs);
         Ok(s)
     }
@@ -1214,13 +1244,10 @@ impl Task {
         if offset.checked_add(bytes).is_none_or(|e| e > seg.len()) {
             return Err(Error::Invalid("queue does not fit in the segment"));
         }
-        let mem = Checked {
-            ptr: seg.as_ptr().wrapping_add(offset),
-            len: bytes,
-        };
-        Ring::create(mem, slots, max_msg).map_err(Error::Invalid)?;
+        let mem = seg.check(offset, bytes)?;
+        let ring = Ring::create(mem, slots, max_msg).map_err(Error::Invalid)?;
         Ok(Fifo {
-            base: mem.ptr as usize,
+            ring,
             at: seg.info.at(offset as u64),
             _seg: seg.clone(),
         })
@@ -1525,7 +1552,9 @@ impl Task {
 
 /// A FIFO queue this task created; pop messages from it here.
 pub struct Fifo {
-    base: usize,
+    /// Geometry fixed at creation: the header in segment memory is not
+    /// trusted again, peers with WRITE may have changed it.
+    ring: Ring,
     at: RemoteAddr,
     _seg: Segment,
 }
@@ -1537,7 +1566,7 @@ impl Fifo {
     }
 
     fn ring(&self) -> Ring {
-        Ring::at(self.base as *mut u8)
+        self.ring
     }
 
     /// Pops the oldest message into `out`; returns the sender's rank.
@@ -1608,8 +1637,10 @@ impl Inner {
             let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
             if let Direct::Done(r) = p.apply(self.rank, &op) {
                 if matches!(op, Op::Signal { .. }) && p.asleep() {
-                    // Doorbell: a zero-length datagram wakes its poll.
-                    let _ = self.sock.send_to(&[], self.peers[rank as usize].addr);
+                    // Doorbell: a one-byte datagram wakes its poll.
+                    let _ = self
+                        .sock
+                        .send_to(&crate::shm::DOORBELL, self.peers[rank as usize].addr);
                 }
                 drop(p);
                 if r.is_ok() {
@@ -2165,7 +2196,6 @@ impl Inner {
             };
             for _ in 0..256 {
                 match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                    Ok((0, _, _)) => {}
                     Ok((n, seg, from)) => {
                         self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
                     }
@@ -2217,12 +2247,13 @@ impl Inner {
             RECV_BUF.with_borrow_mut(|buf| {
                 for _ in 0..64 {
                     match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                        // A doorbell: a same-node sender queued a signal
-                        // for the progress thread, which must hear of it.
-                        Ok((0, _, _)) => doorbell = true,
                         Ok((n, seg, from)) => {
-                            any = true;
-                            self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
+                            let (handled, bell) =
+                                self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
+                            any |= handled;
+                            // A doorbell: a same-node sender queued a signal
+                            // for the progress thread, which must hear of it.
+                            doorbell |= bell;
                         }
                         Err(_) => break,
                     }
@@ -2254,6 +2285,10 @@ impl Inner {
     /// Hands the datagrams of one receive (`seg` bytes each) from `from`
     /// to the endpoint, as coming from the task at that address; drops and
     /// counts them when no task of the job has it.
+    /// Hands a received batch of datagrams to the endpoint, each with the
+    /// rank its source address belongs to; a datagram from an address of
+    /// no member creates no state and is counted. Returns (any datagram
+    /// handled, a doorbell rang).
     fn receive(
         &self,
         ep: &mut Endpoint,
@@ -2261,17 +2296,20 @@ impl Inner {
         data: &[u8],
         seg: usize,
         from: Option<SocketAddr>,
-    ) {
-        let Some(rank) = from.and_then(|a| self.senders.rank(a)) else {
-            let n = data.len().div_ceil(seg.max(1)) as u64;
-            self.foreign.fetch_add(n, Ordering::Relaxed);
-            return;
-        };
-        let src = Some(TaskId::new(self.job, rank));
+    ) -> (bool, bool) {
+        let src = from
+            .and_then(|a| self.senders.rank(a))
+            .map(|r| TaskId::new(self.job, r));
         let now = self.now();
-        for d in data.chunks(seg.max(1)) {
-            ep.handle_datagram_from(now, src, d, applier);
+        let mut foreign = 0;
+        let r = crate::shm::split_received(data, seg, |d| match src {
+            Some(_) => ep.handle_datagram_from(now, src, d, applier),
+            None => foreign += 1,
+        });
+        if foreign > 0 {
+            self.foreign.fetch_add(foreign, Ordering::Relaxed);
         }
+        r
     }
 
     fn on_progress_thread(&self) -> bool {
@@ -2449,8 +2487,7 @@ impl Applier<'_> {
             )),
             Body::Fifo => {
                 let head = segs.check(p.key, p.addr, FIFO_HEADER, Perm::WRITE)?;
-                let (ring, total) = Ring::open(head)?;
-                segs.check(p.key, p.addr, total, Perm::WRITE)?;
+                let ring = Ring::open(head, |total| segs.check(p.key, p.addr, total, Perm::WRITE))?;
                 ring.push(p.src.rank, p.payload)?;
                 Ok(Outcome::Done)
             }

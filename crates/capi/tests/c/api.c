@@ -7,7 +7,10 @@
  * expressions), unlike the examples.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <sss.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +298,19 @@ int main(void)
     sss_seg_h reg;
     sss_seg_info_t rinfo;
     EXPECT_ST(sss_seg_register(t, NULL, 64, SSS_PERM_ALL, &reg), SSS_ERR_INVALID_PARAM);
+    {
+        /* Unmapped or read-only memory is refused at registration, not
+         * found out by a peer's WRITE that kills this task. */
+        long pg = sysconf(_SC_PAGESIZE);
+        char *m = mmap(NULL, 2 * pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        EXPECT(m != MAP_FAILED);
+        EXPECT_ST(sss_seg_register(t, m, pg, SSS_PERM_ALL, &reg), SSS_ERR_INVALID_PARAM);
+        OK(sss_seg_register(t, m, pg, SSS_PERM_READ, &reg));
+        OK(sss_seg_free(t, reg));
+        munmap(m + pg, pg);
+        EXPECT_ST(sss_seg_register(t, m, 2 * pg, SSS_PERM_READ, &reg), SSS_ERR_INVALID_PARAM);
+        munmap(m, pg);
+    }
     OK(sss_seg_register(t, area, sizeof area, SSS_PERM_ALL, &reg));
     OK(sss_seg_info(reg, &rinfo));
     EXPECT(rinfo.base == (uint64_t)(uintptr_t)area && rinfo.len == sizeof area);
