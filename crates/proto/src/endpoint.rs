@@ -8,7 +8,7 @@ use crate::{
     SubmitError, Target, Time,
 };
 use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -91,6 +91,9 @@ struct Channel {
     hole_at: Option<Time>,
     /// While down: the interval to the next probe (`rto_at`).
     probe_every: Time,
+    /// Operations failed while the peer was down whose requests it may
+    /// still answer: a late NACK for one is not a second completion.
+    failed_ops: BTreeSet<u32>,
 
     // Receive side.
     peer_epoch: Option<u32>,
@@ -128,6 +131,7 @@ impl Channel {
             recover_before: None,
             hole_at: None,
             probe_every: 0,
+            failed_ops: BTreeSet::new(),
             peer_epoch: None,
             recv_next: 1,
             ooo: Reorder::default(),
@@ -346,6 +350,10 @@ impl Channel {
         false
     }
 }
+
+/// Most failed operations remembered per peer (see `Channel::failed_ops`);
+/// the oldest are forgotten first.
+const FAILED_OPS_KEPT: usize = 4096;
 
 /// A request of the user's, failed as a whole when its peer goes down.
 fn is_user_request(body: Body) -> bool {
@@ -1001,6 +1009,10 @@ impl Endpoint {
         failed.extend(pend);
         c.pending.clear();
         if keep_stream {
+            c.failed_ops.extend(failed.iter().copied());
+            while c.failed_ops.len() > FAILED_OPS_KEPT {
+                c.failed_ops.pop_first();
+            }
             for s in c.slots.iter_mut() {
                 if is_user_request(s.meta.body) || matches!(s.meta.body, Body::Multicast { .. }) {
                     c.buffered -= s.payload.len();
@@ -1438,6 +1450,10 @@ impl Endpoint {
             self.chans[ci].pending.get_mut(&pkt.op)
         };
         let Some(p) = pending else {
+            if !pkt.flags.nofc && self.chans[ci].failed_ops.remove(&pkt.op) {
+                // Already reported failed when the peer went down.
+                return;
+            }
             // A NACK for an operation that asked for no reply; unsequenced
             // ones may come twice (or never were ours): report once.
             let known =

@@ -233,3 +233,33 @@ fn probes_of_a_dead_peer_back_off() {
     let probes = c.eps[0].stats().packets_sent - sent;
     assert!((140..=160).contains(&probes), "{probes} probes in 60 s");
 }
+
+/// Regression (found by the endpoint fuzz target): an operation failed when
+/// its peer was declared down, answered later by a NACK from the peer that
+/// came back, completed twice.
+#[test]
+fn a_late_nack_of_an_operation_failed_while_down_is_not_a_second_completion() {
+    let mut c = Cluster::new(2, cfg(), clean());
+    let b = c.tasks[1];
+    c.plan(
+        0,
+        Planned {
+            dst: b,
+            op: TestOp::Write {
+                key: ro_key_of(b),
+                addr: BASE,
+                data: vec![1; 8],
+                notify: None,
+            },
+            opts: OpOptions::default(),
+        },
+    );
+    // The write reaches task 1 (50 µs), whose NACK is on its way back when
+    // task 0 declares task 1 down.
+    assert!(!c.run(70_000));
+    c.eps[0].declare_down(b);
+    // The harness panics on a second completion.
+    assert!(c.run(c.now + 1_000_000_000));
+    assert_eq!(c.results[0].get(&0), Some(&Err(Status::NodeDown)));
+    assert_eq!(c.peer_up[0], vec![b]);
+}
