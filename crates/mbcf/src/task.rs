@@ -483,7 +483,7 @@ impl ReqState {
             if self.abandoned.load(Ordering::Acquire) {
                 if let Err(e) = r {
                     if let Ok(mut errs) = errors.lock() {
-                        errs.push(e);
+                        keep_error(&mut errs, e);
                     }
                 }
             } else {
@@ -519,7 +519,7 @@ impl Drop for Request {
             st.abandoned.store(true, Ordering::Release);
             if let Some(Err(e)) = g.take() {
                 if let Ok(mut errs) = self.inner.errors.lock() {
-                    errs.push(e);
+                    keep_error(&mut errs, e);
                 }
             }
         };
@@ -747,6 +747,16 @@ struct Owner {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// Asynchronous errors kept for FENCE and QUIET; a program that never
+/// collects them must not grow without bound.
+const ERRORS_KEPT: usize = 1024;
+
+fn keep_error(errs: &mut Vec<Error>, e: Error) {
+    if errs.len() < ERRORS_KEPT {
+        errs.push(e);
+    }
+}
+
 impl Drop for Owner {
     fn drop(&mut self) {
         // Give operations in flight a bounded chance to be acknowledged so
@@ -767,6 +777,19 @@ impl Drop for Owner {
             s.unlink_all();
         }
         sys::shm_unlink(&ctl_name(self.inner.job, self.inner.rank));
+        // Failures nobody collected (no FENCE or QUIET after them) would
+        // otherwise vanish with the task: say so where the launcher shows it.
+        if let Ok(e) = self.inner.errors.lock() {
+            if let Some(first) = e.first() {
+                eprintln!(
+                    "sss: task {} of job {}: {}{} operation(s) failed and were never collected (first: {first})",
+                    self.inner.rank,
+                    self.inner.job,
+                    if e.len() >= ERRORS_KEPT { "at least " } else { "" },
+                    e.len()
+                );
+            }
+        }
     }
 }
 
@@ -1653,7 +1676,7 @@ impl Inner {
                         // Like a NACK for an operation without status
                         // return: reported by fence/quiet.
                         if let Ok(mut errs) = self.errors.lock() {
-                            errs.push(e);
+                            keep_error(&mut errs, e);
                         }
                         None
                     }
@@ -2353,7 +2376,7 @@ impl Inner {
                         None => {
                             if let Err(e) = r {
                                 if let Ok(mut errs) = self.errors.lock() {
-                                    errs.push(e);
+                                    keep_error(&mut errs, e);
                                 }
                             }
                         }
@@ -2587,6 +2610,15 @@ mod tests {
         assert_eq!(sswait_next(true, Partner::Idle), SsNext::BlockWhileIdle);
         assert_eq!(sswait_next(false, Partner::Blocked), SsNext::YieldThenBlock);
         assert_eq!(sswait_next(true, Partner::Blocked), SsNext::YieldThenBlock);
+    }
+
+    #[test]
+    fn uncollected_errors_are_kept_up_to_a_bound() {
+        let mut errs = Vec::new();
+        for _ in 0..3 * ERRORS_KEPT {
+            keep_error(&mut errs, Error::PeerDown(1));
+        }
+        assert_eq!(errs.len(), ERRORS_KEPT);
     }
 
     #[test]
