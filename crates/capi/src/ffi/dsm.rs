@@ -1,11 +1,8 @@
 //! `sss_dsm_*`: the shared heap (ADSM) for C, over the `sss-dsm` crate.
-//! Same conventions as `ffi`: pointers checked, panics caught, outputs
-//! written only on success.
+//! Same conventions as the other entry points: pointers checked, panics
+//! caught, outputs written only on success.
 
-#![allow(unsafe_code)]
-#![deny(unsafe_op_in_unsafe_fn)]
-
-use crate::ffi::{guard, guard_value, obj, out, put, put_handle};
+use super::{guard, guard_value, obj, out, put, put_handle};
 use crate::handle::{not_in_handler, TaskObj};
 use crate::status::{Failure, Status};
 use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode};
