@@ -37,7 +37,9 @@ mod wait;
 
 use crate::handle::{ReqObj, TaskObj};
 use crate::status::{Failure, Status};
-use crate::types::{OpParams, OP_FLAGS_ALL, OP_FLAG_NOFC, OP_FLAG_NOTIFY, OP_FLAG_STATUS_RETURN};
+use crate::types::{
+    Masked, OpParams, OP_FLAGS_ALL, OP_FLAG_NOFC, OP_FLAG_NOTIFY, OP_FLAG_STATUS_RETURN,
+};
 use sss_mbcf::{Notify, Options, Sink};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CString};
@@ -161,13 +163,90 @@ fn aligned_u64(p: *const u64, what: &'static str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The caller's `field_mask`: the first 8 bytes of `p`, any alignment.
+/// Bits `T` does not know are refused, as unknown flag bits are.
+///
+/// # Safety
+/// `p` is non-null and its first 8 bytes are readable.
+unsafe fn mask_of<T: Masked>(p: *const T) -> Result<u64, Failure> {
+    // SAFETY: 8 readable bytes by the contract above; read unaligned, so
+    // any address will do.
+    let mask = unsafe { p.cast::<u64>().read_unaligned() };
+    if mask & !T::ALL != 0 {
+        return Err(Failure::invalid("unknown field_mask bits"));
+    }
+    Ok(mask)
+}
+
+/// The fields of `T` whose bits are set in `mask`.
+fn masked<T: Masked>(mask: u64) -> impl Iterator<Item = crate::types::Field> {
+    (T::FIELDS.iter().enumerate())
+        .filter(move |(i, _)| mask & (1 << i) != 0)
+        .map(|(_, f)| *f)
+}
+
+/// A caller's input struct (null: `None`): the fields its `field_mask`
+/// names, the others zero. Nothing past those fields is read, so a
+/// caller's shorter, older struct is fine.
+///
+/// # Safety
+/// `p` is null or points to a readable struct holding at least the mask
+/// and every field it names. `T` is one of the header's masked structs,
+/// whose fields take any bytes (integers and raw pointers).
+pub(crate) unsafe fn read_in<T: Masked>(p: *const T) -> Result<Option<T>, Failure> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null; the mask is readable by the contract above.
+    let mask = unsafe { mask_of(p) }?;
+    let mut v = T::default();
+    let dst = (&mut v as *mut T).cast::<u8>();
+    for f in masked::<T>(mask) {
+        // SAFETY: the field's bytes are readable in the caller's struct
+        // (its bit is set) and lie inside `v` (offsets from `T`'s own
+        // layout); bytes need no alignment and any bytes are valid there.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p.cast::<u8>().add(f.offset), dst.add(f.offset), f.len)
+        };
+    }
+    Ok(Some(v))
+}
+
+/// Fills a caller's output struct: checks `p` and its `field_mask`, then
+/// writes the fields the mask names from `make()`, and nothing else (not
+/// the mask, not fields past them).
+///
+/// # Safety
+/// `p` is null or points to a writable struct holding at least the mask
+/// and every field it names; `T` as for [`read_in`].
+pub(crate) unsafe fn fill<T: Masked>(
+    p: *mut T,
+    what: &'static str,
+    make: impl FnOnce() -> Result<T, Failure>,
+) -> Result<(), Failure> {
+    let p = out(p, what)?;
+    // SAFETY: non-null; the mask is readable by the contract above.
+    let mask = unsafe { mask_of(p) }?;
+    let v = make()?;
+    let src = (&v as *const T).cast::<u8>();
+    for f in masked::<T>(mask) {
+        // SAFETY: the field's bytes lie inside `v` and, its bit being set,
+        // inside the caller's writable struct; byte copies need no
+        // alignment.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.add(f.offset), p.cast::<u8>().add(f.offset), f.len)
+        };
+    }
+    Ok(())
+}
+
 /// Options from `params` (may be null), with a completion sink when a
 /// counter or a result location is given.
 ///
 /// # Safety
-/// `params` is null or points to a readable `sss_op_params_t`; its
-/// `counter` and `data` (if not null) stay valid until the operation
-/// completes, as the header requires.
+/// `params` is null or points to a readable `sss_op_params_t` holding
+/// the fields its mask names; its `counter` and `data` (if not null) stay
+/// valid until the operation completes, as the header requires.
 unsafe fn setup(
     params: *const OpParams,
     notify_allowed: bool,
@@ -175,7 +254,7 @@ unsafe fn setup(
     data_len: usize,
 ) -> Result<Options, Failure> {
     // SAFETY: null or a readable params struct, by the contract above.
-    let p = unsafe { params.as_ref() };
+    let p = unsafe { read_in(params) }?;
     let mut opts = Options::default();
     let mut counter: *mut u64 = std::ptr::null_mut();
     if let Some(p) = p {

@@ -1,7 +1,7 @@
 //! Task entry points: joining and leaving the job, rank/size/job, the
 //! task's counters, the launcher's collectives, fence and quiet.
 
-use super::{bytes, bytes_mut, guard, guard_value, null, obj, out, put, put_handle};
+use super::{bytes, bytes_mut, fill, guard, guard_value, null, obj, out, put_handle};
 use crate::handle::{not_in_handler, TaskObj};
 use crate::status::{Failure, Status};
 use crate::types::Stats;
@@ -89,11 +89,9 @@ pub unsafe extern "C" fn sss_task_stats(task: *const TaskObj, stats: *mut Stats)
     guard(|| {
         // SAFETY: header contract for handles.
         let t = unsafe { obj(task, "task") }?;
-        let p = out(stats, "stats")?;
-        let s = Stats::from(t.task().stats());
-        // SAFETY: checked non-null and aligned.
-        unsafe { put(p, s) };
-        Ok(())
+        // SAFETY: null or the caller's struct holding the fields its mask
+        // names (header contract).
+        unsafe { fill(stats, "stats", || Ok(Stats::from(t.task().stats()))) }
     })
 }
 
