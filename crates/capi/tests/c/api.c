@@ -15,30 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-
-#define EXPECT(cond)                                                             \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "api.c:%d: expected %s\n", __LINE__, #cond);         \
-        }                                                                        \
-    } while (0)
-
-#define EXPECT_ST(call, want)                                                    \
-    do {                                                                         \
-        sss_status_t st_ = (call);                                               \
-        checks++;                                                                \
-        if (st_ != (want)) {                                                     \
-            failures++;                                                          \
-            fprintf(stderr, "api.c:%d: %s gave %s (%d), expected %s [%s]\n",     \
-                    __LINE__, #call, sss_status_string(st_), (int)st_, #want,    \
-                    sss_last_error());                                           \
-        }                                                                        \
-    } while (0)
-
-#define OK(call) EXPECT_ST(call, SSS_OK)
+#include "check.h"
 
 /* Issues an operation with a request and returns the request's status. */
 #define WAITED(call_with_req)                                                    \

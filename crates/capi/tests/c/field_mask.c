@@ -22,31 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int checks, failures;
-
-#define EXPECT(cond)                                                      \
-    do {                                                                  \
-        checks++;                                                         \
-        if (!(cond)) {                                                    \
-            failures++;                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,        \
-                    __LINE__, #cond);                                     \
-        }                                                                 \
-    } while (0)
-
-#define EXPECT_ST(call, want)                                             \
-    do {                                                                  \
-        sss_status_t st_ = (call);                                        \
-        checks++;                                                         \
-        if (st_ != (want)) {                                              \
-            failures++;                                                   \
-            fprintf(stderr, "%s:%d: %s: %s (%s), want %s\n", __FILE__,    \
-                    __LINE__, #call, sss_status_string(st_),              \
-                    sss_last_error(), sss_status_string(want));           \
-        }                                                                 \
-    } while (0)
-
-#define OK(call) EXPECT_ST(call, SSS_OK)
+#include "check.h"
 
 #define CANARY 0xa5
 #define CANARY64 UINT64_C(0xa5a5a5a5a5a5a5a5)
