@@ -234,7 +234,7 @@ enum sss_op_flags {
 typedef struct sss_op_params {
     uint64_t field_mask;    /**< SSS_OP_PARAM_FIELD_* bits. */
     uint32_t flags;         /**< SSS_OP_FLAG_* bits. */
-    uint32_t reserved;      /**< Zero. */
+    uint32_t reserved;      /**< Never read. */
     uint64_t notify_key;    /**< NOTIFY: key of the counter's segment. */
     uint64_t notify_addr;   /**< NOTIFY: counter address (8-aligned). */
     uint64_t notify_addend; /**< NOTIFY: amount added (usually 1). */
