@@ -101,7 +101,7 @@ use layout as L;
 use protocol::eager::Via;
 use range::Placements;
 use shared::{lock, page_of, Out, Shared, State};
-use sss_mbcf::{Perm, SignalContext, Task};
+use sss_mbcf::{Perm, SettingError, SignalContext, Task};
 use stats::{bump, Counters};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -139,6 +139,9 @@ pub enum Error {
     /// The tasks could not agree on a heap address.
     #[error("no heap address free in every task")]
     NoAddress,
+    /// A setting from the environment is not valid.
+    #[error("{0}")]
+    Setting(#[from] SettingError),
 }
 
 /// The shared heap of one task. Dropping it (or [`Dsm::finalize`]) stops
@@ -147,6 +150,8 @@ pub struct Dsm {
     shared: Arc<Shared>,
     stop: sys::EventFd,
     thread: Option<JoinHandle<()>>,
+    /// `SSS_STATS=json`: finalize prints the counters.
+    print_stats: bool,
 }
 
 impl std::fmt::Debug for Dsm {
@@ -162,6 +167,9 @@ impl std::fmt::Debug for Dsm {
 impl Dsm {
     /// Collective: creates the heap in every task of `task`'s job.
     pub fn new(task: &Task, cfg: Config) -> Result<Dsm, Error> {
+        // Before any collective step, so a bad value fails alike in every
+        // task that has it.
+        let print_stats = config::stats_json_from_env()?;
         let heap = cfg.heap.max(PAGE).next_multiple_of(PAGE);
         let wp = cfg.writes == WriteMode::Trap;
         let uffd = sys::Uffd::new(wp)?;
@@ -234,12 +242,14 @@ impl Dsm {
             shared,
             stop,
             thread: Some(thread),
+            print_stats,
         })
     }
 
-    /// Collective, with [`Config::from_env`].
+    /// Collective, with [`Config::from_env`] (a bad setting is
+    /// [`Error::Setting`]).
     pub fn from_env(task: &Task) -> Result<Dsm, Error> {
-        Self::new(task, Config::from_env())
+        Self::new(task, Config::from_env()?)
     }
 
     /// First byte of the heap (equal in every task).
@@ -524,7 +534,7 @@ impl Dsm {
     pub fn finalize(mut self) -> Result<Stats, Error> {
         let r = self.barrier();
         let st = self.stats();
-        if std::env::var("SSS_STATS").as_deref() == Ok("json") {
+        if self.print_stats {
             eprintln!("{}", st.to_json(self.shared.rank));
         }
         // The bootstrap barrier needs no page server: after it nobody
