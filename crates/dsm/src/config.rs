@@ -5,7 +5,7 @@
 
 use crate::protocol::Protocol;
 use crate::sys::PAGE;
-use sss_mbcf::{parse_choice, parse_in, SettingError};
+use sss_mbcf::{env_value, parse_choice, parse_in, SettingError};
 use std::ops::RangeInclusive;
 
 #[cfg(doc)]
@@ -65,7 +65,7 @@ impl Config {
     /// 1). Unset or empty variables keep the default; any other value out
     /// of range is an error naming the variable.
     pub fn from_env() -> Result<Self, SettingError> {
-        Self::from_vars(env)
+        Self::from_vars(env_value)
     }
 
     /// [`Config::from_env`] with the variables looked up by `var`.
@@ -98,7 +98,7 @@ impl Config {
 /// Whether [`Dsm::finalize`] prints the statistics:
 /// `SSS_STATS=json` does, `off` (or unset) does not.
 pub(crate) fn stats_json_from_env() -> Result<bool, SettingError> {
-    stats_json(env)
+    stats_json(env_value)
 }
 
 fn stats_json(
@@ -107,20 +107,6 @@ fn stats_json(
     var("SSS_STATS")?.map_or(Ok(false), |v| {
         parse_choice("SSS_STATS", &v, &[("json", true), ("off", false)])
     })
-}
-
-/// The value of variable `name`: `None` when unset or empty.
-fn env(name: &'static str) -> Result<Option<String>, SettingError> {
-    match std::env::var(name) {
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => Ok(Some(v)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => Err(SettingError {
-            name,
-            value: v.to_string_lossy().into_owned(),
-            expected: "UTF-8 text".into(),
-        }),
-    }
 }
 
 /// Parses `value` of variable `name` as a byte count, with an optional
