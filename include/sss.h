@@ -766,7 +766,9 @@ typedef struct sss_dsm_stats {
  * lazily), read misses fetched from the page's home by a fault thread
  * (userfaultfd; no signal handler is installed), SSS_DSM_PREFETCH
  * following pages fetched with a miss. One heap per task; one thread of
- * the task uses it. SSS_ERR_IO when userfaultfd is unavailable.
+ * the task uses it. SSS_ERR_IO when userfaultfd is unavailable;
+ * SSS_ERR_INVALID_PARAM when an SSS_DSM_* or SSS_STATS value is not valid
+ * (the detail names it).
  */
 sss_status_t sss_dsm_init(sss_task_h task, sss_dsm_protocol_t protocol,
                           sss_dsm_writes_t writes, sss_dsm_h *dsm_p);

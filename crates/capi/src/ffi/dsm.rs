@@ -23,7 +23,7 @@ fn failure(e: sss_dsm::Error) -> Failure {
         sss_dsm::Error::Mbcf(m) => return Failure::from(clone_mbcf(m)),
         sss_dsm::Error::Io(_) => Status::Io,
         sss_dsm::Error::OutOfMemory(_) | sss_dsm::Error::NoAddress => Status::NoMemory,
-        sss_dsm::Error::Invalid(_) => Status::InvalidParam,
+        sss_dsm::Error::Invalid(_) | sss_dsm::Error::Setting(_) => Status::InvalidParam,
     };
     Failure {
         status,
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn sss_dsm_init(
         let t = unsafe { obj(task, "task") }?;
         not_in_handler()?;
         let p = out(dsm_p, "dsm_p")?;
-        let mut cfg = Config::from_env();
+        let mut cfg = Config::from_env().map_err(|e| failure(e.into()))?;
         if protocol != 0 {
             cfg.protocol = protocol_of(protocol)?;
         }
