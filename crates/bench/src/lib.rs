@@ -21,7 +21,9 @@ pub mod mpi;
 pub mod netns;
 pub mod plan;
 pub mod report;
+pub mod sock;
 pub mod sswait;
+pub mod sys;
 pub mod task;
 
 pub use task::{task_main, TaskArgs};
