@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub mod load;
 pub mod mpi;
 pub mod netns;
 pub mod plan;
@@ -111,6 +112,14 @@ pub struct BenchArgs {
     /// Skip the Open MPI baseline.
     #[arg(long)]
     pub no_mpi: bool,
+    /// Timed round trips per latency item (default 300 with --quick, else
+    /// 3000); for smoke runs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub iters: Option<u64>,
+    /// Other processes' average CPU use (in CPUs) above which the machine
+    /// counts as busy and no verdict is given.
+    #[arg(long, value_name = "CPUS", default_value_t = 0.1)]
+    pub busy_cpus: f64,
 }
 
 /// Everything measured, as written to `--json`.
@@ -138,7 +147,10 @@ impl Drop for TempDir {
 /// launcher) and `__bench-task` ([`TaskArgs`]). Prints the Markdown report
 /// to stdout and returns it.
 pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
-    let plan = plan::Plan::new(args.quick);
+    let mut plan = plan::Plan::new(args.quick);
+    if let Some(n) = args.iters {
+        plan = plan.with_iters(n);
+    }
     let reps = args.reps.unwrap_or(if args.quick { 3 } else { 5 });
     let tmp = TempDir::new()?;
     let ns = match args.mode {
@@ -428,7 +440,21 @@ fn run_mpi(
                 .args(inner.get_args());
             c
         }
-        _ => m.command(plan, "self,tcp", "lo", &[]),
+        _ => {
+            // Two nodes as far as Open MPI knows, so the ranks talk over its
+            // TCP transport across the loopback, as MBCF's udp does.
+            let extra = [
+                "--host".to_string(),
+                "127.0.0.2,127.0.0.3".into(),
+                "--mca".into(),
+                "plm_rsh_agent".into(),
+                m.rsh.display().to_string(),
+                "--mca".into(),
+                "oob_tcp_if_include".into(),
+                "lo".into(),
+            ];
+            m.command(plan, "self,tcp", "lo", &extra)
+        }
     };
     let out = cmd
         .stdin(Stdio::null())

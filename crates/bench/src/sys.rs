@@ -119,3 +119,14 @@ impl Drop for SharedPage {
         }
     }
 }
+
+/// Clock ticks per second of `/proc` CPU times (`_SC_CLK_TCK`).
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 {
+        v as u64
+    } else {
+        100
+    }
+}
