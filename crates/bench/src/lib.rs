@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub mod fair;
 pub mod load;
 pub mod mpi;
 pub mod netns;
