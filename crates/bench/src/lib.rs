@@ -206,6 +206,8 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
             .map_err(|e| BenchError::Io("cannot install signal handler".into(), e))?;
     }
     let started = Instant::now();
+    // Every task's command line names the temporary directory.
+    let monitor = load::Monitor::start(tmp.0.display().to_string());
     for rep in 0..reps {
         let base = u64::from(rep) * per_rep;
         let out = tmp.0.join(format!("rep{rep}.json"));
@@ -264,6 +266,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
         }
     }
     bar.finish_and_clear();
+    let load = monitor.finish();
     drop(ns);
     if failures.len() == reps as usize {
         return Err(BenchError::Usage(format!(
@@ -281,6 +284,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
         mpi_note,
         failures,
         started.elapsed(),
+        load,
     );
     let md = rep.markdown();
     println!("{md}");
