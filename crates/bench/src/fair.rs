@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 
 use crate::load::Load;
-use crate::plan::{bw_key, lat_key, rtt_key, BW_SIZES, FLOOR_SIZE, GSO_SEG, GSO_SEND};
+use crate::plan::{
+    bw_key, delivered_key, lat_key, rtt_key, BW_SIZES, FLOOR_SIZE, GSO_SEG, GSO_SEND,
+};
 use crate::{Figures, Mode};
 
 /// Smallest, middle and largest of a contender's samples.
@@ -409,10 +411,13 @@ impl<'a> Fair<'a> {
                 ("MBCF 1 MiB", bw_key("mbcf", 1 << 20)),
             ],
         );
+        let got = |w: &str| cell(self.med(&delivered_key(w, GSO_SEND)).map(|f| f * 100.0), 0);
         let _ = writeln!(
             o,
             "\nAbove 1 MBCF is faster. GSO UDP counts what the receiver got (loopback drops \
-             what overflows its buffer).\n"
+             what overflows its buffer): {} % of the bytes busy-polling, {} % blocking.\n",
+            got("gso_poll"),
+            got("gso_block")
         );
         let _ = writeln!(
             o,

@@ -429,7 +429,9 @@ fn run_mpi(
         (Mode::Netns, Some(ns)) => {
             let net = "10.213.0.0/24".to_string();
             let extra = [
-                "--host".to_string(),
+                "--bind-to".to_string(),
+                "none".into(),
+                "--host".into(),
                 format!("{},{}", netns::ADDR0, netns::ADDR1),
                 "--mca".into(),
                 "plm_rsh_agent".into(),
@@ -449,7 +451,11 @@ fn run_mpi(
             // Two nodes as far as Open MPI knows, so the ranks talk over its
             // TCP transport across the loopback, as MBCF's udp does.
             let extra = [
-                "--host".to_string(),
+                // Each host's daemon would bind its rank to its first
+                // core: the same core here, a time slice per message.
+                "--bind-to".to_string(),
+                "none".into(),
+                "--host".into(),
                 "127.0.0.2,127.0.0.3".into(),
                 "--mca".into(),
                 "plm_rsh_agent".into(),

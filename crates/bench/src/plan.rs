@@ -315,6 +315,11 @@ pub fn bw_key(proto: &str, size: usize) -> String {
     format!("bw/{proto}/{size}")
 }
 
+/// The key of the fraction of a GSO stream's bytes that arrived.
+pub fn delivered_key(proto: &str, size: usize) -> String {
+    format!("delivered/{proto}/{size}")
+}
+
 /// The key of a CPU figure; `side` is `send` or `recv`.
 pub fn cpu_key(proto: &str, side: &str) -> String {
     format!("cpu/{proto}/{side}")

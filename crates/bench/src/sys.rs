@@ -54,9 +54,16 @@ pub fn set_udp_gro(fd: RawFd) -> io::Result<()> {
 /// Asks for `bytes` of send and receive buffer (the kernel may cap it).
 pub fn set_bufs(fd: RawFd, bytes: i32) {
     // Best effort: a smaller buffer only means more drops, which the
-    // bandwidth figure accounts for.
-    let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes);
-    let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, bytes);
+    // bandwidth figure accounts for. The FORCE options pass the system
+    // cap and work for root only.
+    for (force, plain) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ] {
+        if setsockopt_int(fd, libc::SOL_SOCKET, force, bytes).is_err() {
+            let _ = setsockopt_int(fd, libc::SOL_SOCKET, plain, bytes);
+        }
+    }
 }
 
 /// One page of a file mapped shared, so that two processes mapping the

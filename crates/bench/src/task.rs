@@ -267,6 +267,18 @@ impl Ctx {
                 let us = self.pingpong(plan, |cx| cx.lat_once(op, size))?;
                 vec![(plan::lat_key(op.name(), size), num(us / 2.0))]
             }
+            Item::Bw {
+                proto: Proto::Gso,
+                size,
+                wait,
+            } => {
+                let (mbs, got) = self.gso_bandwidth(plan.bw_ops(size), size, wait)?;
+                let key = Proto::Gso.key(wait);
+                vec![
+                    (plan::bw_key(&key, size), num(mbs)),
+                    (plan::delivered_key(&key, size), num(got)),
+                ]
+            }
             Item::Bw { proto, size, wait } => {
                 let mbs = self.bandwidth(plan, proto, size, wait)?;
                 vec![(plan::bw_key(&proto.key(wait), size), num(mbs))]
@@ -501,7 +513,7 @@ impl Ctx {
                     proto.name()
                 )))
             }
-            Proto::Gso => return self.gso_bandwidth(ops, size, wait),
+            Proto::Gso => return Ok(self.gso_bandwidth(ops, size, wait)?.0),
             Proto::Memcpy => {
                 if self.rank == 0 {
                     let mut dst = vec![0u8; size];
@@ -534,10 +546,16 @@ impl Ctx {
 
     /// The GSO UDP floor: rank 0 fires `ops` sends of `size` bytes, rank 1
     /// counts what arrives (loopback drops what overflows its buffer);
-    /// MB/s delivered, as seen by the receiver, reported at rank 0.
-    fn gso_bandwidth(&mut self, ops: u64, size: usize, wait: Wait) -> Result<f64, BenchError> {
+    /// (MB/s delivered as seen by the receiver, fraction of the bytes
+    /// delivered), reported at rank 0.
+    fn gso_bandwidth(
+        &mut self,
+        ops: u64,
+        size: usize,
+        wait: Wait,
+    ) -> Result<(f64, f64), BenchError> {
         let start = Instant::now();
-        let mut mbs = 0.0;
+        let (mut mbs, mut frac) = (0.0, 0.0);
         if self.rank == 0 {
             for _ in 0..ops {
                 match self.gso.send_to(&self.buf[..size], self.gso_peer) {
@@ -562,12 +580,19 @@ impl Ctx {
                 .map_err(io("udp timeout"))?;
             let (got, last) = r.map_err(io("gso recv"))?;
             mbs = got as f64 / last.as_secs_f64().max(1e-9) / 1e6;
+            frac = got as f64 / (ops * size as u64).max(1) as f64;
         }
-        let all = self.t.allgather(&mbs.to_le_bytes()).map_err(mbcf)?;
-        all.get(1)
-            .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-            .map(f64::from_le_bytes)
-            .ok_or_else(|| BenchError::Parse("gso figure".into()))
+        let mut mine = mbs.to_le_bytes().to_vec();
+        mine.extend_from_slice(&frac.to_le_bytes());
+        let all = self.t.allgather(&mine).map_err(mbcf)?;
+        let get = |at: usize| {
+            all.get(1)
+                .and_then(|b| b.get(at..at + 8))
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(f64::from_le_bytes)
+                .ok_or_else(|| BenchError::Parse("gso figure".into()))
+        };
+        Ok((get(0)?, get(8)?))
     }
 
     fn drain_tcp(&mut self, mut left: u64, wait: Wait) -> Result<(), BenchError> {
