@@ -31,6 +31,8 @@ const FIFO: usize = DATA + DATA_LEN;
 const FIFO_SLOTS: u32 = 64;
 /// Largest FIFO message.
 const FIFO_MAX: usize = 2048;
+/// Bytes of the receive buffer: one largest datagram or GRO batch.
+const RBUF: usize = 1 << 16;
 /// How long a baseline socket waits before the item is declared failed.
 const SOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -196,7 +198,7 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
         line_seq: 0,
         line: None,
         buf: vec![0x5a; DATA_LEN],
-        rbuf: vec![0; 1 << 16],
+        rbuf: vec![0; RBUF],
     };
     let mut out = BTreeMap::new();
     let mut progress = if rank == 0 {
@@ -252,6 +254,9 @@ fn num(v: f64) -> serde_json::Value {
 
 impl Ctx {
     fn run(&mut self, plan: &Plan, item: Item) -> Result<Figures, BenchError> {
+        // A FIFO pop leaves the buffer at the message's length; a short
+        // buffer would truncate datagrams and slow stream reads.
+        self.rbuf.resize(RBUF, 0);
         Ok(match item {
             Item::Rtt { proto, size, wait } => {
                 if proto == Proto::Line {
