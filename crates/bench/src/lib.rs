@@ -1,14 +1,17 @@
-//! `sss bench`: MBCF against raw UDP, TCP_NODELAY and Open MPI on the same
-//! two hosts, measured side by side in one invocation (seed 000 §8.1
-//! Tables 2–3 and Fig. 4, seed 001 Table 1).
+//! `sss bench`: MBCF against the physical floors (a shared cache line,
+//! busy-polled and GSO UDP, memcpy), raw UDP and TCP_NODELAY under three
+//! waiting policies (blocking, busy-polling, spin then block) and Open MPI
+//! on the same two hosts, measured side by side in one invocation (seed
+//! 000 §8.1 Tables 2–3 and Fig. 4, seed 001 Table 1).
 //!
 //! Each repetition starts a two-task job through the launcher (`sss run`
 //! re-invoking the `sss` binary's hidden `__bench-task` subcommand); the
-//! tasks walk the whole schedule once — MBCF, UDP and TCP items of one
-//! size next to each other, the start rotated per repetition — then the
-//! Open MPI program runs once on the same hosts. Figures are the medians
-//! over repetitions, so drift on a shared machine hits every contender
-//! alike.
+//! tasks walk the whole schedule once — every contender of one size next
+//! to each other, the start rotated per repetition — then the Open MPI
+//! program runs once on the same hosts. Contenders are thus interleaved
+//! round robin and drift on a shared machine hits them alike; the report
+//! gives min / median / max over repetitions, and [`load`] checks that
+//! nobody else used the machine before any verdict is given.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
