@@ -396,10 +396,13 @@ impl<'a> Fair<'a> {
             &self.rtt_rows(),
             &[("MBCF", rtt_key("mbcf", FLOOR_SIZE))],
         );
+        let spin = sss_mbcf::TaskConfig::from_env()
+            .map(|c| format!("{} µs", c.spin.as_micros()))
+            .unwrap_or_else(|e| format!("unreadable: {e}"));
         let _ = writeln!(
             o,
             "\nBelow 1 MBCF is faster. Busy-polling sockets never sleep, as MBCF's waiters do not \
-             while they spin; a blocking socket pays a wake-up per message.\n"
+             while they spin; a blocking socket pays a wake-up per message; SSS_SPIN_US: {spin}.\n"
         );
         let _ = writeln!(o, "#### Bandwidth (MB/s, 10^6 B/s)\n");
         self.table(
@@ -414,7 +417,7 @@ impl<'a> Fair<'a> {
         let got = |w: &str| cell(self.med(&delivered_key(w, GSO_SEND)).map(|f| f * 100.0), 0);
         let _ = writeln!(
             o,
-            "\nAbove 1 MBCF is faster. GSO UDP counts what the receiver got (loopback drops \
+            "\nAbove 1 MBCF is faster. GSO UDP counts what the receiver got (the kernel drops \
              what overflows its buffer): {} % of the bytes busy-polling, {} % blocking.\n",
             got("gso_poll"),
             got("gso_block")
