@@ -529,4 +529,7 @@ pub struct Stats {
     pub not_member: u64,
     /// Out-of-order packets dropped over the reorder buffer's budget.
     pub reorder_dropped: u64,
+    /// Channels whose timers [`Endpoint::handle_timeout`] ran: only those
+    /// with a deadline due are visited, however many peers are idle.
+    pub timer_visits: u64,
 }

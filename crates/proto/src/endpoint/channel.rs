@@ -4,6 +4,7 @@
 
 use super::packetize::{emit_into, emit_slot};
 use super::reply::Pending;
+use super::timer::{Timer, Timers};
 use super::Endpoint;
 use crate::reorder::{self, Reorder};
 use crate::rtt::Rtt;
@@ -65,7 +66,6 @@ pub(super) struct Channel {
     pub(super) rack: Option<(Time, u64)>,
     /// Round trip measured on the `rack` packet.
     pub(super) rack_rtt: Time,
-    pub(super) rto_at: Option<Time>,
     pub(super) retries: u32,
     pub(super) rtt: Rtt,
     /// Operations waiting for a reply, by wire op id.
@@ -75,10 +75,7 @@ pub(super) struct Channel {
     /// Set by a retransmission timeout: packets sent before it are resent
     /// once the next ack shows the path works.
     pub(super) recover_before: Option<Time>,
-    /// When a hole below the highest selectively acked packet becomes old
-    /// enough to resend.
-    pub(super) hole_at: Option<Time>,
-    /// While down: the interval to the next probe (`rto_at`).
+    /// While down: the interval to the next probe ([`Timer::Rto`]).
     pub(super) probe_every: Time,
     /// Operations failed while the peer was down whose requests it may
     /// still answer: a late NACK for one is not a second completion.
@@ -92,11 +89,12 @@ pub(super) struct Channel {
     pub(super) ooo_budget: usize,
     pub(super) unacked: u32,
     pub(super) ack_now: bool,
-    pub(super) ack_at: Option<Time>,
     /// Worst status among the fragments of the incoming operation so far.
     pub(super) in_op_status: Status,
 
     pub(super) in_ready: bool,
+    /// Delayed ack, RACK reorder and retransmission/probe deadlines.
+    pub(super) timers: Timers,
 }
 
 impl Channel {
@@ -112,13 +110,11 @@ impl Channel {
             retx: VecDeque::new(),
             rack: None,
             rack_rtt: 0,
-            rto_at: None,
             retries: 0,
             rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             pending: HashMap::new(),
             probe: false,
             recover_before: None,
-            hole_at: None,
             probe_every: 0,
             failed_ops: BTreeSet::new(),
             peer_epoch: None,
@@ -127,18 +123,21 @@ impl Channel {
             ooo_budget: cfg.ooo_bytes,
             unacked: 0,
             ack_now: false,
-            ack_at: None,
             in_op_status: Status::Ok,
             in_ready: false,
+            timers: Timers::default(),
         }
     }
 
     /// Forgets everything but the peer's identity, as after a restart.
     pub(super) fn reset(&mut self, cfg: &Config) {
-        let peer = self.peer;
-        let in_ready = self.in_ready;
+        let (peer, in_ready, mut timers) = (self.peer, self.in_ready, self.timers);
         *self = Self::new(peer, cfg);
         self.in_ready = in_ready;
+        // The deadlines go; what the endpoint's table holds for this
+        // channel stays, for the table to update.
+        timers.stop_all();
+        self.timers = timers;
     }
 
     /// Appends a packet to the send stream and returns its sequence number.
@@ -194,7 +193,7 @@ impl Channel {
 
     pub(super) fn piggybacked(&mut self) -> Option<u32> {
         self.ack_now = false;
-        self.ack_at = None;
+        self.timers.stop(Timer::Ack);
         self.unacked = 0;
         Some(self.recv_next as u32)
     }
@@ -217,12 +216,12 @@ impl Channel {
     /// RACK loss detection: queues every unacknowledged packet sent before
     /// the most recently sent delivered one once it is older than that
     /// packet's round trip plus a reordering allowance (lost, not merely
-    /// reordered), and arms `hole_at` for the ones still too young. Works
+    /// reordered), and arms [`Timer::Hole`] for the ones still too young. Works
     /// per packet, retransmissions and the last fragments of a message
     /// included, so no loss waits for the retransmission timer while later
     /// packets get through.
     pub(super) fn scan_holes(&mut self, now: Time) {
-        self.hole_at = None;
+        self.timers.stop(Timer::Hole);
         let Some(rack) = self.rack else { return };
         let wait = self.rack_rtt + self.rtt.reorder_window(self.rack_rtt);
         for seq in self.base..self.next_send {
@@ -244,14 +243,15 @@ impl Channel {
                 slot.queued = true;
                 self.retx.push_back(seq);
             } else {
-                self.hole_at = Some(self.hole_at.map_or(due, |h| h.min(due)));
+                let at = self.timers.get(Timer::Hole).map_or(due, |h| h.min(due));
+                self.timers.set(Timer::Hole, at);
             }
         }
     }
 
     pub(super) fn arm_rto(&mut self, now: Time) {
-        if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rtt.rto());
+        if self.timers.get(Timer::Rto).is_none() {
+            self.timers.set(Timer::Rto, now + self.rtt.rto());
         }
     }
 
@@ -394,11 +394,11 @@ impl Endpoint {
             // progress too: it is alive and owes only replies.
             c.retries = 0;
             c.rtt.reset_backoff();
-            c.rto_at = if c.next_send > c.base || !c.pending.is_empty() {
-                Some(now + c.rtt.rto())
+            if c.next_send > c.base || !c.pending.is_empty() {
+                c.timers.set(Timer::Rto, now + c.rtt.rto());
             } else {
-                None
-            };
+                c.timers.stop(Timer::Rto);
+            }
         }
         // After a timeout, the first ack that shows the path works marks
         // every packet still unacknowledged from before the timeout lost.

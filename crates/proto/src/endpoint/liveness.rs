@@ -4,6 +4,7 @@
 //! restart, its channel dropped.
 
 use super::packetize::request_meta;
+use super::timer::Timer;
 use super::Endpoint;
 use crate::{Event, McastId, OpId};
 use sss_wire::{Body, Packet, Status, TaskId};
@@ -72,7 +73,7 @@ impl Endpoint {
         c.down = false;
         c.retries = 0;
         c.rtt.reset_backoff();
-        c.rto_at = None;
+        c.timers.stop(Timer::Rto);
         c.probe_every = 0;
         for seq in c.base..c.next_send {
             let s = &mut c.slots[(seq - c.base) as usize];
@@ -82,6 +83,7 @@ impl Endpoint {
             }
         }
         let peer = c.peer;
+        self.update_timers(ci);
         self.mark_ready(ci);
         self.stats.recoveries += 1;
         self.events.push_back(Event::PeerUp { peer });
@@ -130,12 +132,11 @@ impl Endpoint {
             c.next_send = c.next_seq;
         }
         c.retx.clear();
-        c.rto_at = None;
-        c.ack_at = None;
+        c.timers.stop_all();
         c.ack_now = false;
         c.probe = false;
         c.recover_before = None;
-        c.hole_at = None;
+        self.update_timers(ci);
         for id in failed {
             self.events.push_back(Event::Completed {
                 op: OpId {
@@ -182,8 +183,9 @@ impl Endpoint {
         let c = &mut self.chans[ci];
         c.down = true;
         c.probe_every = first;
-        c.rto_at = Some(self.now.saturating_add(first));
+        c.timers.set(Timer::Rto, self.now.saturating_add(first));
         let peer = c.peer;
+        self.update_timers(ci);
         self.events.push_back(Event::PeerDown { peer });
     }
 }

@@ -30,6 +30,7 @@ use sss_wire::{Body, Packet, TaskId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use timer::{Timer, TimerTable};
 
 /// One task's end of MBCF. See the crate docs.
 pub struct Endpoint {
@@ -57,6 +58,10 @@ pub struct Endpoint {
     now: Time,
     /// Bytes held in every channel's out-of-order buffer.
     ooo_held: Arc<AtomicUsize>,
+    /// Every channel's next deadline, in time order.
+    timers: TimerTable,
+    /// Channels due in [`Endpoint::handle_timeout`] (kept for its buffer).
+    due: Vec<usize>,
 }
 
 impl Endpoint {
@@ -89,6 +94,8 @@ impl Endpoint {
             stats: Stats::default(),
             now: 0,
             ooo_held: Arc::new(AtomicUsize::new(0)),
+            timers: TimerTable::default(),
+            due: Vec::new(),
         }
     }
 
@@ -184,10 +191,7 @@ impl Endpoint {
     /// nothing is in flight or owed, and only a peer's return could bring
     /// work (a simulation may stop here).
     pub fn probing_only(&self) -> bool {
-        self.nofc_deadlines.is_empty()
-            && self.chans.iter().all(|c| {
-                c.down || (c.rto_at.is_none() && c.ack_at.is_none() && c.hole_at.is_none())
-            })
+        self.nofc_deadlines.is_empty() && self.chans.iter().all(|c| c.down || c.timers.is_idle())
     }
 
     fn channel(&mut self, peer: TaskId) -> Result<usize, SubmitError> {
@@ -227,7 +231,11 @@ impl Endpoint {
             let (local, epoch, window) = (self.local, self.cfg.epoch, self.cfg.window);
             let c = &mut self.chans[ci];
             c.in_ready = false;
-            if c.next_packet(now, local, epoch, window, out, &mut self.stats) {
+            let sent = c.next_packet(now, local, epoch, window, out, &mut self.stats);
+            // Sending piggybacks the ack and arms the retransmission timer.
+            self.update_timers(ci);
+            let c = &mut self.chans[ci];
+            if sent {
                 let peer = c.peer;
                 if c.wants_send(window) {
                     self.mark_ready(ci);
@@ -286,6 +294,21 @@ impl Endpoint {
         let Ok(ci) = self.channel(pkt.src) else {
             return;
         };
+        self.receive(ci, now, data, &pkt, target);
+        // Only the source's channel has its deadlines changed here.
+        self.update_timers(ci);
+    }
+
+    /// The receive path of [`Endpoint::handle_datagram_from`] once the
+    /// packet is known to come from channel `ci`'s peer.
+    fn receive<T: Target + ?Sized>(
+        &mut self,
+        ci: usize,
+        now: Time,
+        data: &[u8],
+        pkt: &Packet<'_>,
+        target: &mut T,
+    ) {
         let c = &mut self.chans[ci];
         match c.peer_epoch {
             None => c.peer_epoch = Some(pkt.epoch),
@@ -307,7 +330,7 @@ impl Endpoint {
             self.peer_up(ci);
         }
         if let Some(a) = pkt.ack {
-            self.process_ack(ci, now, a, &pkt);
+            self.process_ack(ci, now, a, pkt);
         }
         if pkt.flags.status_return && pkt.body == Body::Ack {
             self.chans[ci].ack_now = true;
@@ -319,7 +342,7 @@ impl Endpoint {
             return;
         }
         if pkt.flags.nofc {
-            self.deliver(ci, now, &pkt, target);
+            self.deliver(ci, now, pkt, target);
             return;
         }
         let c = &mut self.chans[ci];
@@ -346,7 +369,7 @@ impl Endpoint {
             self.mark_ready(ci);
             return;
         }
-        self.deliver(ci, now, &pkt, target);
+        self.deliver(ci, now, pkt, target);
         self.chans[ci].recv_next += 1;
         let mut n = 1;
         loop {
@@ -369,8 +392,8 @@ impl Endpoint {
         c.unacked += n;
         if n > 1 || c.unacked >= self.cfg.ack_every {
             c.ack_now = true;
-        } else if c.ack_at.is_none() {
-            c.ack_at = Some(now + self.cfg.ack_delay);
+        } else if c.timers.get(Timer::Ack).is_none() {
+            c.timers.set(Timer::Ack, now + self.cfg.ack_delay);
         }
         if c.ack_now {
             self.mark_ready(ci);

@@ -3,6 +3,7 @@
 //! the origin, completions raised.
 
 use super::packetize::{emit_into, request_meta};
+use super::timer::Timer;
 use super::Endpoint;
 use crate::{Completion, Event, McastId, OpId, Outcome, Target, Time};
 use sss_wire::{Body, Frag, Packet, Status};
@@ -230,7 +231,7 @@ impl Endpoint {
             let c = &mut self.chans[ci];
             c.pending.remove(&pkt.op);
             if c.pending.is_empty() && c.slots.is_empty() {
-                c.rto_at = None;
+                c.timers.stop(Timer::Rto);
             }
         }
         self.events.push_back(Event::Completed { op, result });
