@@ -183,7 +183,7 @@ impl Channel {
     /// within what the peer's reorder buffer holds (`ooo_budget`, as
     /// configured here), so that a loss never makes it drop the packets
     /// behind the hole, which would all have to come again.
-    pub(super) fn may_send_new(&self, window: u32) -> bool {
+    fn may_send_new(&self, window: u32) -> bool {
         if self.next_send >= self.next_seq || self.next_send - self.base >= window as u64 {
             return false;
         }
@@ -191,7 +191,7 @@ impl Channel {
         i == 0 || self.slots[i].end - self.slots[0].start <= self.ooo_budget as u64
     }
 
-    pub(super) fn piggybacked(&mut self) -> Option<u32> {
+    fn piggybacked(&mut self) -> Option<u32> {
         self.ack_now = false;
         self.timers.stop(Timer::Ack);
         self.unacked = 0;
@@ -200,7 +200,7 @@ impl Channel {
 
     /// Notes that the transmission of `seq` sent at `sent` (retransmitted
     /// or not) was acknowledged at `now`, for RACK.
-    pub(super) fn delivered(&mut self, now: Time, seq: u64, sent: Time, retransmitted: bool) {
+    fn delivered(&mut self, now: Time, seq: u64, sent: Time, retransmitted: bool) {
         let rtt = now.saturating_sub(sent);
         // An ack sooner than any round trip seen answers the original
         // transmission, not the retransmission (RACK's ambiguity rule).
@@ -249,7 +249,7 @@ impl Channel {
         }
     }
 
-    pub(super) fn arm_rto(&mut self, now: Time) {
+    fn arm_rto(&mut self, now: Time) {
         if self.timers.get(Timer::Rto).is_none() {
             self.timers.set(Timer::Rto, now + self.rtt.rto());
         }

@@ -11,26 +11,18 @@ use sss_wire::{Body, Packet, Status, TaskId};
 
 /// Most failed operations remembered per peer (see `Channel::failed_ops`);
 /// the oldest are forgotten first.
-pub(super) const FAILED_OPS_KEPT: usize = 4096;
+const FAILED_OPS_KEPT: usize = 4096;
 
-/// A request of the user's, failed as a whole when its peer goes down.
-pub(super) fn is_user_request(body: Body) -> bool {
-    matches!(
-        body,
-        Body::Write { .. }
-            | Body::Read { .. }
-            | Body::Swap { .. }
-            | Body::Cas { .. }
-            | Body::FetchAdd { .. }
-            | Body::Fifo
-            | Body::Signal { .. }
-    )
+/// A request of the user's, failed as a whole when its peer goes down
+/// (a multicast fails through the table of multicasts in progress).
+fn is_user_request(body: Body) -> bool {
+    body.is_request() && !matches!(body, Body::Multicast { .. })
 }
 
 /// Takes the place of a request that failed while its peer was down: the
 /// peer receives the sequence number it waits for, and nothing else. An ACK
 /// with a sequence number; plain ACKs carry zero.
-pub(super) fn filler(local: TaskId, dst: TaskId, epoch: u32, seq: u32) -> Packet<'static> {
+fn filler(local: TaskId, dst: TaskId, epoch: u32, seq: u32) -> Packet<'static> {
     let mut p = request_meta(local, dst, epoch, Body::Ack);
     p.seq = seq;
     p
@@ -117,7 +109,7 @@ impl Endpoint {
                 c.failed_ops.pop_first();
             }
             for s in c.slots.iter_mut() {
-                if is_user_request(s.meta.body) || matches!(s.meta.body, Body::Multicast { .. }) {
+                if s.meta.body.is_request() {
                     c.buffered -= s.payload.len();
                     s.payload = Vec::new();
                     s.meta = filler(local, peer, epoch, s.meta.seq);

@@ -191,7 +191,7 @@ impl Endpoint {
         }
     }
 
-    pub(super) fn send_mcast_ack(
+    fn send_mcast_ack(
         &mut self,
         ci: usize,
         group: u32,

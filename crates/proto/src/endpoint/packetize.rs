@@ -46,7 +46,7 @@ pub(super) fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -
 }
 
 impl Endpoint {
-    pub(super) fn frags_for(&self, len: usize) -> Option<u16> {
+    fn frags_for(&self, len: usize) -> Option<u16> {
         let ps = self.cfg.payload_size.max(1);
         u16::try_from(len.div_ceil(ps).max(1)).ok()
     }
@@ -96,13 +96,7 @@ impl Endpoint {
             c.push(meta, payload);
         }
         if op.has_reply() || opts.status_return {
-            let p = match op {
-                Op::Read { len, .. } => Pending::Read {
-                    buf: vec![0; len as usize],
-                },
-                Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. } => Pending::Atomic,
-                _ => Pending::Status,
-            };
+            let p = Pending::for_op(&op);
             c.pending.insert(id, p);
         }
         self.mark_ready(ci);
@@ -113,7 +107,7 @@ impl Endpoint {
         })
     }
 
-    pub(super) fn submit_nofc(
+    fn submit_nofc(
         &mut self,
         now: Time,
         dst: TaskId,
@@ -149,13 +143,7 @@ impl Endpoint {
             self.nofc_out.push_back((dst, out));
         }
         if op.has_reply() || opts.status_return {
-            let p = match op {
-                Op::Read { len, .. } => Pending::Read {
-                    buf: vec![0; len as usize],
-                },
-                Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. } => Pending::Atomic,
-                _ => Pending::Status,
-            };
+            let p = Pending::for_op(&op);
             self.nofc_pending.insert(id, (dst, p));
         } else {
             self.nofc_quiet.insert(id, dst);
@@ -172,7 +160,7 @@ impl Endpoint {
 
 /// Cuts an operation into its packets (all but sequence numbers filled in).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn build_packets(
+fn build_packets(
     local: TaskId,
     dst: TaskId,
     epoch: u32,

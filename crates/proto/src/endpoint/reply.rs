@@ -5,7 +5,7 @@
 use super::packetize::{emit_into, request_meta};
 use super::timer::Timer;
 use super::Endpoint;
-use crate::{Completion, Event, McastId, OpId, Outcome, Target, Time};
+use crate::{Completion, Event, McastId, Op, OpId, Outcome, Target, Time};
 use sss_wire::{Body, Frag, Packet, Status};
 
 /// What an operation waiting for its reply expects.
@@ -16,6 +16,19 @@ pub(super) enum Pending {
     Atomic,
     /// READ_REPLY fragments, gathered here.
     Read { buf: Vec<u8> },
+}
+
+impl Pending {
+    /// What `op` waits for once it asked for a reply.
+    pub(super) fn for_op(op: &Op<'_>) -> Self {
+        match *op {
+            Op::Read { len, .. } => Pending::Read {
+                buf: vec![0; len as usize],
+            },
+            Op::Swap { .. } | Op::Cas { .. } | Op::FetchAdd { .. } => Pending::Atomic,
+            _ => Pending::Status,
+        }
+    }
 }
 
 impl Endpoint {
@@ -148,7 +161,7 @@ impl Endpoint {
         out
     }
 
-    pub(super) fn send_read_reply(&mut self, ci: usize, req: &Packet<'_>, data: Vec<u8>) {
+    fn send_read_reply(&mut self, ci: usize, req: &Packet<'_>, data: Vec<u8>) {
         let ps = self.cfg.payload_size.max(1);
         let count = data.len().div_ceil(ps).max(1);
         let Ok(count16) = u16::try_from(count) else {
@@ -173,7 +186,7 @@ impl Endpoint {
         }
     }
 
-    pub(super) fn reply_received(&mut self, ci: usize, pkt: &Packet<'_>) {
+    fn reply_received(&mut self, ci: usize, pkt: &Packet<'_>) {
         let peer = self.chans[ci].peer;
         let op = OpId {
             peer,

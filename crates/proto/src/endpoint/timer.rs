@@ -46,7 +46,7 @@ impl Timers {
         self.at = [None; 3];
     }
 
-    pub(super) fn is_due(&self, timer: Timer, now: Time) -> bool {
+    fn is_due(&self, timer: Timer, now: Time) -> bool {
         self.get(timer).is_some_and(|t| t <= now)
     }
 
