@@ -216,10 +216,10 @@ impl Channel {
     /// RACK loss detection: queues every unacknowledged packet sent before
     /// the most recently sent delivered one once it is older than that
     /// packet's round trip plus a reordering allowance (lost, not merely
-    /// reordered), and arms [`Timer::Hole`] for the ones still too young. Works
-    /// per packet, retransmissions and the last fragments of a message
-    /// included, so no loss waits for the retransmission timer while later
-    /// packets get through.
+    /// reordered), and arms [`Timer::Hole`] for the ones still too young.
+    /// Works per packet, retransmissions and the last fragments of a
+    /// message included, so no loss waits for the retransmission timer
+    /// while later packets get through.
     pub(super) fn scan_holes(&mut self, now: Time) {
         self.timers.stop(Timer::Hole);
         let Some(rack) = self.rack else { return };
