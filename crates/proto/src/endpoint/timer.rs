@@ -2,12 +2,14 @@
 //! endpoint's table of each channel's next one ([`TimerTable`]), and what
 //! runs when they expire (delayed acks, RACK reorder timers,
 //! retransmission and probe timers, peer failure, no-flow-control reply
-//! deadlines). Waking the endpoint costs O(log peers) and visits only the
-//! channels due, however many peers are idle.
+//! deadlines). Finding the next deadline costs O(1), moving one O(log
+//! peers), and a timeout visits only the channels due, however many peers
+//! are idle.
 
 use super::Endpoint;
 use crate::{Event, OpId, Status, Time};
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// A deadline of a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +27,12 @@ pub(super) enum Timer {
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Timers {
     at: [Option<Time>; 3],
-    /// The deadline the endpoint's [`TimerTable`] holds for this channel.
-    queued: Option<Time>,
+    /// The live entry of the endpoint's [`TimerTable`] for this channel:
+    /// its deadline and generation.
+    queued: Option<(Time, u64)>,
+    /// Entries pushed for this channel so far, so that only the latest is
+    /// live even when a deadline comes back to an earlier value.
+    pushed: u64,
 }
 
 impl Timers {
@@ -61,48 +67,59 @@ impl Timers {
     }
 }
 
-/// Each channel's earliest deadline, ordered by time, so that the
-/// endpoint's next timeout and the channels due are found without visiting
-/// the others. Kept exact: whoever changes a channel's [`Timers`] calls
-/// [`Endpoint::update_timers`] before returning to the caller.
+/// Each channel's earliest deadline in a min-heap, so that the endpoint's
+/// next timeout and the channels due are found without visiting the
+/// others. A deadline that moves is pushed anew and its old entry left
+/// behind: an entry is live while it is the one its channel's [`Timers`]
+/// records as queued (same deadline and generation), and stale entries
+/// are dropped when they reach the top or when they outnumber the
+/// channels. The top is live between calls: whoever changes a channel's
+/// [`Timers`] calls [`Endpoint::update_timers`] before returning.
 #[derive(Debug, Default)]
 pub(super) struct TimerTable {
-    queue: BTreeSet<(Time, usize)>,
+    /// (deadline, channel, generation).
+    heap: BinaryHeap<Reverse<(Time, usize, u64)>>,
 }
 
 impl TimerTable {
-    /// Records channel `ci`'s earliest deadline.
-    fn update(&mut self, ci: usize, timers: &mut Timers) {
-        let next = timers.next();
-        if next == timers.queued {
-            return;
-        }
-        if let Some(t) = timers.queued {
-            self.queue.remove(&(t, ci));
-        }
-        if let Some(t) = next {
-            self.queue.insert((t, ci));
-        }
-        timers.queued = next;
-    }
-
     /// The earliest deadline of any channel.
     fn next(&self) -> Option<Time> {
-        self.queue.first().map(|&(t, _)| t)
-    }
-
-    /// The channels with a deadline at or before `now`, in channel order.
-    fn due(&self, now: Time, out: &mut Vec<usize>) {
-        out.clear();
-        out.extend(self.queue.range(..=(now, usize::MAX)).map(|&(_, ci)| ci));
-        out.sort_unstable();
+        self.heap.peek().map(|e| e.0 .0)
     }
 }
 
 impl Endpoint {
     /// Brings the timer table up to date with channel `ci`'s deadlines.
     pub(super) fn update_timers(&mut self, ci: usize) {
-        self.timers.update(ci, &mut self.chans[ci].timers);
+        let timers = &mut self.chans[ci].timers;
+        let next = timers.next();
+        if next == timers.queued.map(|q| q.0) {
+            return;
+        }
+        timers.queued = next.map(|t| {
+            timers.pushed += 1;
+            (t, timers.pushed)
+        });
+        if let Some((t, g)) = timers.queued {
+            self.timers.heap.push(Reverse((t, ci, g)));
+        }
+        if self.timers.heap.len() > 2 * self.chans.len() + 64 {
+            let chans = &self.chans;
+            self.timers
+                .heap
+                .retain(|&Reverse((t, ci, g))| chans[ci].timers.queued == Some((t, g)));
+        }
+        self.settle_timers();
+    }
+
+    /// Drops stale entries from the top of the timer table.
+    fn settle_timers(&mut self) {
+        while let Some(&Reverse((t, ci, g))) = self.timers.heap.peek() {
+            if self.chans[ci].timers.queued == Some((t, g)) {
+                break;
+            }
+            self.timers.heap.pop();
+        }
     }
 
     /// When [`Endpoint::handle_timeout`] should next be called.
@@ -121,13 +138,27 @@ impl Endpoint {
         // In channel order, as a scan of every channel would: the order
         // in which channels become ready is the order they transmit in.
         let mut due = std::mem::take(&mut self.due);
-        self.timers.due(now, &mut due);
+        due.clear();
+        while let Some(&Reverse((t, ci, g))) = self.timers.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.heap.pop();
+            let timers = &mut self.chans[ci].timers;
+            if timers.queued == Some((t, g)) {
+                // Taken off the table; `update_timers` puts it back.
+                timers.queued = None;
+                due.push(ci);
+            }
+        }
+        due.sort_unstable();
         for &ci in &due {
             self.stats.timer_visits += 1;
             self.expire(ci, now);
             self.update_timers(ci);
         }
         self.due = due;
+        self.settle_timers();
         self.expire_nofc(now);
     }
 
@@ -214,5 +245,60 @@ impl Endpoint {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Config, Endpoint, Op, OpOptions, Outcome, Packet, Target, TaskId};
+
+    struct Sink;
+
+    impl Target for Sink {
+        fn apply(&mut self, _: &Packet<'_>) -> Outcome {
+            Outcome::Done
+        }
+    }
+
+    /// Deadlines that move on every packet leave stale entries behind,
+    /// under the live deadline of a silent peer; the table never holds
+    /// more than twice the channels plus a constant.
+    #[test]
+    fn stale_entries_stay_bounded() {
+        let (ta, tb, silent) = (TaskId::new(1, 0), TaskId::new(1, 1), TaskId::new(1, 2));
+        let mut a = Endpoint::new(ta, Config::default());
+        let mut b = Endpoint::new(tb, Config::default());
+        let mut out = Vec::new();
+        let op = Op::Write {
+            key: 1,
+            addr: 0,
+            data: &[1],
+            notify: None,
+        };
+        a.submit(0, silent, op, OpOptions::default()).unwrap();
+        assert_eq!(a.poll_transmit(0, &mut out), Some(silent));
+        let mut most = 0;
+        for i in 0..30_000u64 {
+            let now = i * 1_000;
+            a.submit(now, tb, op, OpOptions::default()).unwrap();
+            b.submit(now, ta, op, OpOptions::default()).unwrap();
+            while let Some(to) = a.poll_transmit(now, &mut out) {
+                if to == tb {
+                    b.handle_datagram(now, &out, &mut Sink);
+                }
+            }
+            while b.poll_transmit(now, &mut out).is_some() {
+                a.handle_datagram(now, &out, &mut Sink);
+            }
+            for e in [&mut a, &mut b] {
+                if e.poll_timeout().is_some_and(|t| t <= now) {
+                    e.handle_timeout(now);
+                }
+                while e.poll_event().is_some() {}
+                most = most.max(e.timers.heap.len());
+            }
+        }
+        assert!(most <= 2 * 2 + 64 + 1, "{most} entries for two channels");
+        assert!(a.poll_timeout().is_some());
     }
 }
