@@ -29,9 +29,12 @@
 //!   packet going back or in a delayed ACK, with selective-ack blocks for
 //!   packets past a hole. The sender retransmits from its own copy: a
 //!   packet once a packet sent after it was acknowledged and a reordering
-//!   allowance passed (RACK), the oldest one when the retransmission timer
-//!   (RFC 6298 estimator, Karn's rule, exponential back-off reset by any
-//!   ack of new data) fires.
+//!   allowance passed (RACK). When the retransmission timer (RFC 6298
+//!   estimator, Karn's rule, exponential back-off reset by any ack of new
+//!   data) fires, only the oldest unacknowledged packet goes again (or a
+//!   probe, when only replies are owed); the first ack of new data after
+//!   it marks the rest of what was sent before the timeout lost, and that
+//!   goes again then. A timeout never resends the whole window.
 //! - **Back-pressure.** At most [`Config::window`] packets and
 //!   [`Config::ooo_bytes`] bytes are in flight per peer, and at most
 //!   [`Config::send_buffer`] bytes wait per peer; past that, submit
@@ -529,4 +532,7 @@ pub struct Stats {
     pub not_member: u64,
     /// Out-of-order packets dropped over the reorder buffer's budget.
     pub reorder_dropped: u64,
+    /// Channels whose timers [`Endpoint::handle_timeout`] ran: only those
+    /// with a deadline due are visited, however many peers are idle.
+    pub timer_visits: u64,
 }

@@ -1,0 +1,227 @@
+//! Operations cut into packets: submit (reliable and no-flow-control),
+//! fragmentation, packet headers, and encoding into datagrams.
+
+use super::channel::Slot;
+use super::reply::Pending;
+use super::Endpoint;
+use crate::{Op, OpId, OpOptions, SubmitError, Time};
+use sss_wire::{Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
+
+pub(super) fn emit_into(p: &Packet<'_>, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(p.buffer_len(), 0);
+    // Packets built here always satisfy emit's checks (fragment fields,
+    // arity, payload sizes are validated at submit), so this cannot fail;
+    // an empty datagram would merely be dropped by the peer.
+    if p.emit(out).is_err() {
+        out.clear();
+    }
+}
+
+pub(super) fn emit_slot(slot: &Slot, ack: Option<u32>, out: &mut Vec<u8>) {
+    let p = Packet {
+        ack,
+        payload: &slot.payload,
+        ..slot.meta
+    };
+    emit_into(&p, out);
+}
+
+pub(super) fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'static> {
+    Packet {
+        src: local,
+        dst,
+        epoch,
+        seq: 0,
+        ack: None,
+        op: 0,
+        flags: Flags::default(),
+        status: Status::Ok,
+        key: 0,
+        addr: 0,
+        frag: Frag::SINGLE,
+        body,
+        payload: &[],
+    }
+}
+
+impl Endpoint {
+    fn frags_for(&self, len: usize) -> Option<u16> {
+        let ps = self.cfg.payload_size.max(1);
+        u16::try_from(len.div_ceil(ps).max(1)).ok()
+    }
+
+    /// Submits a reliable or no-flow-control operation toward `dst`. The
+    /// operation's bytes are copied; the caller's buffer is free on return.
+    pub fn submit(
+        &mut self,
+        now: Time,
+        dst: TaskId,
+        op: Op<'_>,
+        opts: OpOptions,
+    ) -> Result<OpId, SubmitError> {
+        let ps = self.cfg.payload_size;
+        let frags = match op {
+            Op::Write { data, .. } => self.frags_for(data.len()).ok_or(SubmitError::Invalid)?,
+            Op::Fifo { data, .. } | Op::Signal { data, .. } if data.len() > ps => {
+                return Err(SubmitError::Invalid)
+            }
+            Op::Read { len, .. } => {
+                if len > self.cfg.max_read || self.frags_for(len as usize).is_none() {
+                    return Err(SubmitError::Invalid);
+                }
+                1
+            }
+            _ => 1,
+        };
+        if opts.nofc {
+            return self.submit_nofc(now, dst, op, opts, frags);
+        }
+        let ci = self.channel(dst)?;
+        let cost = op.payload_len() + HEADER_LEN * frags as usize;
+        let (local, epoch, send_buffer) = (self.local, self.cfg.epoch, self.cfg.send_buffer);
+        let c = &mut self.chans[ci];
+        if c.down {
+            return Err(SubmitError::PeerDown);
+        }
+        if c.buffered > 0 && c.buffered + cost > send_buffer {
+            return Err(SubmitError::WouldBlock);
+        }
+        let id = c.next_seq as u32;
+        let flags = Flags {
+            nofc: false,
+            status_return: opts.status_return,
+        };
+        for (meta, payload) in build_packets(local, dst, epoch, id, flags, op, ps, frags) {
+            c.push(meta, payload);
+        }
+        if op.has_reply() || opts.status_return {
+            let p = Pending::for_op(&op);
+            c.pending.insert(id, p);
+        }
+        self.mark_ready(ci);
+        Ok(OpId {
+            peer: dst,
+            id,
+            nofc: false,
+        })
+    }
+
+    fn submit_nofc(
+        &mut self,
+        now: Time,
+        dst: TaskId,
+        op: Op<'_>,
+        opts: OpOptions,
+        frags: u16,
+    ) -> Result<OpId, SubmitError> {
+        // Unsequenced packets cannot be reassembled in order, so a
+        // no-flow-control operation must fit one packet each way.
+        if frags != 1 {
+            return Err(SubmitError::Invalid);
+        }
+        if let Op::Read { len, .. } = op {
+            if len as usize > self.cfg.payload_size {
+                return Err(SubmitError::Invalid);
+            }
+        }
+        let id = self.nofc_next;
+        self.nofc_next = self.nofc_next.wrapping_add(1).max(1);
+        let flags = Flags {
+            nofc: true,
+            status_return: opts.status_return,
+        };
+        let ps = self.cfg.payload_size;
+        for (meta, payload) in build_packets(self.local, dst, self.cfg.epoch, id, flags, op, ps, 1)
+        {
+            let p = Packet {
+                payload: &payload,
+                ..meta
+            };
+            let mut out = Vec::new();
+            emit_into(&p, &mut out);
+            self.nofc_out.push_back((dst, out));
+        }
+        if op.has_reply() || opts.status_return {
+            let p = Pending::for_op(&op);
+            self.nofc_pending.insert(id, (dst, p));
+        } else {
+            self.nofc_quiet.insert(id, dst);
+        }
+        self.nofc_deadlines
+            .push_back((now + self.cfg.nofc_reply_timeout, id));
+        Ok(OpId {
+            peer: dst,
+            id,
+            nofc: true,
+        })
+    }
+}
+
+/// Cuts an operation into its packets (all but sequence numbers filled in).
+#[allow(clippy::too_many_arguments)]
+fn build_packets(
+    local: TaskId,
+    dst: TaskId,
+    epoch: u32,
+    id: u32,
+    flags: Flags,
+    op: Op<'_>,
+    ps: usize,
+    frags: u16,
+) -> Vec<(Packet<'static>, Vec<u8>)> {
+    let meta = |body: Body, key: u64, addr: u64| {
+        let mut m = request_meta(local, dst, epoch, body);
+        m.op = id;
+        m.flags = flags;
+        m.key = key;
+        m.addr = addr;
+        m
+    };
+    match op {
+        Op::Write {
+            key,
+            addr,
+            data,
+            notify,
+        } => {
+            let ps = ps.max(1);
+            (0..frags as usize)
+                .map(|i| {
+                    let lo = (i * ps).min(data.len());
+                    let hi = (lo + ps).min(data.len());
+                    let last = i + 1 == frags as usize;
+                    let mut m = meta(
+                        Body::Write {
+                            notify: if last { notify } else { None },
+                        },
+                        key,
+                        addr.wrapping_add(lo as u64),
+                    );
+                    m.frag = Frag {
+                        index: i as u16,
+                        count: frags,
+                    };
+                    (m, data[lo..hi].to_vec())
+                })
+                .collect()
+        }
+        Op::Read { key, addr, len } => vec![(meta(Body::Read { len }, key, addr), Vec::new())],
+        Op::Swap { key, addr, operand } => {
+            vec![(meta(Body::Swap { operand }, key, addr), Vec::new())]
+        }
+        Op::Cas {
+            key,
+            addr,
+            expected,
+            new,
+        } => vec![(meta(Body::Cas { expected, new }, key, addr), Vec::new())],
+        Op::FetchAdd { key, addr, operand } => {
+            vec![(meta(Body::FetchAdd { operand }, key, addr), Vec::new())]
+        }
+        Op::Fifo { key, addr, data } => vec![(meta(Body::Fifo, key, addr), data.to_vec())],
+        Op::Signal { key, handler, data } => {
+            vec![(meta(Body::Signal { handler }, key, 0), data.to_vec())]
+        }
+    }
+}
