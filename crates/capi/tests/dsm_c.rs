@@ -16,7 +16,11 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_DSM_C_TEST_LAUNCH";
-const JOB_LIMIT: Duration = Duration::from_secs(25);
+const LAUNCHER: Launcher = Launcher {
+    env_var: LAUNCH_ENV,
+    timeout_s: "20",
+    limit: Duration::from_secs(25),
+};
 /// Small grid for tests (the bench uses 1024); enough sweeps that heat
 /// crosses every task boundary, so stale boundary rows would show.
 const N: &str = "64";
@@ -48,13 +52,13 @@ const SOME_PLACEMENTS: &[(&str, &[&str])] = &[
     ),
 ];
 
-mod common;
-use common::{field, lib_dir, root};
+use sss_testkit::cc::cc_libsss;
+use sss_testkit::{field, root, Launcher};
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    common::launcher_mode(LAUNCH_ENV);
+    sss_testkit::launcher_mode(LAUNCH_ENV);
 }
 
 /// Compiles `examples/dsm/<name>.c` into `dir`.
@@ -69,43 +73,20 @@ fn compile(dir: &TempDir, name: &str) -> PathBuf {
 /// Compiles `src` into `dir` as `name`.
 fn compile_src(dir: &TempDir, name: &str, src: &Path) -> PathBuf {
     let exe = dir.path().join(name);
-    let lib = lib_dir();
-    let out = Command::new("cc")
-        .args([
-            "-std=c11",
-            "-pedantic",
-            "-O2",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-        ])
-        .arg(format!("-I{}", root().join("include").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(src)
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lsss")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc {name}.c failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let flags = ["-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror"];
+    cc_libsss(&flags, &exe, &[src]);
     exe
 }
 
 /// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> common::Outcome {
+fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> sss_testkit::Outcome {
     let mut env = env.to_vec();
     env.insert(0, ("SSS_DSM_HEAP", "1G"));
-    let largs = common::job_args(placement, "20", exe, args);
-    common::run_job(LAUNCH_ENV, &largs, &env, JOB_LIMIT)
+    LAUNCHER.run(placement, exe, args, &env)
 }
 
 fn is_launcher() -> bool {
-    std::env::var(LAUNCH_ENV).is_ok()
+    LAUNCHER.is_part()
 }
 
 /// Laplace on every placement equals its sequential run, for `env`.

@@ -14,27 +14,30 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_PARMACS_TEST_LAUNCH";
-const JOB_LIMIT: Duration = Duration::from_secs(40);
+const LAUNCHER: Launcher = Launcher {
+    env_var: LAUNCH_ENV,
+    timeout_s: "20",
+    limit: Duration::from_secs(40),
+};
 
-mod common;
-use common::{field, lib_dir, root};
+use sss_testkit::cc::{cc, link_libsss, run_ok};
+use sss_testkit::{field, root, Launcher};
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    common::launcher_mode(LAUNCH_ENV);
+    sss_testkit::launcher_mode(LAUNCH_ENV);
 }
 
 /// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> common::Outcome {
+fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> sss_testkit::Outcome {
     let mut env = env.to_vec();
     env.insert(0, ("SSS_DSM_HEAP", "1G"));
-    let largs = common::job_args(placement, "20", exe, args);
-    common::run_job(LAUNCH_ENV, &largs, &env, JOB_LIMIT)
+    LAUNCHER.run(placement, exe, args, &env)
 }
 
 fn is_launcher() -> bool {
-    std::env::var(LAUNCH_ENV).is_ok()
+    LAUNCHER.is_part()
 }
 
 /// Expands `examples/parmacs/<prog>.c.in` with `parmacs/<macros>.m4` and
@@ -53,32 +56,20 @@ fn build(dir: &TempDir, prog: &str, macros: &str, note_each: bool) -> PathBuf {
         String::from_utf8_lossy(&m4.stderr)
     );
     std::fs::write(&c, &m4.stdout).expect("write the expanded source");
-    let mut cc = Command::new("cc");
-    cc.args(["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(format!("-I{}", root().join("include").display()))
-        .arg(format!("-I{}", root().join("parmacs").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c);
+    let flags = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror"];
+    let mut cmd = cc(&flags, &exe, &[&c]);
+    cmd.arg(format!("-I{}", root().join("parmacs").display()));
     if note_each {
-        cc.arg("-DSSS_PM_NOTE_EACH");
+        cmd.arg("-DSSS_PM_NOTE_EACH");
     }
     if macros == "sss" {
-        let lib = lib_dir();
-        cc.arg(root().join("parmacs/sss_parmacs.c"))
-            .arg(format!("-L{}", lib.display()))
-            .arg("-lsss")
-            .arg(format!("-Wl,-rpath,{}", lib.display()));
+        cmd.arg(root().join("parmacs/sss_parmacs.c"));
+        link_libsss(&mut cmd);
     } else {
-        cc.arg("-lpthread");
+        cmd.arg("-lpthread");
     }
-    cc.arg("-lm");
-    let out = cc.output().expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc {prog} ({macros}) failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cmd.arg("-lm");
+    run_ok(&mut cmd);
     exe
 }
 

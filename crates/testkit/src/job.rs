@@ -60,6 +60,55 @@ pub fn run_job(
     (f.code(), f.stdout, f.stderr)
 }
 
+/// How a test binary launches its jobs: the variable that makes it the
+/// launcher, the launcher's own `--timeout`, and the hard limit after
+/// which the test kills the launcher (longer, so it only catches a hung
+/// launcher).
+pub struct Launcher {
+    /// The variable [`launcher_mode`] of this binary reads.
+    pub env_var: &'static str,
+    /// The launcher's `--timeout`, in seconds.
+    pub timeout_s: &'static str,
+    /// When the test kills the launcher.
+    pub limit: Duration,
+}
+
+impl Launcher {
+    /// Runs `exe args` on `placement` with `env` in the tasks' (and the
+    /// launcher's) environment.
+    pub fn run<S: AsRef<str>>(
+        &self,
+        placement: &[&str],
+        exe: &Path,
+        args: &[S],
+        env: &[(&str, &str)],
+    ) -> Outcome {
+        let largs = job_args(placement, self.timeout_s, exe, args);
+        run_job(self.env_var, &largs, env, self.limit)
+    }
+
+    /// Runs this test binary as the tasks on `placement`: its test
+    /// `task_mode`, with `task_env` set to `scenario` and `env` added.
+    pub fn run_self(
+        &self,
+        placement: &[&str],
+        task_env: &str,
+        scenario: &str,
+        env: &[(&str, &str)],
+    ) -> Outcome {
+        let exe = std::env::current_exe().expect("current_exe");
+        let mut all = vec![(task_env, scenario)];
+        all.extend_from_slice(env);
+        self.run(placement, &exe, &self_args("task_mode"), &all)
+    }
+
+    /// Whether this process is the launcher (or a task) of such a job,
+    /// not the test driver.
+    pub fn is_part(&self) -> bool {
+        std::env::var_os(self.env_var).is_some()
+    }
+}
+
 /// The launcher's arguments for `exe args` on `placement`, with the
 /// launcher's own `--timeout` of `timeout_s` seconds.
 pub fn job_args<S: AsRef<str>>(
