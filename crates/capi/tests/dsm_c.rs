@@ -73,13 +73,25 @@ fn compile(dir: &TempDir, name: &str) -> PathBuf {
 /// Compiles `src` into `dir` as `name`.
 fn compile_src(dir: &TempDir, name: &str, src: &Path) -> PathBuf {
     let exe = dir.path().join(name);
-    let flags = ["-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror"];
+    let flags = [
+        "-std=c11",
+        "-pedantic",
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+    ];
     cc_libsss(&flags, &exe, &[src]);
     exe
 }
 
 /// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> sss_testkit::Outcome {
+fn launch(
+    placement: &[&str],
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> sss_testkit::Outcome {
     let mut env = env.to_vec();
     env.insert(0, ("SSS_DSM_HEAP", "1G"));
     LAUNCHER.run(placement, exe, args, &env)

@@ -30,7 +30,12 @@ fn launcher_mode() {
 }
 
 /// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> sss_testkit::Outcome {
+fn launch(
+    placement: &[&str],
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> sss_testkit::Outcome {
     let mut env = env.to_vec();
     env.insert(0, ("SSS_DSM_HEAP", "1G"));
     LAUNCHER.run(placement, exe, args, &env)

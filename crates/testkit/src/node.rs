@@ -2,6 +2,7 @@
 //! variables a launcher would set, meeting at a boot server of the test's
 //! own.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 
@@ -32,7 +33,7 @@ pub struct TaskEnv<'a> {
     /// `SSS_LOCAL_SIZE`.
     pub local_size: usize,
     /// `SSS_BOOT`: `tcp:` and the boot server's address.
-    pub boot: std::net::SocketAddr,
+    pub boot: SocketAddr,
 }
 
 impl TaskEnv<'_> {
@@ -46,5 +47,26 @@ impl TaskEnv<'_> {
             .env("SSS_LOCAL_RANK", self.local_rank.to_string())
             .env("SSS_LOCAL_SIZE", self.local_size.to_string())
             .env("SSS_BOOT", format!("tcp:{}", self.boot))
+    }
+}
+
+/// Rank `rank` of `size` tasks, one on each node (node id = rank), its
+/// node `node`, meeting at the boot server `boot`.
+pub fn one_per_node(
+    job: u32,
+    rank: usize,
+    size: usize,
+    node: &str,
+    boot: SocketAddr,
+) -> TaskEnv<'_> {
+    TaskEnv {
+        job,
+        rank,
+        size,
+        node,
+        node_id: rank,
+        local_rank: 0,
+        local_size: 1,
+        boot,
     }
 }
