@@ -24,10 +24,14 @@ impl Finished {
     /// Its exit status as a shell shows it (128 + signal); panics if it
     /// was killed at the deadline.
     pub fn shell_code(&self) -> i32 {
-        use std::os::unix::process::ExitStatusExt;
-        let st = self.status.expect("finished before the deadline");
-        st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+        shell_code(self.status.expect("finished before the deadline"))
     }
+}
+
+/// An exit status as a shell shows it: the code, or 128 + the signal.
+pub fn shell_code(st: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
 }
 
 /// Waits for `child` at most `limit`, killing (and reaping) it past that,
