@@ -24,14 +24,20 @@ pub fn launcher_mode(launch_env: &str) {
         return;
     };
     let argv = std::iter::once("sss-run".to_string()).chain(args.split('\x1f').map(String::from));
-    let code = match LauncherCli::try_parse_from(argv) {
+    std::process::exit(launcher_main(argv));
+}
+
+/// `sss run` in this process: `argv` (its first item the program name)
+/// parsed as the launcher's command line; the exit status (2 for a usage
+/// error).
+pub fn launcher_main(argv: impl IntoIterator<Item = String>) -> i32 {
+    match LauncherCli::try_parse_from(argv) {
         Ok(cli) => sss_launch::run(cli.run),
         Err(e) => {
             eprintln!("{e}");
             2
         }
-    };
-    std::process::exit(code);
+    }
 }
 
 /// The arguments that make a re-executed test binary run only its test
@@ -56,7 +62,7 @@ pub fn run_job(
     cmd.args(self_args("launcher_mode"))
         .env(launch_env, largs.join("\x1f"))
         .envs(env.iter().copied());
-    let f = run_bounded(&mut cmd, limit);
+    let f = run_bounded(&mut cmd, limit).expect("start the launcher");
     (f.code(), f.stdout, f.stderr)
 }
 

@@ -69,14 +69,13 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Finished {
 
 /// Starts `cmd` with stdin closed and stdout and stderr piped, and waits
 /// for it as [`wait_bounded`] does.
-pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Finished {
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> std::io::Result<Finished> {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
-    wait_bounded(child, limit)
+        .spawn()?;
+    Ok(wait_bounded(child, limit))
 }
 
 /// Sends signal `sig` (a name for kill(1): `STOP`, `CONT`, …) to `pid`,
