@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tempfile::TempDir;
 
 /// Set (to the launcher's arguments, separated by 0x1f) when this binary
@@ -21,11 +21,7 @@ const LAUNCH_ENV: &str = "SSS_CAPI_TEST_LAUNCH";
 /// Every job: the launcher's `--timeout` of 20 s, and a hard limit of
 /// 25 s that only catches a hung launcher. Jobs take a second or two; a
 /// test stops at its first failed job, so it stays under a minute.
-const LAUNCHER: Launcher = Launcher {
-    env_var: LAUNCH_ENV,
-    timeout_s: "20",
-    limit: Duration::from_secs(25),
-};
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 
 /// Where a job's tasks run.
 const PLACEMENTS: &[(&str, &[&str])] = &[
@@ -49,7 +45,7 @@ use sss_testkit::{lib_dir, root, Launcher};
 /// exits with its status. Without the variable it does nothing.
 #[test]
 fn launcher_mode() {
-    sss_testkit::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 fn have(tool: &str) -> bool {

@@ -12,15 +12,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_DSM_C_TEST_LAUNCH";
-const LAUNCHER: Launcher = Launcher {
-    env_var: LAUNCH_ENV,
-    timeout_s: "20",
-    limit: Duration::from_secs(25),
-};
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV).with_env(&[("SSS_DSM_HEAP", "1G")]);
 /// Small grid for tests (the bench uses 1024); enough sweeps that heat
 /// crosses every task boundary, so stale boundary rows would show.
 const N: &str = "64";
@@ -58,7 +53,7 @@ use sss_testkit::{field, root, Launcher};
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    sss_testkit::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 /// Compiles `examples/dsm/<name>.c` into `dir`.
@@ -85,22 +80,6 @@ fn compile_src(dir: &TempDir, name: &str, src: &Path) -> PathBuf {
     exe
 }
 
-/// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(
-    placement: &[&str],
-    exe: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> sss_testkit::Outcome {
-    let mut env = env.to_vec();
-    env.insert(0, ("SSS_DSM_HEAP", "1G"));
-    LAUNCHER.run(placement, exe, args, &env)
-}
-
-fn is_launcher() -> bool {
-    LAUNCHER.is_part()
-}
-
 /// Laplace on every placement equals its sequential run, for `env`.
 fn laplace(env: &[(&str, &str)]) {
     laplace_on(PLACEMENTS, env)
@@ -118,7 +97,7 @@ fn laplace_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
         .expect("sequential checksum")
         .to_string();
     for (what, p) in placements {
-        let (code, out, err) = launch(p, &exe, &[N, ITERS], env);
+        let (code, out, err) = LAUNCHER.run(p, &exe, &[N, ITERS], env);
         let line = out.lines().find(|l| l.contains("LAPLACE")).unwrap_or("");
         assert!(
             code == Some(0) && field(line, "checksum") == Some(want.as_str()),
@@ -137,7 +116,7 @@ fn drf_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
     let exe = compile(&dir, "drf");
     for (what, p) in placements {
         let tasks: u64 = p[1].parse().expect("task count");
-        let (code, out, err) = launch(p, &exe, &[], env);
+        let (code, out, err) = LAUNCHER.run(p, &exe, &[], env);
         let want = format!("DRF-OK tasks={tasks} counter={}", tasks * 25);
         assert!(
             code == Some(0) && out.contains(&want),
@@ -148,21 +127,21 @@ fn drf_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
 
 #[test]
 fn laplace_ulrc_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "note")]);
     }
 }
 
 #[test]
 fn laplace_ulrc_traps() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "trap")]);
     }
 }
 
 #[test]
 fn laplace_invalidate_traps() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace(&[
             ("SSS_DSM_PROTOCOL", "invalidate"),
             ("SSS_DSM_WRITES", "trap"),
@@ -172,14 +151,14 @@ fn laplace_invalidate_traps() {
 
 #[test]
 fn drf_ulrc_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "note")]);
     }
 }
 
 #[test]
 fn drf_ulrc_traps_prefetch() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf(&[
             ("SSS_DSM_PROTOCOL", "ulrc"),
             ("SSS_DSM_WRITES", "trap"),
@@ -190,7 +169,7 @@ fn drf_ulrc_traps_prefetch() {
 
 #[test]
 fn drf_invalidate_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf(&[
             ("SSS_DSM_PROTOCOL", "invalidate"),
             ("SSS_DSM_WRITES", "note"),
@@ -200,7 +179,7 @@ fn drf_invalidate_notes() {
 
 #[test]
 fn laplace_home_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -220,7 +199,7 @@ fn laplace_home_update() {
 
 #[test]
 fn drf_home_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[
@@ -240,7 +219,7 @@ fn drf_home_update() {
 
 #[test]
 fn laplace_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "note")],
@@ -254,7 +233,7 @@ fn laplace_update() {
 
 #[test]
 fn drf_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "note")],
@@ -268,7 +247,7 @@ fn drf_update() {
 
 #[test]
 fn laplace_update_drct() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -288,7 +267,7 @@ fn laplace_update_drct() {
 
 #[test]
 fn drf_update_drct() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[
@@ -308,7 +287,7 @@ fn drf_update_drct() {
 
 #[test]
 fn laplace_home_only() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -328,7 +307,7 @@ fn laplace_home_only() {
 
 #[test]
 fn drf_home_only() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[
@@ -348,7 +327,7 @@ fn drf_home_only() {
 
 #[test]
 fn laplace_invalidate_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -365,7 +344,7 @@ fn laplace_invalidate_notes() {
 /// task for `sss_dsm_malloc_all`, and the heap stays usable.
 #[test]
 fn huge_allocations_are_no_memory() {
-    if is_launcher() {
+    if LAUNCHER.is_part() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
@@ -375,7 +354,7 @@ fn huge_allocations_are_no_memory() {
         &["-n", "1"][..],
         &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
     ] {
-        let (code, out, err) = launch(p, &exe, &[], &[]);
+        let (code, out, err) = LAUNCHER.run(p, &exe, &[], &[]);
         assert!(
             code == Some(0) && out.contains("HUGE-OK"),
             "dsm_huge with {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"

@@ -8,17 +8,14 @@
 //! The launcher is `sss_launch::run`, reached by re-executing this binary
 //! with [`LAUNCH_ENV`] set, as in `dsm_c.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_PARMACS_TEST_LAUNCH";
-const LAUNCHER: Launcher = Launcher {
-    env_var: LAUNCH_ENV,
-    timeout_s: "20",
-    limit: Duration::from_secs(40),
-};
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV)
+    .limit_secs(40)
+    .with_env(&[("SSS_DSM_HEAP", "1G")]);
 
 use sss_testkit::cc::{cc, link_libsss, run_ok};
 use sss_testkit::{field, root, Launcher};
@@ -26,23 +23,7 @@ use sss_testkit::{field, root, Launcher};
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    sss_testkit::launcher_mode(LAUNCH_ENV);
-}
-
-/// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(
-    placement: &[&str],
-    exe: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> sss_testkit::Outcome {
-    let mut env = env.to_vec();
-    env.insert(0, ("SSS_DSM_HEAP", "1G"));
-    LAUNCHER.run(placement, exe, args, &env)
-}
-
-fn is_launcher() -> bool {
-    LAUNCHER.is_part()
+    LAUNCHER.launcher_mode();
 }
 
 /// Expands `examples/parmacs/<prog>.c.in` with `parmacs/<macros>.m4` and
@@ -123,7 +104,7 @@ fn agree(prog: &str, tag: &str, ok: &[&str], args: &[&str], runs: &[Run]) {
             .clone();
         let mut full = vec![placement[1]];
         full.extend_from_slice(args);
-        let (code, out, err) = launch(placement, &exe, &full, env);
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &full, env);
         let got = result(&out, tag, ok);
         assert!(
             code == Some(0) && got == Some((want.as_str(), true)),
@@ -184,14 +165,14 @@ const RUNS: &[Run] = &[
 
 #[test]
 fn lu_every_build_gives_the_same_factors() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         agree("lu", "LU ", &["RESIDUAL-OK"], &["128", "16"], RUNS);
     }
 }
 
 #[test]
 fn radix_every_build_gives_the_same_order() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         agree(
             "radix",
             "RADIX ",
@@ -204,7 +185,7 @@ fn radix_every_build_gives_the_same_order() {
 
 #[test]
 fn create_forks_the_creators_globals() {
-    if is_launcher() {
+    if LAUNCHER.is_part() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
@@ -222,7 +203,7 @@ fn create_forks_the_creators_globals() {
     ] {
         let exe = build(&dir, "forktest", "sss", note_each);
         let n = placement[1];
-        let (code, out, err) = launch(placement, &exe, &[n], env);
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &[n], env);
         assert!(
             code == Some(0) && out.contains(&format!("FORK-OK {n} tasks")),
             "forktest {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
@@ -247,12 +228,12 @@ fn create_forks_the_creators_globals() {
 
 #[test]
 fn more_creates_than_tasks_is_a_clear_error() {
-    if is_launcher() {
+    if LAUNCHER.is_part() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
     let exe = build(&dir, "forktest", "sss", false);
-    let (code, _out, err) = launch(TWO, &exe, &["3"], ULRC);
+    let (code, _out, err) = LAUNCHER.run(TWO, &exe, &["3"], ULRC);
     // Two tasks race to the error: the creator at its second CREATE, or the
     // created task at its BARRIER of 3. Either message names the cause.
     assert!(

@@ -12,16 +12,12 @@ use sss_testkit::{root, Launcher};
 const LAUNCH_ENV: &str = "SSS_CAPI_SETTINGS_TEST_LAUNCH";
 /// The launcher's own `--timeout` is 20 s: a hung job ends with 124 by
 /// then.
-const LAUNCHER: Launcher = Launcher {
-    env_var: LAUNCH_ENV,
-    timeout_s: "20",
-    limit: Duration::from_secs(25),
-};
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    sss_testkit::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 fn pingpong(dir: &tempfile::TempDir) -> PathBuf {

@@ -8,48 +8,26 @@
 
 use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode, PAGE};
 use sss_mbcf::Task;
-use sss_testkit::Launcher;
-use std::time::{Duration, Instant};
+use sss_testkit::{check, Launcher, TaskResult};
+use std::time::Instant;
 
 const LAUNCH_ENV: &str = "SSS_DSM_TEST_LAUNCH";
 const TASK_ENV: &str = "SSS_DSM_TEST_TASK";
-const LAUNCHER: Launcher = Launcher {
-    env_var: LAUNCH_ENV,
-    timeout_s: "20",
-    limit: Duration::from_secs(25),
-};
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    sss_testkit::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 /// Not a test of its own: a task of a job when [`TASK_ENV`] is set.
 #[test]
 fn task_mode() {
-    let Ok(scenario) = std::env::var(TASK_ENV) else {
-        return;
-    };
-    let code = match run_task(&scenario) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("task failed: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    sss_testkit::task_mode(TASK_ENV, run_task);
 }
 
-type R = Result<(), Box<dyn std::error::Error>>;
-
-fn check(cond: bool, what: &str) -> R {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.to_string().into())
-    }
-}
+type R = TaskResult;
 
 /// Reads a u64 of the heap (a plain load: a miss faults).
 fn load(p: *const u64) -> u64 {

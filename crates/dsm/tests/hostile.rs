@@ -10,55 +10,32 @@
 use sss_dsm::msg::{encode_invalidation, Update, TAG_COPY, TAG_HOME};
 use sss_dsm::{Config, Dsm, Error, Placement, Protocol, INVALIDATE_HANDLER, PAGE, UPDATE_HANDLER};
 use sss_mbcf::{Options, Task};
-use sss_testkit::Launcher;
+use sss_testkit::{check, Launcher, TaskResult};
 use std::time::{Duration, Instant};
 
 const LAUNCH_ENV: &str = "SSS_DSM_HOSTILE_LAUNCH";
 const TASK_ENV: &str = "SSS_DSM_HOSTILE_TASK";
-const LAUNCHER: Launcher = Launcher {
-    env_var: LAUNCH_ENV,
-    timeout_s: "20",
-    limit: Duration::from_secs(25),
-};
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 const HEAP: usize = 1 << 30;
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    sss_testkit::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 /// Not a test of its own: a task of a job when [`TASK_ENV`] is set.
 #[test]
 fn task_mode() {
-    let Ok(scenario) = std::env::var(TASK_ENV) else {
-        return;
-    };
-    let r = match scenario.as_str() {
+    sss_testkit::task_mode(TASK_ENV, |scenario| match scenario {
         "alloc" => alloc_limits(),
         "messages" => bad_messages(),
         s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
         _ => Err("unknown scenario".into()),
-    };
-    let code = match r {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("task failed: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    });
 }
 
-type R = Result<(), Box<dyn std::error::Error>>;
-
-fn check(cond: bool, what: &str) -> R {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.to_string().into())
-    }
-}
+type R = TaskResult;
 
 fn new_dsm(task: &Task, protocol: Protocol) -> Result<Dsm, Error> {
     Dsm::new(

@@ -5,8 +5,8 @@
 
 use sss_boot::BootServer;
 use sss_testkit::node::{one_per_node, sssd};
+use sss_testkit::process::forward_lines;
 use sss_testkit::{unique_job, unique_port, Cleanup};
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -46,13 +46,7 @@ fn a_killed_node_is_seen_down_within_the_bound_and_nothing_hangs() {
             .stdout(Stdio::piped())
             .spawn()
             .expect("start probe");
-        let out = c.stdout.take().unwrap();
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send((r, l));
-            }
-        });
+        forward_lines(c.stdout.take().unwrap(), tx.clone(), move |l| (r, l));
         g.children.push(c);
     }
     // Every task ready, and the survivors' daemons know the victim's node.

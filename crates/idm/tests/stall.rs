@@ -7,8 +7,8 @@
 
 use sss_boot::BootServer;
 use sss_testkit::node::{one_per_node, sssd};
+use sss_testkit::process::forward_lines;
 use sss_testkit::{signal, unique_job, unique_port, Cleanup};
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -91,16 +91,12 @@ fn stalled_tasks_and_daemons_heal() {
             .stdout(Stdio::piped())
             .spawn()
             .expect("start probe");
-        let out = c.stdout.take().unwrap();
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let mut w = l.splitn(4, ' ');
-                let good = w.next() == Some("OK");
-                let _rank = w.next();
-                let at = w.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-                let _ = tx.send((r, good, at, l));
-            }
+        forward_lines(c.stdout.take().unwrap(), tx.clone(), move |l| {
+            let mut w = l.splitn(4, ' ');
+            let good = w.next() == Some("OK");
+            let _rank = w.next();
+            let at = w.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+            (r, good, at, l)
         });
         g.children.push(c);
     }

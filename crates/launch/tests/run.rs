@@ -47,7 +47,13 @@ fn wait_bounded(child: Child) -> Out {
 
 /// Runs `sss-run ARGS… sss-test-task STEPS…`.
 fn run(args: &[&str], steps: &[&str]) -> Out {
+    run_env(&[], args, steps)
+}
+
+/// [`run`] with `env` added to the launcher's environment.
+fn run_env(env: &[(&str, &str)], args: &[&str], steps: &[&str]) -> Out {
     let child = Command::new(run_exe())
+        .envs(env.iter().copied())
         .args(args)
         .arg(task_exe())
         .args(steps)
@@ -601,18 +607,9 @@ fn fake_ssh(dir: &Path) -> String {
 }
 
 fn run_ssh(ssh: &str, args: &[&str], steps: &[&str]) -> Out {
-    let child = Command::new(run_exe())
-        .env("SSS_SSH", ssh)
-        .args(["--spawner", "ssh"])
-        .args(args)
-        .arg(task_exe())
-        .args(steps)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_bounded(child)
+    let mut all = vec!["--spawner", "ssh"];
+    all.extend_from_slice(args);
+    run_env(&[("SSS_SSH", ssh)], &all, steps)
 }
 
 #[test]

@@ -42,8 +42,8 @@ pub fn launcher_main(argv: impl IntoIterator<Item = String>) -> i32 {
 
 /// The arguments that make a re-executed test binary run only its test
 /// `name`, quietly and with output shown (`launcher_mode`, `task_mode`).
-pub fn self_args(name: &str) -> [String; 5] {
-    [name, "--exact", "--nocapture", "-q", "--test-threads=1"].map(String::from)
+pub fn self_args(name: &str) -> [&str; 5] {
+    [name, "--exact", "--nocapture", "-q", "--test-threads=1"]
 }
 
 /// One job's outcome: exit code (None when killed at the time limit),
@@ -67,9 +67,9 @@ pub fn run_job(
 }
 
 /// How a test binary launches its jobs: the variable that makes it the
-/// launcher, the launcher's own `--timeout`, and the hard limit after
-/// which the test kills the launcher (longer, so it only catches a hung
-/// launcher).
+/// launcher, the launcher's own `--timeout`, the hard limit after which
+/// the test kills the launcher (longer, so it only catches a hung
+/// launcher), and variables every job gets.
 pub struct Launcher {
     /// The variable [`launcher_mode`] of this binary reads.
     pub env_var: &'static str,
@@ -77,24 +77,59 @@ pub struct Launcher {
     pub timeout_s: &'static str,
     /// When the test kills the launcher.
     pub limit: Duration,
+    /// Set for every job, before (so overridden by) the job's own.
+    pub env: &'static [(&'static str, &'static str)],
 }
 
 impl Launcher {
+    /// A launcher read from `env_var`, with a `--timeout` of 20 s and a
+    /// hard limit of 25 s.
+    pub const fn new(env_var: &'static str) -> Launcher {
+        Launcher {
+            env_var,
+            timeout_s: "20",
+            limit: Duration::from_secs(25),
+            env: &[],
+        }
+    }
+
+    /// The same with a hard limit of `secs`.
+    pub const fn limit_secs(self, secs: u64) -> Launcher {
+        Launcher {
+            limit: Duration::from_secs(secs),
+            ..self
+        }
+    }
+
+    /// The same with `env` set for every job.
+    pub const fn with_env(self, env: &'static [(&'static str, &'static str)]) -> Launcher {
+        Launcher { env, ..self }
+    }
+
+    /// For the `#[test] fn launcher_mode()` of the binary: see
+    /// [`launcher_mode`].
+    pub fn launcher_mode(&self) {
+        launcher_mode(self.env_var)
+    }
+
     /// Runs `exe args` on `placement` with `env` in the tasks' (and the
     /// launcher's) environment.
-    pub fn run<S: AsRef<str>>(
+    pub fn run(
         &self,
         placement: &[&str],
         exe: &Path,
-        args: &[S],
+        args: &[&str],
         env: &[(&str, &str)],
     ) -> Outcome {
         let largs = job_args(placement, self.timeout_s, exe, args);
-        run_job(self.env_var, &largs, env, self.limit)
+        let mut all = self.env.to_vec();
+        all.extend_from_slice(env);
+        run_job(self.env_var, &largs, &all, self.limit)
     }
 
     /// Runs this test binary as the tasks on `placement`: its test
-    /// `task_mode`, with `task_env` set to `scenario` and `env` added.
+    /// `task_mode` (see [`task_mode`]), with `task_env` set to `scenario`
+    /// and `env` added.
     pub fn run_self(
         &self,
         placement: &[&str],
@@ -115,18 +150,42 @@ impl Launcher {
     }
 }
 
+/// What a task scenario returns: an error ends the task with status 1.
+pub type TaskResult = Result<(), Box<dyn std::error::Error>>;
+
+/// For the `#[test] fn task_mode()` of a test binary whose tasks it also
+/// is: when `task_env` names a scenario, runs `scenario` on it and exits
+/// (0, or 1 after printing the error); otherwise this returns.
+pub fn task_mode(task_env: &str, scenario: impl FnOnce(&str) -> TaskResult) {
+    let Ok(name) = std::env::var(task_env) else {
+        return;
+    };
+    let code = match scenario(&name) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("task failed: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// `Ok` if `cond`, else an error saying `what`.
+pub fn check(cond: bool, what: &str) -> TaskResult {
+    if cond {
+        Ok(())
+    } else {
+        Err(what.to_string().into())
+    }
+}
+
 /// The launcher's arguments for `exe args` on `placement`, with the
 /// launcher's own `--timeout` of `timeout_s` seconds.
-pub fn job_args<S: AsRef<str>>(
-    placement: &[&str],
-    timeout_s: &str,
-    exe: &Path,
-    args: &[S],
-) -> Vec<String> {
+pub fn job_args(placement: &[&str], timeout_s: &str, exe: &Path, args: &[&str]) -> Vec<String> {
     let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
     largs.extend(["--timeout".into(), timeout_s.into()]);
     largs.push(exe.display().to_string());
-    largs.extend(args.iter().map(|s| s.as_ref().to_string()));
+    largs.extend(args.iter().map(|s| s.to_string()));
     largs
 }
 

@@ -25,6 +25,9 @@ pub mod process;
 pub mod tree;
 
 pub use cleanup::{assert_clean, job_processes, job_shm_files, unique_job, unique_port, Cleanup};
-pub use job::{field, job_args, launcher_mode, run_job, self_args, Launcher, Outcome};
+pub use job::{
+    check, field, job_args, launcher_mode, run_job, self_args, task_mode, Launcher, Outcome,
+    TaskResult,
+};
 pub use process::{signal, wait_bounded, Finished};
 pub use tree::{built, lib_dir, root, TREE_ENV};

@@ -86,3 +86,17 @@ pub fn signal(pid: u32, sig: &str) {
         .arg(pid.to_string())
         .status();
 }
+
+/// Sends each line of `out` (a child's piped output), made a message by
+/// `f`, to `tx` from a thread of its own, until the pipe closes.
+pub fn forward_lines<T: Send + 'static>(
+    out: impl Read + Send + 'static,
+    tx: std::sync::mpsc::Sender<T>,
+    f: impl Fn(String) -> T + Send + 'static,
+) {
+    std::thread::spawn(move || {
+        for l in std::io::BufRead::lines(std::io::BufReader::new(out)).map_while(Result::ok) {
+            let _ = tx.send(f(l));
+        }
+    });
+}
