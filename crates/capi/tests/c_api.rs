@@ -12,18 +12,16 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tempfile::TempDir;
 
 /// Set (to the launcher's arguments, separated by 0x1f) when this binary
 /// is re-executed as the launcher.
 const LAUNCH_ENV: &str = "SSS_CAPI_TEST_LAUNCH";
-/// Hard limit on one launched job; the launcher's own `--timeout` is
-/// shorter, so this only catches a hung launcher. Jobs take a second or
-/// two; a test stops at its first failed job, so it stays under a minute.
-const JOB_LIMIT: Duration = Duration::from_secs(25);
-/// The launcher's `--timeout` for every job.
-const JOB_TIMEOUT: &str = "20";
+/// Every job: the launcher's `--timeout` of 20 s, and a hard limit of
+/// 25 s that only catches a hung launcher. Jobs take a second or two; a
+/// test stops at its first failed job, so it stays under a minute.
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 
 /// Where a job's tasks run.
 const PLACEMENTS: &[(&str, &[&str])] = &[
@@ -39,15 +37,15 @@ const PLACEMENTS: &[(&str, &[&str])] = &[
     ),
 ];
 
-mod common;
-use common::{lib_dir, root};
+use sss_testkit::cc::run_ok as run;
+use sss_testkit::{lib_dir, root, Launcher};
 
 /// Not a test of its own: when [`LAUNCH_ENV`] is set, this process is the
 /// launcher of a job (`sss run` with the arguments from the variable) and
 /// exits with its status. Without the variable it does nothing.
 #[test]
 fn launcher_mode() {
-    common::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 fn have(tool: &str) -> bool {
@@ -57,19 +55,6 @@ fn have(tool: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-/// Runs a command, panicking with its output on failure; its stdout.
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A scratch directory with a concrete `sss.pc` and the compile flags.
@@ -187,8 +172,7 @@ impl Job {
 
 /// Runs `program args` through the launcher with `placement`.
 fn launch(placement: &[&str], program: &Path, args: &[&str]) -> Job {
-    let largs = common::job_args(placement, JOB_TIMEOUT, program, args);
-    let (code, out, err) = common::run_job(LAUNCH_ENV, &largs, &[], JOB_LIMIT);
+    let (code, out, err) = LAUNCHER.run(placement, program, args, &[]);
     Job {
         code,
         stdout: out,

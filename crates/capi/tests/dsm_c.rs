@@ -12,11 +12,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_DSM_C_TEST_LAUNCH";
-const JOB_LIMIT: Duration = Duration::from_secs(25);
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV).with_env(&[("SSS_DSM_HEAP", "1G")]);
 /// Small grid for tests (the bench uses 1024); enough sweeps that heat
 /// crosses every task boundary, so stale boundary rows would show.
 const N: &str = "64";
@@ -48,13 +47,13 @@ const SOME_PLACEMENTS: &[(&str, &[&str])] = &[
     ),
 ];
 
-mod common;
-use common::{field, lib_dir, root};
+use sss_testkit::cc::cc_libsss;
+use sss_testkit::{field, root, Launcher};
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    common::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 /// Compiles `examples/dsm/<name>.c` into `dir`.
@@ -69,43 +68,16 @@ fn compile(dir: &TempDir, name: &str) -> PathBuf {
 /// Compiles `src` into `dir` as `name`.
 fn compile_src(dir: &TempDir, name: &str, src: &Path) -> PathBuf {
     let exe = dir.path().join(name);
-    let lib = lib_dir();
-    let out = Command::new("cc")
-        .args([
-            "-std=c11",
-            "-pedantic",
-            "-O2",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-        ])
-        .arg(format!("-I{}", root().join("include").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(src)
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lsss")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc {name}.c failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let flags = [
+        "-std=c11",
+        "-pedantic",
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+    ];
+    cc_libsss(&flags, &exe, &[src]);
     exe
-}
-
-/// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> common::Outcome {
-    let mut env = env.to_vec();
-    env.insert(0, ("SSS_DSM_HEAP", "1G"));
-    let largs = common::job_args(placement, "20", exe, args);
-    common::run_job(LAUNCH_ENV, &largs, &env, JOB_LIMIT)
-}
-
-fn is_launcher() -> bool {
-    std::env::var(LAUNCH_ENV).is_ok()
 }
 
 /// Laplace on every placement equals its sequential run, for `env`.
@@ -125,7 +97,7 @@ fn laplace_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
         .expect("sequential checksum")
         .to_string();
     for (what, p) in placements {
-        let (code, out, err) = launch(p, &exe, &[N, ITERS], env);
+        let (code, out, err) = LAUNCHER.run(p, &exe, &[N, ITERS], env);
         let line = out.lines().find(|l| l.contains("LAPLACE")).unwrap_or("");
         assert!(
             code == Some(0) && field(line, "checksum") == Some(want.as_str()),
@@ -144,7 +116,7 @@ fn drf_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
     let exe = compile(&dir, "drf");
     for (what, p) in placements {
         let tasks: u64 = p[1].parse().expect("task count");
-        let (code, out, err) = launch(p, &exe, &[], env);
+        let (code, out, err) = LAUNCHER.run(p, &exe, &[], env);
         let want = format!("DRF-OK tasks={tasks} counter={}", tasks * 25);
         assert!(
             code == Some(0) && out.contains(&want),
@@ -155,21 +127,21 @@ fn drf_on(placements: &[(&str, &[&str])], env: &[(&str, &str)]) {
 
 #[test]
 fn laplace_ulrc_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "note")]);
     }
 }
 
 #[test]
 fn laplace_ulrc_traps() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "trap")]);
     }
 }
 
 #[test]
 fn laplace_invalidate_traps() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace(&[
             ("SSS_DSM_PROTOCOL", "invalidate"),
             ("SSS_DSM_WRITES", "trap"),
@@ -179,14 +151,14 @@ fn laplace_invalidate_traps() {
 
 #[test]
 fn drf_ulrc_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf(&[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "note")]);
     }
 }
 
 #[test]
 fn drf_ulrc_traps_prefetch() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf(&[
             ("SSS_DSM_PROTOCOL", "ulrc"),
             ("SSS_DSM_WRITES", "trap"),
@@ -197,7 +169,7 @@ fn drf_ulrc_traps_prefetch() {
 
 #[test]
 fn drf_invalidate_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf(&[
             ("SSS_DSM_PROTOCOL", "invalidate"),
             ("SSS_DSM_WRITES", "note"),
@@ -207,7 +179,7 @@ fn drf_invalidate_notes() {
 
 #[test]
 fn laplace_home_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -227,7 +199,7 @@ fn laplace_home_update() {
 
 #[test]
 fn drf_home_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[
@@ -247,7 +219,7 @@ fn drf_home_update() {
 
 #[test]
 fn laplace_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "note")],
@@ -261,7 +233,7 @@ fn laplace_update() {
 
 #[test]
 fn drf_update() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[("SSS_DSM_PROTOCOL", "update"), ("SSS_DSM_WRITES", "note")],
@@ -275,7 +247,7 @@ fn drf_update() {
 
 #[test]
 fn laplace_update_drct() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -295,7 +267,7 @@ fn laplace_update_drct() {
 
 #[test]
 fn drf_update_drct() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[
@@ -315,7 +287,7 @@ fn drf_update_drct() {
 
 #[test]
 fn laplace_home_only() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -335,7 +307,7 @@ fn laplace_home_only() {
 
 #[test]
 fn drf_home_only() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         drf_on(
             SOME_PLACEMENTS,
             &[
@@ -355,7 +327,7 @@ fn drf_home_only() {
 
 #[test]
 fn laplace_invalidate_notes() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         laplace_on(
             SOME_PLACEMENTS,
             &[
@@ -372,7 +344,7 @@ fn laplace_invalidate_notes() {
 /// task for `sss_dsm_malloc_all`, and the heap stays usable.
 #[test]
 fn huge_allocations_are_no_memory() {
-    if is_launcher() {
+    if LAUNCHER.is_part() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
@@ -382,7 +354,7 @@ fn huge_allocations_are_no_memory() {
         &["-n", "1"][..],
         &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
     ] {
-        let (code, out, err) = launch(p, &exe, &[], &[]);
+        let (code, out, err) = LAUNCHER.run(p, &exe, &[], &[]);
         assert!(
             code == Some(0) && out.contains("HUGE-OK"),
             "dsm_huge with {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"

@@ -8,33 +8,22 @@
 //! The launcher is `sss_launch::run`, reached by re-executing this binary
 //! with [`LAUNCH_ENV`] set, as in `dsm_c.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 use tempfile::TempDir;
 
 const LAUNCH_ENV: &str = "SSS_PARMACS_TEST_LAUNCH";
-const JOB_LIMIT: Duration = Duration::from_secs(40);
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV)
+    .limit_secs(40)
+    .with_env(&[("SSS_DSM_HEAP", "1G")]);
 
-mod common;
-use common::{field, lib_dir, root};
+use sss_testkit::cc::{cc, link_libsss, run_ok};
+use sss_testkit::{field, root, Launcher};
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    common::launcher_mode(LAUNCH_ENV);
-}
-
-/// Runs `exe args` under `placement` with `env`; (exit code, stdout, stderr).
-fn launch(placement: &[&str], exe: &Path, args: &[&str], env: &[(&str, &str)]) -> common::Outcome {
-    let mut env = env.to_vec();
-    env.insert(0, ("SSS_DSM_HEAP", "1G"));
-    let largs = common::job_args(placement, "20", exe, args);
-    common::run_job(LAUNCH_ENV, &largs, &env, JOB_LIMIT)
-}
-
-fn is_launcher() -> bool {
-    std::env::var(LAUNCH_ENV).is_ok()
+    LAUNCHER.launcher_mode();
 }
 
 /// Expands `examples/parmacs/<prog>.c.in` with `parmacs/<macros>.m4` and
@@ -53,32 +42,20 @@ fn build(dir: &TempDir, prog: &str, macros: &str, note_each: bool) -> PathBuf {
         String::from_utf8_lossy(&m4.stderr)
     );
     std::fs::write(&c, &m4.stdout).expect("write the expanded source");
-    let mut cc = Command::new("cc");
-    cc.args(["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(format!("-I{}", root().join("include").display()))
-        .arg(format!("-I{}", root().join("parmacs").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c);
+    let flags = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror"];
+    let mut cmd = cc(&flags, &exe, &[&c]);
+    cmd.arg(format!("-I{}", root().join("parmacs").display()));
     if note_each {
-        cc.arg("-DSSS_PM_NOTE_EACH");
+        cmd.arg("-DSSS_PM_NOTE_EACH");
     }
     if macros == "sss" {
-        let lib = lib_dir();
-        cc.arg(root().join("parmacs/sss_parmacs.c"))
-            .arg(format!("-L{}", lib.display()))
-            .arg("-lsss")
-            .arg(format!("-Wl,-rpath,{}", lib.display()));
+        cmd.arg(root().join("parmacs/sss_parmacs.c"));
+        link_libsss(&mut cmd);
     } else {
-        cc.arg("-lpthread");
+        cmd.arg("-lpthread");
     }
-    cc.arg("-lm");
-    let out = cc.output().expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc {prog} ({macros}) failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cmd.arg("-lm");
+    run_ok(&mut cmd);
     exe
 }
 
@@ -127,7 +104,7 @@ fn agree(prog: &str, tag: &str, ok: &[&str], args: &[&str], runs: &[Run]) {
             .clone();
         let mut full = vec![placement[1]];
         full.extend_from_slice(args);
-        let (code, out, err) = launch(placement, &exe, &full, env);
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &full, env);
         let got = result(&out, tag, ok);
         assert!(
             code == Some(0) && got == Some((want.as_str(), true)),
@@ -188,14 +165,14 @@ const RUNS: &[Run] = &[
 
 #[test]
 fn lu_every_build_gives_the_same_factors() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         agree("lu", "LU ", &["RESIDUAL-OK"], &["128", "16"], RUNS);
     }
 }
 
 #[test]
 fn radix_every_build_gives_the_same_order() {
-    if !is_launcher() {
+    if !LAUNCHER.is_part() {
         agree(
             "radix",
             "RADIX ",
@@ -208,7 +185,7 @@ fn radix_every_build_gives_the_same_order() {
 
 #[test]
 fn create_forks_the_creators_globals() {
-    if is_launcher() {
+    if LAUNCHER.is_part() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
@@ -226,7 +203,7 @@ fn create_forks_the_creators_globals() {
     ] {
         let exe = build(&dir, "forktest", "sss", note_each);
         let n = placement[1];
-        let (code, out, err) = launch(placement, &exe, &[n], env);
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &[n], env);
         assert!(
             code == Some(0) && out.contains(&format!("FORK-OK {n} tasks")),
             "forktest {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
@@ -251,12 +228,12 @@ fn create_forks_the_creators_globals() {
 
 #[test]
 fn more_creates_than_tasks_is_a_clear_error() {
-    if is_launcher() {
+    if LAUNCHER.is_part() {
         return;
     }
     let dir = TempDir::new().expect("tempdir");
     let exe = build(&dir, "forktest", "sss", false);
-    let (code, _out, err) = launch(TWO, &exe, &["3"], ULRC);
+    let (code, _out, err) = LAUNCHER.run(TWO, &exe, &["3"], ULRC);
     // Two tasks race to the error: the creator at its second CREATE, or the
     // created task at its BARRIER of 3. Either message names the cause.
     assert!(

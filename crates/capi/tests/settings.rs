@@ -3,43 +3,27 @@
 //! progress thread and a job that hangs until killed.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{lib_dir, root};
+use sss_testkit::cc::cc_libsss;
+use sss_testkit::{root, Launcher};
 
 /// See `c_api.rs`: set when this binary is re-executed as the launcher.
 const LAUNCH_ENV: &str = "SSS_CAPI_SETTINGS_TEST_LAUNCH";
-/// The launcher's own `--timeout`: a hung job ends with 124 by then.
-const JOB_TIMEOUT: &str = "20";
-const JOB_LIMIT: Duration = Duration::from_secs(25);
+/// The launcher's own `--timeout` is 20 s: a hung job ends with 124 by
+/// then.
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    common::launcher_mode(LAUNCH_ENV);
+    LAUNCHER.launcher_mode();
 }
 
 fn pingpong(dir: &tempfile::TempDir) -> PathBuf {
-    let lib = lib_dir();
     let exe = dir.path().join("pingpong");
-    let out = Command::new("cc")
-        .arg("-O1")
-        .arg(format!("-I{}", root().join("include").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(root().join("examples/c/pingpong.c"))
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lsss")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .output()
-        .expect("cc");
-    assert!(
-        out.status.success(),
-        "cc: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let src = root().join("examples/c/pingpong.c");
+    cc_libsss(&["-O1"], &exe, &[&src]);
     exe
 }
 
@@ -55,14 +39,13 @@ fn bad_settings_fail_init_promptly_and_name_the_variable() {
         ("SSS_RETRIES", "4294967296"),
         ("SSS_WINDOW", "many"),
     ] {
-        let largs = common::job_args(
+        let t = Instant::now();
+        let (code, _out, err) = LAUNCHER.run(
             &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
-            JOB_TIMEOUT,
             &exe,
             &["10", "4000"],
+            &[(var, value)],
         );
-        let t = Instant::now();
-        let (code, _out, err) = common::run_job(LAUNCH_ENV, &largs, &[(var, value)], JOB_LIMIT);
         let took = t.elapsed();
         assert!(code.is_some(), "{var}={value}: the launcher hung\n{err}");
         assert_ne!(code, Some(0), "{var}={value}: the job succeeded\n{err}");

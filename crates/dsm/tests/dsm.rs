@@ -6,65 +6,28 @@
 //! [`LAUNCH_ENV`] is set, see [`launcher_mode`]); and the tasks (when
 //! [`TASK_ENV`] names a scenario, see [`task_mode`]).
 
-use clap::Parser;
 use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode, PAGE};
 use sss_mbcf::Task;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use sss_testkit::{check, Launcher, TaskResult};
+use std::time::Instant;
 
 const LAUNCH_ENV: &str = "SSS_DSM_TEST_LAUNCH";
 const TASK_ENV: &str = "SSS_DSM_TEST_TASK";
-const JOB_LIMIT: Duration = Duration::from_secs(25);
-
-#[derive(Parser)]
-struct LauncherCli {
-    #[command(flatten)]
-    run: sss_launch::RunArgs,
-}
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
-    let Ok(args) = std::env::var(LAUNCH_ENV) else {
-        return;
-    };
-    let argv = std::iter::once("sss-run".to_string()).chain(args.split('\x1f').map(String::from));
-    let code = match LauncherCli::try_parse_from(argv) {
-        Ok(cli) => sss_launch::run(cli.run),
-        Err(e) => {
-            eprintln!("{e}");
-            2
-        }
-    };
-    std::process::exit(code);
+    LAUNCHER.launcher_mode();
 }
 
 /// Not a test of its own: a task of a job when [`TASK_ENV`] is set.
 #[test]
 fn task_mode() {
-    let Ok(scenario) = std::env::var(TASK_ENV) else {
-        return;
-    };
-    let code = match run_task(&scenario) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("task failed: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    sss_testkit::task_mode(TASK_ENV, run_task);
 }
 
-type R = Result<(), Box<dyn std::error::Error>>;
-
-fn check(cond: bool, what: &str) -> R {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.to_string().into())
-    }
-}
+type R = TaskResult;
 
 /// Reads a u64 of the heap (a plain load: a miss faults).
 fn load(p: *const u64) -> u64 {
@@ -378,61 +341,7 @@ fn dsm_rank_is_zero(task: &Task) -> bool {
 }
 
 fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
-    largs.extend(["--timeout".into(), "20".into()]);
-    largs.push(exe.display().to_string());
-    largs.extend(
-        [
-            "task_mode",
-            "--exact",
-            "--nocapture",
-            "-q",
-            "--test-threads=1",
-        ]
-        .map(String::from),
-    );
-    let mut child = Command::new(&exe)
-        .args([
-            "launcher_mode",
-            "--exact",
-            "--nocapture",
-            "-q",
-            "--test-threads=1",
-        ])
-        .env(LAUNCH_ENV, largs.join("\x1f"))
-        .env(TASK_ENV, scenario)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the launcher");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let deadline = Instant::now() + JOB_LIMIT;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (
-        status.and_then(|s| s.code()),
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    )
+    LAUNCHER.run_self(placement, TASK_ENV, scenario, &[])
 }
 
 fn run_all(scenario: &str) {

@@ -4,39 +4,15 @@
 //! node-down, and nothing may hang.
 
 use sss_boot::BootServer;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use sss_testkit::node::{one_per_node, sssd};
+use sss_testkit::process::forward_lines;
+use sss_testkit::{unique_job, unique_port, Cleanup};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const NODES: [&str; 3] = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
 const DOWN_MS: u64 = 1000;
-
-/// Kills and reaps every child, and removes the files of the job and the
-/// daemons, however the test ends.
-struct Cleanup {
-    children: Vec<Child>,
-    job: u32,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
-            for e in dir.flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                if n.starts_with(&format!("sss-{}-", self.job))
-                    || NODES.iter().any(|h| n == sss_mbcf::idm::idm_name(h))
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
-    }
-}
 
 fn now_ns() -> u128 {
     SystemTime::now()
@@ -47,18 +23,12 @@ fn now_ns() -> u128 {
 
 #[test]
 fn a_killed_node_is_seen_down_within_the_bound_and_nothing_hangs() {
-    let port = 20_000 + (std::process::id() % 20_000) as u16;
-    let job = 0x5000_0000 | (std::process::id() & 0xffff);
-    let mut g = Cleanup {
-        children: Vec::new(),
-        job,
-    };
+    let port = unique_port(20_000);
+    let job = unique_job(0x5000_0000);
+    let mut g = Cleanup::new(job, &NODES);
     for n in NODES {
-        let peers = NODES.join(",");
         g.children.push(
-            Command::new(env!("CARGO_BIN_EXE_sssd"))
-                .args(["--node", n, "--peers", &peers, "--port", &port.to_string()])
-                .args(["--down-ms", &DOWN_MS.to_string()])
+            sssd(env!("CARGO_BIN_EXE_sssd"), n, &NODES, port, DOWN_MS)
                 .spawn()
                 .expect("start sssd"),
         );
@@ -69,27 +39,14 @@ fn a_killed_node_is_seen_down_within_the_bound_and_nothing_hangs() {
         .unwrap();
     let (tx, rx) = mpsc::channel::<(usize, String)>();
     for (r, n) in NODES.iter().enumerate() {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_sss-idm-probe"))
-            .env("SSS_JOB", job.to_string())
-            .env("SSS_RANK", r.to_string())
-            .env("SSS_SIZE", "3")
-            .env("SSS_NODE", n)
-            .env("SSS_NODE_ID", r.to_string())
-            .env("SSS_LOCAL_RANK", "0")
-            .env("SSS_LOCAL_SIZE", "1")
-            .env("SSS_BOOT", format!("tcp:{}", server.addr()))
+        let mut c = one_per_node(job, r, 3, n, server.addr())
+            .apply(&mut Command::new(env!("CARGO_BIN_EXE_sss-idm-probe")))
             // Only IDM may detect the death: the retry budget is huge.
             .env("SSS_RETRIES", "100000")
             .stdout(Stdio::piped())
             .spawn()
             .expect("start probe");
-        let out = c.stdout.take().unwrap();
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send((r, l));
-            }
-        });
+        forward_lines(c.stdout.take().unwrap(), tx.clone(), move |l| (r, l));
         g.children.push(c);
     }
     // Every task ready, and the survivors' daemons know the victim's node.

@@ -6,47 +6,15 @@
 //! hangs.
 
 use sss_boot::BootServer;
-use std::io::{BufRead, BufReader};
+use sss_testkit::node::{one_per_node, sssd};
+use sss_testkit::process::forward_lines;
+use sss_testkit::{signal, unique_job, unique_port, Cleanup};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const NODES: [&str; 2] = ["127.0.0.2", "127.0.0.3"];
 const DOWN_MS: u64 = 500;
-
-/// Kills and reaps every child, and removes the files of the job and the
-/// daemons, however the test ends.
-struct Cleanup {
-    children: Vec<Child>,
-    job: u32,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            signal(c.id(), "CONT");
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
-            for e in dir.flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                if n.starts_with(&format!("sss-{}-", self.job))
-                    || NODES.iter().any(|h| n == sss_mbcf::idm::idm_name(h))
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
-    }
-}
-
-fn signal(pid: u32, sig: &str) {
-    let _ = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status();
-}
 
 fn now_ns() -> u128 {
     SystemTime::now()
@@ -56,10 +24,7 @@ fn now_ns() -> u128 {
 }
 
 fn daemon(n: &str, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_sssd"))
-        .args(["--node", n, "--peers", &NODES.join(","), "--port"])
-        .arg(port.to_string())
-        .args(["--down-ms", &DOWN_MS.to_string()])
+    sssd(env!("CARGO_BIN_EXE_sssd"), n, &NODES, port, DOWN_MS)
         .stderr(Stdio::null())
         .spawn()
         .expect("start sssd")
@@ -104,12 +69,9 @@ fn wait_err(rx: &mpsc::Receiver<Line>, r: usize, what: &str) {
 
 #[test]
 fn stalled_tasks_and_daemons_heal() {
-    let port = 21_000 + (std::process::id() % 20_000) as u16;
-    let job = 0x5100_0000 | (std::process::id() & 0xffff);
-    let mut g = Cleanup {
-        children: Vec::new(),
-        job,
-    };
+    let port = unique_port(21_000);
+    let job = unique_job(0x5100_0000);
+    let mut g = Cleanup::new(job, &NODES);
     for n in NODES {
         g.children.push(daemon(n, port));
     }
@@ -119,15 +81,8 @@ fn stalled_tasks_and_daemons_heal() {
         .unwrap();
     let (tx, rx) = mpsc::channel::<Line>();
     for (r, n) in NODES.iter().enumerate() {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_sss-stall-probe"))
-            .env("SSS_JOB", job.to_string())
-            .env("SSS_RANK", r.to_string())
-            .env("SSS_SIZE", "2")
-            .env("SSS_NODE", n)
-            .env("SSS_NODE_ID", r.to_string())
-            .env("SSS_LOCAL_RANK", "0")
-            .env("SSS_LOCAL_SIZE", "1")
-            .env("SSS_BOOT", format!("tcp:{}", server.addr()))
+        let mut c = one_per_node(job, r, 2, n, server.addr())
+            .apply(&mut Command::new(env!("CARGO_BIN_EXE_sss-stall-probe")))
             // Declared down after about a second of silence.
             .env("SSS_RETRIES", "5")
             .env("SSS_RTO_MIN_US", "20000")
@@ -136,16 +91,12 @@ fn stalled_tasks_and_daemons_heal() {
             .stdout(Stdio::piped())
             .spawn()
             .expect("start probe");
-        let out = c.stdout.take().unwrap();
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let mut w = l.splitn(4, ' ');
-                let good = w.next() == Some("OK");
-                let _rank = w.next();
-                let at = w.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-                let _ = tx.send((r, good, at, l));
-            }
+        forward_lines(c.stdout.take().unwrap(), tx.clone(), move |l| {
+            let mut w = l.splitn(4, ' ');
+            let good = w.next() == Some("OK");
+            let _rank = w.next();
+            let at = w.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+            (r, good, at, l)
         });
         g.children.push(c);
     }

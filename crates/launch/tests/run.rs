@@ -2,6 +2,9 @@
 //! bounded in time, and checks that no task process and no shared-memory
 //! file of its job is left behind.
 
+use sss_testkit::node::TaskEnv;
+use sss_testkit::process::shell_code;
+use sss_testkit::{assert_clean, built, job_processes, job_shm_files};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
@@ -10,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// `sss-run`: where cargo built it, or beside `target/<profile>/deps` of
-/// a copy of the build (`SSS_TEST_TREE`, see `scripts/test.sh`).
+/// a copy of the build (`SSS_TEST_TREE`, see `scripts/test-as-user.sh`).
 fn run_exe() -> std::path::PathBuf {
     built("sss-run", env!("CARGO_BIN_EXE_sss-run"))
 }
@@ -20,14 +23,6 @@ fn task_exe() -> std::path::PathBuf {
     built("sss-test-task", env!("CARGO_BIN_EXE_sss-test-task"))
 }
 
-fn built(name: &str, at_build: &str) -> std::path::PathBuf {
-    if std::env::var_os("SSS_TEST_TREE").is_none() {
-        return at_build.into();
-    }
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile = exe.parent().and_then(Path::parent).expect("in deps/");
-    profile.join(name)
-}
 /// Hard limit for one launcher run in these tests.
 const LIMIT: Duration = Duration::from_secs(25);
 
@@ -37,48 +32,28 @@ struct Out {
     stderr: String,
 }
 
-/// Exit status as a shell shows it.
-fn code(st: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
-}
-
-/// Waits for `child` at most `LIMIT`, killing it past that.
-fn wait_bounded(mut child: Child) -> Out {
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let ro = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let re = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("launcher did not finish within {LIMIT:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+/// Waits for `child` at most `LIMIT`, failing the test past that.
+fn wait_bounded(child: Child) -> Out {
+    let f = sss_testkit::wait_bounded(child, LIMIT);
+    if f.status.is_none() {
+        panic!("launcher did not finish within {LIMIT:?}");
+    }
     Out {
-        status: code(status),
-        stdout: ro.join().unwrap(),
-        stderr: re.join().unwrap(),
+        status: f.shell_code(),
+        stdout: f.stdout,
+        stderr: f.stderr,
     }
 }
 
 /// Runs `sss-run ARGS… sss-test-task STEPS…`.
 fn run(args: &[&str], steps: &[&str]) -> Out {
+    run_env(&[], args, steps)
+}
+
+/// [`run`] with `env` added to the launcher's environment.
+fn run_env(env: &[(&str, &str)], args: &[&str], steps: &[&str]) -> Out {
     let child = Command::new(run_exe())
+        .envs(env.iter().copied())
         .args(args)
         .arg(task_exe())
         .args(steps)
@@ -121,53 +96,6 @@ fn pids(dir: &Path) -> BTreeMap<u32, (u32, u32)> {
         m.insert(rank, (p.parse().unwrap(), j.parse().unwrap()));
     }
     m
-}
-
-/// Processes whose environment has `SSS_JOB=<job>`: the job's tasks and
-/// anything they started.
-fn job_processes(job: u32) -> Vec<u32> {
-    let want = format!("SSS_JOB={job}");
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        // Unreadable (gone, or a zombie with no memory) means not running.
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-fn shm_files(job: u32) -> Vec<String> {
-    let prefix = format!("sss-{job}-");
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect()
-}
-
-/// Asserts that the job left nothing behind, allowing `within` for the
-/// kernel (or the guardian) to finish.
-fn assert_clean(job: u32, within: Duration) {
-    let t = Instant::now();
-    loop {
-        let procs = job_processes(job);
-        let files = shm_files(job);
-        if procs.is_empty() && files.is_empty() {
-            return;
-        }
-        if t.elapsed() > within {
-            panic!("job {job} left processes {procs:?} and /dev/shm files {files:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// True if `text` has `line` as one of its lines.
@@ -435,7 +363,7 @@ fn start_long_job(np: u32, dir: &Path) -> (Child, u32) {
     }
     let job = one_job(&pids(dir));
     // shm comes before pids, so the files exist now.
-    assert_eq!(shm_files(job).len(), np as usize);
+    assert_eq!(job_shm_files(job).len(), np as usize);
     (child, job)
 }
 
@@ -475,7 +403,7 @@ fn sigterm_to_the_launcher_is_forwarded() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    assert_eq!(code(status), 143, "{err}");
+    assert_eq!(shell_code(status), 143, "{err}");
     assert!(
         has_line(&err, "sss run: received SIGTERM; terminating 2 tasks"),
         "{err}"
@@ -598,6 +526,28 @@ fn slurm_environment_bootstraps_through_files() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// Rank 0 of a hand-made job 99 of 2 tasks on 127.0.0.1, booting from
+/// `boot` with `SSS_BOOT_TIMEOUT` of `timeout_s`, in an allgather.
+fn gather_task(boot: std::net::SocketAddr, timeout_s: &str) -> Child {
+    let task = TaskEnv {
+        job: 99,
+        rank: 0,
+        size: 2,
+        node: "127.0.0.1",
+        node_id: 0,
+        local_rank: 0,
+        local_size: 2,
+        boot,
+    };
+    task.apply(&mut Command::new(task_exe()))
+        .env("SSS_BOOT_TIMEOUT", timeout_s)
+        .arg("gather")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A task whose launcher's rendezvous server disappears fails at once with
 /// a clear message instead of hanging.
 #[test]
@@ -605,21 +555,7 @@ fn task_fails_cleanly_when_the_boot_server_vanishes() {
     let server = sss_boot::BootServer::bind("127.0.0.1:0", 99, 2).unwrap();
     let addr = server.addr();
     let handle = server.spawn().unwrap();
-    let child = Command::new(task_exe())
-        .env("SSS_JOB", "99")
-        .env("SSS_RANK", "0")
-        .env("SSS_SIZE", "2")
-        .env("SSS_NODE", "127.0.0.1")
-        .env("SSS_NODE_ID", "0")
-        .env("SSS_LOCAL_RANK", "0")
-        .env("SSS_LOCAL_SIZE", "2")
-        .env("SSS_BOOT", format!("tcp:{addr}"))
-        .env("SSS_BOOT_TIMEOUT", "60")
-        .arg("gather")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = gather_task(addr, "60");
     // Let the task connect and block in the allgather, then vanish.
     let t = Instant::now();
     while handle.report().joined < 1 {
@@ -639,21 +575,7 @@ fn task_fails_cleanly_when_the_boot_server_vanishes() {
         .local_addr()
         .unwrap();
     let t = Instant::now();
-    let child = Command::new(task_exe())
-        .env("SSS_JOB", "99")
-        .env("SSS_RANK", "0")
-        .env("SSS_SIZE", "2")
-        .env("SSS_NODE", "127.0.0.1")
-        .env("SSS_NODE_ID", "0")
-        .env("SSS_LOCAL_RANK", "0")
-        .env("SSS_LOCAL_SIZE", "2")
-        .env("SSS_BOOT", format!("tcp:{free}"))
-        .env("SSS_BOOT_TIMEOUT", "1")
-        .arg("gather")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = gather_task(free, "1");
     let o = wait_bounded(child);
     assert_eq!(o.status, 70, "{}", o.stderr);
     assert!(o.stderr.contains("timed out after 1.0 s"), "{}", o.stderr);
@@ -685,18 +607,9 @@ fn fake_ssh(dir: &Path) -> String {
 }
 
 fn run_ssh(ssh: &str, args: &[&str], steps: &[&str]) -> Out {
-    let child = Command::new(run_exe())
-        .env("SSS_SSH", ssh)
-        .args(["--spawner", "ssh"])
-        .args(args)
-        .arg(task_exe())
-        .args(steps)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_bounded(child)
+    let mut all = vec!["--spawner", "ssh"];
+    all.extend_from_slice(args);
+    run_env(&[("SSS_SSH", ssh)], &all, steps)
 }
 
 #[test]

@@ -10,11 +10,9 @@
 //! already fill the machine); arguments that do not start with `-` filter
 //! cases by name, as with the standard harness.
 
-use clap::Parser;
 use sss_raytrace::{fnv1a64, Image, Scene};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// First argument that turns this executable into the launcher.
@@ -22,12 +20,6 @@ const LAUNCH: &str = "__sss_run";
 
 /// Each job must end well within this.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-#[derive(Parser)]
-struct Launcher {
-    #[command(flatten)]
-    run: sss_launch::RunArgs,
-}
 
 /// One job to run and check.
 struct Case {
@@ -211,14 +203,7 @@ const CASES: &[Case] = &[
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(LAUNCH) {
-        let code = match Launcher::try_parse_from(&args[1..]) {
-            Ok(l) => sss_launch::run(l.run),
-            Err(e) => {
-                eprintln!("{e}");
-                2
-            }
-        };
-        std::process::exit(code);
+        std::process::exit(sss_testkit::job::launcher_main(args[1..].iter().cloned()));
     }
     let sel = Selection::parse(&args[1..]);
     let picked: Vec<&Case> = CASES.iter().filter(|c| sel.wants(c.name)).collect();
@@ -337,40 +322,15 @@ struct Output {
 /// Runs `cmd` to its end with output captured, killing it after
 /// [`DEADLINE`].
 fn run_bounded(mut cmd: Command) -> Result<Output, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let f = sss_testkit::process::run_bounded(&mut cmd, DEADLINE)
         .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
-    // Drain both pipes on threads so a chatty job cannot block on them.
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
-    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break s;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("no end after {DEADLINE:?}: {cmd:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = f.status else {
+        return Err(format!("no end after {DEADLINE:?}: {cmd:?}"));
     };
     Ok(Output {
         status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout: f.stdout,
+        stderr: f.stderr,
     })
 }
 
