@@ -1,6 +1,9 @@
 //! Joining a job: the bootstrap that swaps addresses, peer records,
 //! CPU binding, and [`Task::join`] itself.
 
+use super::shm::ShmLane;
+use super::transport::Route;
+use super::udp::UdpLane;
 use super::{progress, Bind, Inner, Net, Owner, PeerInfo, Senders, Task, TaskConfig, Transport};
 use crate::segment::SegTable;
 use crate::shm::{CtlMap, Peer};
@@ -227,17 +230,17 @@ impl Task {
             .iter()
             .map(|b| decode_peer(b).ok_or_else(|| Error::Boot("malformed peer record".into())))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut shm_peers = Vec::with_capacity(peers.len());
+        let mut routes = Vec::with_capacity(peers.len());
         let mut peer_ctls = Vec::with_capacity(peers.len());
         for (r, p) in peers.iter().enumerate() {
             let local = cfg.transport == Transport::Auto && p.node == node;
             if local {
                 let peer = Peer::open(job, r as u32, p.pid)?;
                 peer_ctls.push(Some(peer.ctl()));
-                shm_peers.push(Some(Mutex::new(peer)));
+                routes.push(Route::Shm(ShmLane::new(peer)));
             } else {
                 peer_ctls.push(None);
-                shm_peers.push(None);
+                routes.push(Route::Udp(UdpLane));
             }
         }
         // CPUs counted before binding, which would leave one.
@@ -278,7 +281,7 @@ impl Task {
             sock,
             wake: EventFd::new()?,
             ctl,
-            shm_peers,
+            routes,
             all_local: peer_ctls.iter().all(Option::is_some),
             peer_ctls,
             ncpus,

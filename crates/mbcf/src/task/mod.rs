@@ -10,7 +10,7 @@
 
 use crate::idm::Idm;
 use crate::segment::SegTable;
-use crate::shm::{ctl_name, CtlMap, Peer};
+use crate::shm::{ctl_name, CtlMap};
 use crate::sys::{self, EventFd};
 use crate::Error;
 use std::collections::HashMap;
@@ -29,6 +29,7 @@ mod progress;
 mod queue;
 mod request;
 mod segments;
+mod shm;
 mod sswait;
 mod transport;
 mod udp;
@@ -38,11 +39,13 @@ pub use boot::{Bootstrap, ThreadBoot};
 pub use config::{Bind, SsWaitTuning, TaskConfig, Transport};
 pub use queue::Fifo;
 pub use request::{Options, Reply, Request, Sink};
+pub use transport::TransportKind;
 pub use wait::WaitPolicy;
 
 use apply::{drain_signal_ring, Applier};
 use progress::progress;
 use request::{keep_error, status_error, ReqState, ERRORS_KEPT};
+use transport::{Lane, Route};
 use udp::{Net, Senders};
 
 /// A signal handler: runs in the receiving task's progress thread with the
@@ -120,8 +123,8 @@ pub(crate) struct Inner {
     /// Our control block: waiters' futex word, published segments,
     /// signal ring.
     ctl: CtlMap,
-    /// Same-node peers reached through shared memory, by rank.
-    shm_peers: Vec<Option<Mutex<Peer>>>,
+    /// How each peer is reached, by rank (see [`transport`]).
+    routes: Vec<Route>,
     /// Their control blocks, read without the peer's lock (SS-Wait).
     peer_ctls: Vec<Option<Arc<CtlMap>>>,
     /// Every task of the job is on this node: answers land in memory, so
@@ -271,6 +274,12 @@ impl Task {
     /// when they join.
     pub fn signal_key(&self) -> u64 {
         self.inner.signal_key
+    }
+
+    /// The transport that carries operations to task `rank` (operations
+    /// `shm` cannot apply still go over `udp`).
+    pub fn transport_to(&self, rank: u32) -> Option<TransportKind> {
+        self.inner.routes.get(rank as usize).map(Route::kind)
     }
 
     /// Counters so far.

@@ -1,10 +1,19 @@
-//! The `udp` transport: the protocol endpoint over the task's socket,
+//! The `udp` lane: the protocol endpoint over the task's socket,
 //! source-address checks, and sending what the endpoint has due in GSO
 //! batches.
+//!
+//! Reliable and ordered per peer (acknowledged, retransmitted, applied
+//! once in issue order), except operations without flow control, sent
+//! once. It reaches every peer and declines nothing. A tracked operation
+//! completes later: the endpoint reports its completion as an event, and
+//! the progress engine (`progress.rs`, `handle_events`) completes the
+//! request's state, registered here under the same lock.
 
+use super::transport::{Carried, Lane, Submission, TransportKind};
 use super::{Inner, PeerInfo, ReqState};
 use crate::sys::{self};
-use sss_proto::{Endpoint, McastId, OpId};
+use crate::Error;
+use sss_proto::{Endpoint, McastId, OpId, SubmitError};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -66,6 +75,59 @@ impl Net {
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
         (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The `udp` lane. Stateless: the endpoint and the socket are the task's,
+/// shared by every peer.
+pub(super) struct UdpLane;
+
+impl Lane for UdpLane {
+    fn kind(&self) -> TransportKind {
+        TransportKind::Udp
+    }
+
+    fn submit(&self, task: &Inner, sub: &Submission<'_>) -> Result<Carried, Error> {
+        let (rank, dst) = (sub.rank, sub.dst);
+        task.udp_used[rank as usize].store(true, Ordering::Release);
+        let mut net = task.lock_net();
+        // Nagle-like: with earlier operations to this peer still in
+        // flight, hold new packets back (their ack, a timer or a wait will
+        // flush them) so that a stream leaves in GSO batches; an operation
+        // to an idle peer leaves at once.
+        let busy = net.ep.unacked_sent(dst) > 0;
+        let id = loop {
+            match net.ep.submit(task.now(), dst, sub.op, sub.opts) {
+                Ok(id) => break id,
+                Err(SubmitError::WouldBlock) => {
+                    // Whatever was held back for batching must leave now,
+                    // or nothing would ever make room.
+                    task.flush(&mut net);
+                    drop(net);
+                    task.wait_progress();
+                    net = task.lock_net();
+                }
+                Err(SubmitError::PeerDown) => return Err(Error::PeerDown(rank)),
+                Err(SubmitError::Invalid) => {
+                    return Err(Error::Invalid("operation too large or malformed"))
+                }
+                Err(_) => return Err(Error::Invalid("operation refused")),
+            }
+        };
+        let state = sub.tracked.then(|| {
+            let st = ReqState::new(sub.sink);
+            net.reqs.insert(id, st.clone());
+            st
+        });
+        net.held += 1;
+        if !busy || net.held >= 32 || sub.opts.nofc {
+            task.flush(&mut net);
+        } else {
+            task.maybe_held.store(true, Ordering::Release);
+        }
+        drop(net);
+        task.wake_if_needed();
+        Ok(Carried::Pending(state))
     }
 }
 
