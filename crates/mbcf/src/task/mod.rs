@@ -3,10 +3,10 @@
 //! The task is split by what each part holds: joining a job ([`boot`]),
 //! its tunables ([`config`]), operations and their completions
 //! ([`request`], [`ops`], [`segments`], [`queue`]), the transports that
-//! carry them ([`transport`], [`udp`]), waiting ([`wait`], [`sswait`]),
-//! the progress thread ([`progress`]) with its applier ([`apply`]), and
-//! node liveness from IDM ([`liveness`]). This module holds the [`Task`]
-//! handle, its shared state and its counters.
+//! carry them ([`transport`], [`udp`], [`shm`]), waiting ([`wait`],
+//! [`sswait`]), the progress thread ([`progress`]) with its applier
+//! ([`apply`]), and node liveness from IDM ([`liveness`]). This module
+//! holds the [`Task`] handle, its shared state and its counters.
 
 use crate::idm::Idm;
 use crate::segment::SegTable;
