@@ -63,7 +63,7 @@ pub struct SegEntry {
 /// are kept apart.
 #[repr(C)]
 pub struct Ctl {
-    /// `CTL_MAGIC` once initialized. Owner: the task.
+    /// `CTL_MAGIC` (0x5353_4354, "SSCT") once initialized. Owner: the task.
     pub magic: AtomicU32,
     /// Layout version, 1.
     pub version: u32,
