@@ -13,7 +13,12 @@
  * application thread never has to poll.
  *
  * Conventions
- * - Names are sss_<object>_<verb>; handles are opaque pointers.
+ * - Every name this header declares starts with sss_ (functions, types)
+ *   or SSS_ (constants, macros). Functions on an object are
+ *   sss_<object>_<verb> (sss_seg_alloc, sss_fifo_pop); the operations and
+ *   the task-wide calls are sss_<verb> (sss_write, sss_fence, sss_init).
+ *   Typedefs end in _t, handle typedefs in _h; handles are opaque
+ *   pointers.
  * - Every function returning sss_status_t returns SSS_OK (0) on success,
  *   SSS_INPROGRESS (1) where documented, and a negative error otherwise;
  *   sss_status_string() names it and sss_last_error() gives the detail.
@@ -22,6 +27,18 @@
  *   unknown flag bits give SSS_ERR_INVALID_PARAM. A buffer pointer may be
  *   NULL when its length is 0.
  * - No function aborts the process on bad input or internal errors.
+ * - Structs the caller allocates that later versions may extend
+ *   (sss_op_params_t, sss_stats_t, sss_node_info_t, sss_dsm_stats_t)
+ *   begin with a uint64_t field_mask, as in UCX: bit
+ *   SSS_<STRUCT>_FIELD_<FIELD> says the caller has set that field (input
+ *   structs) or wants it filled (output structs). The library reads or
+ *   writes only the fields whose bits are set — unset input fields count
+ *   as 0 / NULL, unset output fields and field_mask itself are left as
+ *   they are — so a program built against an older header, with a
+ *   shorter struct, keeps working. New fields are only appended, each
+ *   with a new bit; SSS_<STRUCT>_FIELD_ALL is every bit of this header.
+ *   A bit the library does not know gives SSS_ERR_INVALID_PARAM, like
+ *   an unknown flag bit, and nothing is read or written.
  * - Ending a program: sss_quiet() (own operations acknowledged, errors
  *   reported), sss_barrier() (nobody still operates on us), sss_finalize().
  *
@@ -85,7 +102,7 @@ extern "C" {
 
 /** Version of this interface. */
 #define SSS_API_VERSION_MAJOR 0
-#define SSS_API_VERSION_MINOR 1
+#define SSS_API_VERSION_MINOR 2
 
 /* ------------------------------------------------------------------ */
 /* Status                                                              */
@@ -201,13 +218,23 @@ enum sss_op_flags {
     SSS_OP_FLAG_NOTIFY = 4
 };
 
+/** field_mask bits of sss_op_params_t: the fields the caller set. */
+#define SSS_OP_PARAM_FIELD_FLAGS         (UINT64_C(1) << 0)
+#define SSS_OP_PARAM_FIELD_NOTIFY_KEY    (UINT64_C(1) << 1)
+#define SSS_OP_PARAM_FIELD_NOTIFY_ADDR   (UINT64_C(1) << 2)
+#define SSS_OP_PARAM_FIELD_NOTIFY_ADDEND (UINT64_C(1) << 3)
+#define SSS_OP_PARAM_FIELD_COUNTER       (UINT64_C(1) << 4)
+#define SSS_OP_PARAM_FIELD_ALL           (UINT64_C(0x1f))
+
 /**
- * Options of one operation; pass NULL for defaults. Zero-initialize and
- * set what you need (40 bytes).
+ * Options of one operation; pass NULL for defaults. Set field_mask to the
+ * SSS_OP_PARAM_FIELD_* bits of the fields you set: the others are not
+ * read and count as 0 / NULL (48 bytes).
  */
 typedef struct sss_op_params {
+    uint64_t field_mask;    /**< SSS_OP_PARAM_FIELD_* bits. */
     uint32_t flags;         /**< SSS_OP_FLAG_* bits. */
-    uint32_t reserved;      /**< Zero. */
+    uint32_t reserved;      /**< Never read. */
     uint64_t notify_key;    /**< NOTIFY: key of the counter's segment. */
     uint64_t notify_addr;   /**< NOTIFY: counter address (8-aligned). */
     uint64_t notify_addend; /**< NOTIFY: amount added (usually 1). */
@@ -227,8 +254,20 @@ typedef enum sss_cmp {
     SSS_CMP_LE = 5
 } sss_cmp_t;
 
-/** Counters of a task (64 bytes). */
+/** field_mask bits of sss_stats_t: the counters to fill. */
+#define SSS_STATS_FIELD_PACKETS_SENT     (UINT64_C(1) << 0)
+#define SSS_STATS_FIELD_BYTES_SENT       (UINT64_C(1) << 1)
+#define SSS_STATS_FIELD_PACKETS_RECEIVED (UINT64_C(1) << 2)
+#define SSS_STATS_FIELD_BYTES_RECEIVED   (UINT64_C(1) << 3)
+#define SSS_STATS_FIELD_RETRANSMISSIONS  (UINT64_C(1) << 4)
+#define SSS_STATS_FIELD_APPLIED          (UINT64_C(1) << 5)
+#define SSS_STATS_FIELD_REJECTED         (UINT64_C(1) << 6)
+#define SSS_STATS_FIELD_BAD_PACKETS      (UINT64_C(1) << 7)
+#define SSS_STATS_FIELD_ALL              (UINT64_C(0xff))
+
+/** Counters of a task (72 bytes). */
 typedef struct sss_stats {
+    uint64_t field_mask;       /**< SSS_STATS_FIELD_* bits to fill. */
     uint64_t packets_sent;     /**< Datagrams sent. */
     uint64_t bytes_sent;       /**< Bytes sent. */
     uint64_t packets_received; /**< Datagrams received. */
@@ -281,7 +320,8 @@ uint32_t sss_task_size(sss_task_h task);
 /** The job id (non-zero, equal in every task), or 0 for a NULL task. */
 uint32_t sss_task_job(sss_task_h task);
 
-/** Copies the task's counters into @p *stats. */
+/** Copies the task's counters that @p stats->field_mask names into
+ *  @p *stats. */
 sss_status_t sss_task_stats(sss_task_h task, sss_stats_t *stats);
 
 /**
@@ -348,15 +388,32 @@ typedef enum {
     SSS_TASK_GONE = 4      /**< Stopped, zombie or gone. */
 } sss_task_state_t;
 
-/** A node's IDM status page (see sss_idm_node()). */
+/** field_mask bits of sss_node_info_t: the fields to fill. */
+#define SSS_NODE_INFO_FIELD_NAME            (UINT64_C(1) << 0)
+#define SSS_NODE_INFO_FIELD_UP              (UINT64_C(1) << 1)
+#define SSS_NODE_INFO_FIELD_NCPUS           (UINT64_C(1) << 2)
+#define SSS_NODE_INFO_FIELD_RUNNABLE        (UINT64_C(1) << 3)
+#define SSS_NODE_INFO_FIELD_NTASKS          (UINT64_C(1) << 4)
+#define SSS_NODE_INFO_FIELD_LOAD1000        (UINT64_C(1) << 5)
+#define SSS_NODE_INFO_FIELD_MEM_TOTAL_KB    (UINT64_C(1) << 6)
+#define SSS_NODE_INFO_FIELD_MEM_FREE_KB     (UINT64_C(1) << 7)
+#define SSS_NODE_INFO_FIELD_PACKETS         (UINT64_C(1) << 8)
+#define SSS_NODE_INFO_FIELD_BYTES           (UINT64_C(1) << 9)
+#define SSS_NODE_INFO_FIELD_RETRANSMISSIONS (UINT64_C(1) << 10)
+#define SSS_NODE_INFO_FIELD_REJECTED        (UINT64_C(1) << 11)
+#define SSS_NODE_INFO_FIELD_UPDATED_NS      (UINT64_C(1) << 12)
+#define SSS_NODE_INFO_FIELD_ALL             (UINT64_C(0x1fff))
+
+/** A node's IDM status page (see sss_idm_node()); 128 bytes. */
 typedef struct sss_node_info {
+    uint64_t field_mask;      /**< SSS_NODE_INFO_FIELD_* bits to fill. */
     char name[32];            /**< Node name (host address), NUL-padded. */
     uint32_t up;              /**< 1 while the node gossips, 0 once down. */
     uint32_t ncpus;           /**< CPUs. */
     uint32_t runnable;        /**< Runnable threads on the node. */
     uint32_t ntasks;          /**< SSS tasks on the node. */
     uint32_t load1000[3];     /**< Load averages 1/5/15 min, times 1000. */
-    uint32_t reserved;        /**< Zero. */
+    uint32_t reserved;        /**< Never written. */
     uint64_t mem_total_kb;    /**< Memory in total, KiB. */
     uint64_t mem_free_kb;     /**< Memory available, KiB. */
     uint64_t packets;         /**< MBCF datagrams sent by its tasks. */
@@ -367,8 +424,8 @@ typedef struct sss_node_info {
 } sss_node_info_t;
 
 /**
- * Copies node @p node's IDM page, as this node's daemon knows it, into
- * @p *info. Reads shared memory only (no system call once mapped).
+ * Copies the fields @p info->field_mask names of node @p node's IDM page,
+ * as this node's daemon knows it, into @p *info. Reads shared memory only (no system call once mapped).
  * SSS_ERR_NO_MESSAGE when no daemon runs here or the node is unknown.
  */
 sss_status_t sss_idm_node(sss_task_h task, const char *node, sss_node_info_t *info);
@@ -662,8 +719,28 @@ typedef enum sss_dsm_placement {
     SSS_DSM_EXPLICIT = 3     /**< Every page at rank `param`. */
 } sss_dsm_placement_t;
 
-/** Counters of a task's heap (128 bytes). */
+/** field_mask bits of sss_dsm_stats_t: the counters to fill. */
+#define SSS_DSM_STATS_FIELD_READ_FAULTS      (UINT64_C(1) << 0)
+#define SSS_DSM_STATS_FIELD_WRITE_FAULTS     (UINT64_C(1) << 1)
+#define SSS_DSM_STATS_FIELD_PAGES_FETCHED    (UINT64_C(1) << 2)
+#define SSS_DSM_STATS_FIELD_PAGES_PREFETCHED (UINT64_C(1) << 3)
+#define SSS_DSM_STATS_FIELD_DIFFS            (UINT64_C(1) << 4)
+#define SSS_DSM_STATS_FIELD_WRITES           (UINT64_C(1) << 5)
+#define SSS_DSM_STATS_FIELD_BYTES_SENT       (UINT64_C(1) << 6)
+#define SSS_DSM_STATS_FIELD_PACKETS          (UINT64_C(1) << 7)
+#define SSS_DSM_STATS_FIELD_NOTES            (UINT64_C(1) << 8)
+#define SSS_DSM_STATS_FIELD_NOTICES          (UINT64_C(1) << 9)
+#define SSS_DSM_STATS_FIELD_INVALIDATIONS    (UINT64_C(1) << 10)
+#define SSS_DSM_STATS_FIELD_LOCKS            (UINT64_C(1) << 11)
+#define SSS_DSM_STATS_FIELD_BARRIERS         (UINT64_C(1) << 12)
+#define SSS_DSM_STATS_FIELD_FAULT_NS         (UINT64_C(1) << 13)
+#define SSS_DSM_STATS_FIELD_SYNC_NS          (UINT64_C(1) << 14)
+#define SSS_DSM_STATS_FIELD_UPDATES          (UINT64_C(1) << 15)
+#define SSS_DSM_STATS_FIELD_ALL              (UINT64_C(0xffff))
+
+/** Counters of a task's heap (136 bytes). */
 typedef struct sss_dsm_stats {
+    uint64_t field_mask;       /**< SSS_DSM_STATS_FIELD_* bits to fill. */
     uint64_t read_faults;      /**< Missing-page faults on reads. */
     uint64_t write_faults;     /**< Write faults (missing or protected). */
     uint64_t pages_fetched;    /**< Pages fetched from homes (MBCF READ). */
@@ -689,7 +766,9 @@ typedef struct sss_dsm_stats {
  * lazily), read misses fetched from the page's home by a fault thread
  * (userfaultfd; no signal handler is installed), SSS_DSM_PREFETCH
  * following pages fetched with a miss. One heap per task; one thread of
- * the task uses it. SSS_ERR_IO when userfaultfd is unavailable.
+ * the task uses it. SSS_ERR_IO when userfaultfd is unavailable;
+ * SSS_ERR_INVALID_PARAM when an SSS_DSM_* or SSS_STATS value is not valid
+ * (the detail names it).
  */
 sss_status_t sss_dsm_init(sss_task_h task, sss_dsm_protocol_t protocol,
                           sss_dsm_writes_t writes, sss_dsm_h *dsm_p);
@@ -803,7 +882,7 @@ sss_status_t sss_dsm_unlock(sss_dsm_h dsm, uint32_t id);
 /** Collective barrier with release and acquire semantics. */
 sss_status_t sss_dsm_barrier(sss_dsm_h dsm);
 
-/** This task's heap counters. */
+/** This task's heap counters that @p stats_p->field_mask names. */
 sss_status_t sss_dsm_stats(sss_dsm_h dsm, sss_dsm_stats_t *stats_p);
 
 #ifdef __cplusplus

@@ -32,6 +32,7 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace --release
 
 # Once more as an ordinary user (root only: it creates that user).

@@ -64,6 +64,7 @@ int main(int argc, char **argv)
     uint64_t done = 0;
     sss_op_params_t params;
     memset(&params, 0, sizeof params);
+    params.field_mask = SSS_OP_PARAM_FIELD_COUNTER;
     params.counter = &done;
     for (long i = 1; i < k; i++)
         CHECK(sss_fetch_add(task, target, 1, &params, NULL, NULL));

@@ -69,6 +69,7 @@ int main(int argc, char **argv)
     if (rank != 0) {
         sss_op_params_t params;
         memset(&params, 0, sizeof params);
+        params.field_mask = SSS_OP_PARAM_FIELD_FLAGS;
         params.flags = SSS_OP_FLAG_STATUS_RETURN;
         for (long i = 0; i < m; i++) {
             struct message msg;

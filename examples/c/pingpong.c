@@ -92,6 +92,10 @@ int main(int argc, char **argv)
         sss_raddr_t dst = sss_seg_raddr(&infos[peer], DATA_OFF);
         sss_op_params_t params;
         memset(&params, 0, sizeof params);
+        /* Name the fields set: the library reads only those. */
+        params.field_mask = SSS_OP_PARAM_FIELD_FLAGS | SSS_OP_PARAM_FIELD_NOTIFY_KEY |
+                            SSS_OP_PARAM_FIELD_NOTIFY_ADDR |
+                            SSS_OP_PARAM_FIELD_NOTIFY_ADDEND;
         params.flags = SSS_OP_FLAG_NOTIFY;
         params.notify_key = infos[peer].key;
         params.notify_addr = infos[peer].base + COUNTER_OFF;

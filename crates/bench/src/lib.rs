@@ -1,14 +1,17 @@
-//! `sss bench`: MBCF against raw UDP, TCP_NODELAY and Open MPI on the same
-//! two hosts, measured side by side in one invocation (seed 000 §8.1
-//! Tables 2–3 and Fig. 4, seed 001 Table 1).
+//! `sss bench`: MBCF against the physical floors (a shared cache line,
+//! busy-polled and GSO UDP, memcpy), raw UDP and TCP_NODELAY under three
+//! waiting policies (blocking, busy-polling, spin then block) and Open MPI
+//! on the same two hosts, measured side by side in one invocation (seed
+//! 000 §8.1 Tables 2–3 and Fig. 4, seed 001 Table 1).
 //!
 //! Each repetition starts a two-task job through the launcher (`sss run`
 //! re-invoking the `sss` binary's hidden `__bench-task` subcommand); the
-//! tasks walk the whole schedule once — MBCF, UDP and TCP items of one
-//! size next to each other, the start rotated per repetition — then the
-//! Open MPI program runs once on the same hosts. Figures are the medians
-//! over repetitions, so drift on a shared machine hits every contender
-//! alike.
+//! tasks walk the whole schedule once — every contender of one size next
+//! to each other, the start rotated per repetition — then the Open MPI
+//! program runs once on the same hosts. Contenders are thus interleaved
+//! round robin and drift on a shared machine hits them alike; the report
+//! gives min / median / max over repetitions, and [`load`] checks that
+//! nobody else used the machine before any verdict is given.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,11 +20,15 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub mod fair;
+pub mod load;
 pub mod mpi;
 pub mod netns;
 pub mod plan;
 pub mod report;
+pub mod sock;
 pub mod sswait;
+pub mod sys;
 pub mod task;
 
 pub use task::{task_main, TaskArgs};
@@ -109,6 +116,14 @@ pub struct BenchArgs {
     /// Skip the Open MPI baseline.
     #[arg(long)]
     pub no_mpi: bool,
+    /// Timed round trips per latency item (default 300 with --quick, else
+    /// 3000); for smoke runs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub iters: Option<u64>,
+    /// Other processes' average CPU use (in CPUs) above which the machine
+    /// counts as busy and no verdict is given.
+    #[arg(long, value_name = "CPUS", default_value_t = 0.1)]
+    pub busy_cpus: f64,
 }
 
 /// Everything measured, as written to `--json`.
@@ -136,7 +151,10 @@ impl Drop for TempDir {
 /// launcher) and `__bench-task` ([`TaskArgs`]). Prints the Markdown report
 /// to stdout and returns it.
 pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
-    let plan = plan::Plan::new(args.quick);
+    let mut plan = plan::Plan::new(args.quick);
+    if let Some(n) = args.iters {
+        plan = plan.with_iters(n);
+    }
     let reps = args.reps.unwrap_or(if args.quick { 3 } else { 5 });
     let tmp = TempDir::new()?;
     let ns = match args.mode {
@@ -191,6 +209,8 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
             .map_err(|e| BenchError::Io("cannot install signal handler".into(), e))?;
     }
     let started = Instant::now();
+    // Every task's command line names the temporary directory.
+    let monitor = load::Monitor::start(tmp.0.display().to_string());
     for rep in 0..reps {
         let base = u64::from(rep) * per_rep;
         let out = tmp.0.join(format!("rep{rep}.json"));
@@ -249,6 +269,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
         }
     }
     bar.finish_and_clear();
+    let load = monitor.finish();
     drop(ns);
     if failures.len() == reps as usize {
         return Err(BenchError::Usage(format!(
@@ -266,6 +287,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
         mpi_note,
         failures,
         started.elapsed(),
+        load,
     );
     let md = rep.markdown();
     println!("{md}");
@@ -410,7 +432,9 @@ fn run_mpi(
         (Mode::Netns, Some(ns)) => {
             let net = "10.213.0.0/24".to_string();
             let extra = [
-                "--host".to_string(),
+                "--bind-to".to_string(),
+                "none".into(),
+                "--host".into(),
                 format!("{},{}", netns::ADDR0, netns::ADDR1),
                 "--mca".into(),
                 "plm_rsh_agent".into(),
@@ -426,7 +450,25 @@ fn run_mpi(
                 .args(inner.get_args());
             c
         }
-        _ => m.command(plan, "self,tcp", "lo", &[]),
+        _ => {
+            // Two nodes as far as Open MPI knows, so the ranks talk over its
+            // TCP transport across the loopback, as MBCF's udp does.
+            let extra = [
+                // Each host's daemon would bind its rank to its first
+                // core: the same core here, a time slice per message.
+                "--bind-to".to_string(),
+                "none".into(),
+                "--host".into(),
+                "127.0.0.2,127.0.0.3".into(),
+                "--mca".into(),
+                "plm_rsh_agent".into(),
+                m.rsh.display().to_string(),
+                "--mca".into(),
+                "oob_tcp_if_include".into(),
+                "lo".into(),
+            ];
+            m.command(plan, "self,tcp", "lo", &extra)
+        }
     };
     let out = cmd
         .stdin(Stdio::null())

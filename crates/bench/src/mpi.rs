@@ -16,7 +16,16 @@ pub struct Mpi {
     pub exe: PathBuf,
     /// `ompi_info` version line, for the report.
     pub version: String,
+    /// An ssh stand-in that runs the command on this machine, so that
+    /// `mpirun` puts its ranks on the loopback hosts 127.0.0.2 and
+    /// 127.0.0.3 as two nodes (and so talks TCP between them).
+    pub rsh: PathBuf,
 }
+
+/// The local ssh stand-in: `[-o OPT]... [-x] HOST COMMAND`.
+const LOCAL_RSH: &str = "#!/bin/sh\n# ssh stand-in for loopback hosts: run COMMAND here.\n\
+while [ \"$1\" = -o ]; do shift 2; done\n\
+[ \"$1\" = -x ] && shift\nshift\nexec sh -c \"$*\"\n";
 
 fn have(cmd: &str) -> bool {
     Command::new("sh")
@@ -67,6 +76,12 @@ pub fn setup(dir: &Path) -> Result<Mpi, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
+    let rsh = dir.join("local-rsh");
+    std::fs::write(&rsh, LOCAL_RSH).map_err(|e| format!("cannot write {}: {e}", rsh.display()))?;
+    // Executable: mpirun's plm_rsh_agent runs it directly.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&rsh, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("cannot make {} executable: {e}", rsh.display()))?;
     let version = Command::new("mpirun")
         .arg("--version")
         .output()
@@ -78,7 +93,7 @@ pub fn setup(dir: &Path) -> Result<Mpi, String> {
                 .to_string()
         })
         .unwrap_or_default();
-    Ok(Mpi { exe, version })
+    Ok(Mpi { exe, version, rsh })
 }
 
 fn list(sizes: &[usize]) -> String {

@@ -11,8 +11,19 @@ pub const BW_SIZES: [usize; 9] = [4, 16, 64, 256, 1024, 1408, 4096, 65536, 1 << 
 /// Sizes of the round trip against size plot (seed 000 Fig. 4): 0–1408 B,
 /// including every size of the latency table and the 8 B of the target.
 pub const RTT_SIZES: [usize; 11] = [0, 4, 8, 16, 64, 256, 512, 768, 1024, 1280, 1408];
-/// The TCP bandwidth baseline writes this many bytes per `write`.
+/// The TCP bandwidth baseline writes this many bytes per `write`, and
+/// [`TCP_BW_LARGE`].
 pub const TCP_BW_SIZE: usize = 1408;
+/// The large-write TCP bandwidth baseline.
+pub const TCP_BW_LARGE: usize = 65536;
+/// Datagram size of the GSO UDP floor (MBCF's default udp payload).
+pub const GSO_SEG: usize = 1408;
+/// Bytes per GSO send: as many segments as fit in one 64 KiB UDP send.
+pub const GSO_SEND: usize = GSO_SEG * (65_000 / GSO_SEG);
+/// Sizes of the memcpy floor.
+pub const MEMCPY_SIZES: [usize; 2] = [65536, 1 << 20];
+/// Payload of the floors' and busy-polled baselines' round trips.
+pub const FLOOR_SIZE: usize = 8;
 /// Payload of the operations whose CPU cost is measured.
 pub const CPU_SIZE: usize = 8;
 
@@ -60,16 +71,49 @@ impl LatOp {
     }
 }
 
+/// How a socket baseline waits for data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wait {
+    /// Blocks in `recv` (the process sleeps until data arrives).
+    #[default]
+    Block,
+    /// Calls `recv(MSG_DONTWAIT)` in a loop: never sleeps.
+    Poll,
+    /// MBCF's own policy: polls for `SSS_SPIN_US`, then blocks.
+    Hybrid,
+}
+
+impl Wait {
+    /// Every policy, in table order.
+    pub const ALL: [Wait; 3] = [Wait::Block, Wait::Poll, Wait::Hybrid];
+
+    /// Lower-case name used in keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wait::Block => "block",
+            Wait::Poll => "poll",
+            Wait::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// A transport compared in the round-trip, bandwidth and CPU items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     /// MBCF WRITE with a notify counter.
     Mbcf,
-    /// Raw UDP datagrams, blocking sockets.
+    /// Raw UDP datagrams.
     Udp,
     /// TCP with `TCP_NODELAY`.
     Tcp,
+    /// Floor: UDP with GSO sends (`UDP_SEGMENT`) and GRO receives.
+    Gso,
+    /// Floor: two processes ping-ponging one shared cache line.
+    Line,
+    /// Floor: `memcpy` within one process.
+    Memcpy,
 }
 
 impl Proto {
@@ -79,6 +123,18 @@ impl Proto {
             Proto::Mbcf => "mbcf",
             Proto::Udp => "udp",
             Proto::Tcp => "tcp",
+            Proto::Gso => "gso",
+            Proto::Line => "line",
+            Proto::Memcpy => "memcpy",
+        }
+    }
+
+    /// The contender's name in keys: sockets carry their wait policy
+    /// (`udp_poll`), the others not.
+    pub fn key(self, wait: Wait) -> String {
+        match self {
+            Proto::Udp | Proto::Tcp | Proto::Gso => format!("{}_{}", self.name(), wait.name()),
+            _ => self.name().to_string(),
         }
     }
 }
@@ -94,19 +150,26 @@ pub enum Item {
         /// Payload bytes.
         size: usize,
     },
-    /// Ping-pong round trip (key `rtt/PROTO/SIZE`, µs).
+    /// Ping-pong round trip (key `rtt/CONTENDER/SIZE`, µs; see
+    /// [`Proto::key`]).
     Rtt {
         /// Who carries it.
         proto: Proto,
         /// Payload bytes.
         size: usize,
+        /// How a socket waits (ignored by the others).
+        #[serde(default)]
+        wait: Wait,
     },
-    /// Streaming bandwidth (key `bw/PROTO/SIZE`, MB/s = 10^6 B/s).
+    /// Streaming bandwidth (key `bw/CONTENDER/SIZE`, MB/s = 10^6 B/s).
     Bw {
-        /// MBCF WRITE or TCP.
+        /// MBCF WRITE, TCP, GSO UDP or memcpy.
         proto: Proto,
-        /// Bytes per operation or per `write`.
+        /// Bytes per operation, per `write` or per GSO send.
         size: usize,
+        /// How the receiving socket waits (ignored by the others).
+        #[serde(default)]
+        wait: Wait,
     },
     /// CPU time per small operation at the sender and at the receiver
     /// (keys `cpu/PROTO/send` and `cpu/PROTO/recv`, ns per operation).
@@ -141,8 +204,22 @@ impl Plan {
         // Contenders of one size sit next to each other so that drift
         // within a repetition hits them alike.
         for &size in &RTT_SIZES {
-            for proto in [Proto::Mbcf, Proto::Udp, Proto::Tcp] {
-                items.push(Item::Rtt { proto, size });
+            items.push(Item::Rtt {
+                proto: Proto::Mbcf,
+                size,
+                wait: Wait::Block,
+            });
+            if size == FLOOR_SIZE {
+                items.push(Item::Rtt {
+                    proto: Proto::Line,
+                    size,
+                    wait: Wait::Poll,
+                });
+            }
+            for proto in [Proto::Udp, Proto::Tcp] {
+                for wait in Wait::ALL {
+                    items.push(Item::Rtt { proto, size, wait });
+                }
             }
         }
         for &size in &LAT_SIZES {
@@ -157,11 +234,31 @@ impl Plan {
             items.push(Item::Bw {
                 proto: Proto::Mbcf,
                 size,
+                wait: Wait::Block,
             });
-            if size == TCP_BW_SIZE {
+            if size == TCP_BW_SIZE || size == TCP_BW_LARGE {
+                for wait in [Wait::Block, Wait::Poll] {
+                    items.push(Item::Bw {
+                        proto: Proto::Tcp,
+                        size,
+                        wait,
+                    });
+                }
+            }
+            if size == TCP_BW_LARGE {
+                for wait in [Wait::Block, Wait::Poll] {
+                    items.push(Item::Bw {
+                        proto: Proto::Gso,
+                        size: GSO_SEND,
+                        wait,
+                    });
+                }
+            }
+            if MEMCPY_SIZES.contains(&size) {
                 items.push(Item::Bw {
-                    proto: Proto::Tcp,
+                    proto: Proto::Memcpy,
                     size,
+                    wait: Wait::Block,
                 });
             }
         }
@@ -189,6 +286,14 @@ impl Plan {
         }
     }
 
+    /// Sets the timed round trips per latency item (`--iters`), with a
+    /// tenth of them (at least one) as warm-up.
+    pub fn with_iters(mut self, iters: u64) -> Self {
+        self.iters = iters.max(1);
+        self.warmup = (iters / 10).max(1);
+        self
+    }
+
     /// Operations streamed by a bandwidth item of `size` bytes each.
     pub fn bw_ops(&self, size: usize) -> u64 {
         (self.bw_bytes / size.max(1) as u64).clamp(16, self.bw_max_ops.max(16))
@@ -208,6 +313,11 @@ pub fn rtt_key(proto: &str, size: usize) -> String {
 /// The key of a bandwidth figure.
 pub fn bw_key(proto: &str, size: usize) -> String {
     format!("bw/{proto}/{size}")
+}
+
+/// The key of the fraction of a GSO stream's bytes that arrived.
+pub fn delivered_key(proto: &str, size: usize) -> String {
+    format!("delivered/{proto}/{size}")
 }
 
 /// The key of a CPU figure; `side` is `send` or `recv`.

@@ -6,15 +6,16 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::Path;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sss_mbcf::{Fifo, Options, Perm, Segment, SegmentInfo, Task};
 
-use crate::plan::{self, Item, LatOp, Plan, Proto, CPU_SIZE};
-use crate::BenchError;
+use crate::plan::{self, Item, LatOp, Plan, Proto, Wait, CPU_SIZE, GSO_SEG};
+use crate::{sock, sys, BenchError};
 
 /// Offset of the counter that WRITE+notify bumps.
 const FLAG: usize = 0;
@@ -30,6 +31,8 @@ const FIFO: usize = DATA + DATA_LEN;
 const FIFO_SLOTS: u32 = 64;
 /// Largest FIFO message.
 const FIFO_MAX: usize = 2048;
+/// Bytes of the receive buffer: one largest datagram or GRO batch.
+const RBUF: usize = 1 << 16;
 /// How long a baseline socket waits before the item is declared failed.
 const SOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -65,6 +68,15 @@ struct Ctx {
     udp: UdpSocket,
     udp_peer: SocketAddr,
     tcp: TcpStream,
+    /// The GSO floor's own sockets, so that its options touch no baseline.
+    gso: UdpSocket,
+    gso_peer: SocketAddr,
+    /// How long a hybrid waiter polls: MBCF's `SSS_SPIN_US`.
+    spin: Duration,
+    /// The cache-line floor's shared file and its round count.
+    line_path: PathBuf,
+    line_seq: u64,
+    line: Option<sys::SharedPage>,
     buf: Vec<u8>,
     rbuf: Vec<u8>,
 }
@@ -126,10 +138,20 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
     udp.set_read_timeout(Some(SOCK_TIMEOUT))
         .map_err(io("udp timeout"))?;
     let listener = TcpListener::bind((ip, 0)).map_err(io("bind tcp"))?;
+    let gso = UdpSocket::bind((ip, 0)).map_err(io("bind gso udp"))?;
+    sys::set_bufs(gso.as_raw_fd(), 8 << 20);
+    if rank == 0 {
+        sys::set_udp_segment(gso.as_raw_fd(), GSO_SEG as u16).map_err(io("UDP_SEGMENT"))?;
+    } else {
+        sys::set_udp_gro(gso.as_raw_fd()).map_err(io("UDP_GRO"))?;
+    }
+    gso.set_read_timeout(Some(SOCK_TIMEOUT))
+        .map_err(io("udp timeout"))?;
     let mine = format!(
-        "{}\n{}",
+        "{}\n{}\n{}",
         udp.local_addr().map_err(io("udp addr"))?,
-        listener.local_addr().map_err(io("tcp addr"))?
+        listener.local_addr().map_err(io("tcp addr"))?,
+        gso.local_addr().map_err(io("gso addr"))?
     );
     let all = t.allgather(mine.as_bytes()).map_err(mbcf)?;
     let theirs = String::from_utf8_lossy(&all[other as usize]).to_string();
@@ -140,6 +162,7 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
     };
     let udp_peer = parse(lines.next())?;
     let tcp_peer = parse(lines.next())?;
+    let gso_peer = parse(lines.next())?;
     let tcp = if rank == 0 {
         TcpStream::connect(tcp_peer).map_err(io("tcp connect"))?
     } else {
@@ -162,8 +185,20 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
         udp,
         udp_peer,
         tcp,
+        gso,
+        gso_peer,
+        spin: sss_mbcf::TaskConfig::from_env()
+            .map(|c| c.spin)
+            .unwrap_or(Duration::from_micros(50)),
+        line_path: args
+            .plan
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("cache-line"),
+        line_seq: 0,
+        line: None,
         buf: vec![0x5a; DATA_LEN],
-        rbuf: vec![0; 1 << 16],
+        rbuf: vec![0; RBUF],
     };
     let mut out = BTreeMap::new();
     let mut progress = if rank == 0 {
@@ -219,18 +254,39 @@ fn num(v: f64) -> serde_json::Value {
 
 impl Ctx {
     fn run(&mut self, plan: &Plan, item: Item) -> Result<Figures, BenchError> {
+        // A FIFO pop leaves the buffer at the message's length; a short
+        // buffer would truncate datagrams and slow stream reads.
+        self.rbuf.resize(RBUF, 0);
         Ok(match item {
-            Item::Rtt { proto, size } => {
-                let us = self.pingpong(plan, |cx| cx.rtt_once(proto, size))?;
-                vec![(plan::rtt_key(proto.name(), size), num(us))]
+            Item::Rtt { proto, size, wait } => {
+                if proto == Proto::Line {
+                    self.line_open()?;
+                }
+                let us = self.pingpong(plan, |cx| cx.rtt_once(proto, size, wait));
+                if proto == Proto::Line {
+                    self.line_close()?;
+                }
+                vec![(plan::rtt_key(&proto.key(wait), size), num(us?))]
             }
             Item::Lat { op, size } => {
                 let us = self.pingpong(plan, |cx| cx.lat_once(op, size))?;
                 vec![(plan::lat_key(op.name(), size), num(us / 2.0))]
             }
-            Item::Bw { proto, size } => {
-                let mbs = self.bandwidth(plan, proto, size)?;
-                vec![(plan::bw_key(proto.name(), size), num(mbs))]
+            Item::Bw {
+                proto: Proto::Gso,
+                size,
+                wait,
+            } => {
+                let (mbs, got) = self.gso_bandwidth(plan.bw_ops(size), size, wait)?;
+                let key = Proto::Gso.key(wait);
+                vec![
+                    (plan::bw_key(&key, size), num(mbs)),
+                    (plan::delivered_key(&key, size), num(got)),
+                ]
+            }
+            Item::Bw { proto, size, wait } => {
+                let mbs = self.bandwidth(plan, proto, size, wait)?;
+                vec![(plan::bw_key(&proto.key(wait), size), num(mbs))]
             }
             Item::Cpu { proto } => {
                 let (send, recv) = self.cpu(plan, proto)?;
@@ -282,7 +338,44 @@ impl Ctx {
         Ok(())
     }
 
-    fn rtt_once(&mut self, proto: Proto, size: usize) -> Result<(), BenchError> {
+    /// Maps the cache-line floor's file: rank 0 creates it first.
+    fn line_open(&mut self) -> Result<(), BenchError> {
+        if self.rank == 0 {
+            self.line =
+                Some(sys::SharedPage::map(&self.line_path, true).map_err(io("cache line"))?);
+        }
+        self.t.barrier().map_err(mbcf)?;
+        if self.rank == 1 {
+            self.line =
+                Some(sys::SharedPage::map(&self.line_path, false).map_err(io("cache line"))?);
+        }
+        self.line_seq = 0;
+        self.t.barrier().map_err(mbcf)
+    }
+
+    fn line_close(&mut self) -> Result<(), BenchError> {
+        self.t.barrier().map_err(mbcf)?;
+        self.line = None;
+        if self.rank == 0 {
+            let _ = std::fs::remove_file(&self.line_path);
+        }
+        Ok(())
+    }
+
+    fn sock_recv(&mut self, tcp: bool, n: usize, wait: Wait) -> Result<(), BenchError> {
+        if tcp {
+            let fd = self.tcp.as_raw_fd();
+            sock::read_exact(fd, &mut self.rbuf[..n], wait, self.spin, SOCK_TIMEOUT)
+                .map_err(io("tcp recv"))
+        } else {
+            let fd = self.udp.as_raw_fd();
+            sock::recv(fd, &mut self.rbuf, wait, self.spin, SOCK_TIMEOUT)
+                .map(drop)
+                .map_err(io("udp recv"))
+        }
+    }
+
+    fn rtt_once(&mut self, proto: Proto, size: usize, wait: Wait) -> Result<(), BenchError> {
         match proto {
             Proto::Mbcf => {
                 if self.rank == 0 {
@@ -298,31 +391,48 @@ impl Ctx {
                     self.udp
                         .send_to(&self.buf[..size], self.udp_peer)
                         .map_err(io("udp send"))?;
-                    self.udp.recv_from(&mut self.rbuf).map_err(io("udp recv"))?;
+                    self.sock_recv(false, 0, wait)
                 } else {
-                    self.udp.recv_from(&mut self.rbuf).map_err(io("udp recv"))?;
+                    self.sock_recv(false, 0, wait)?;
                     self.udp
                         .send_to(&self.buf[..size], self.udp_peer)
                         .map_err(io("udp send"))?;
+                    Ok(())
                 }
-                Ok(())
             }
             Proto::Tcp => {
                 // A stream has no empty message: 0 B travels as 1 B.
                 let n = size.max(1);
                 if self.rank == 0 {
                     self.tcp.write_all(&self.buf[..n]).map_err(io("tcp send"))?;
-                    self.tcp
-                        .read_exact(&mut self.rbuf[..n])
-                        .map_err(io("tcp recv"))?;
+                    self.sock_recv(true, n, wait)
                 } else {
-                    self.tcp
-                        .read_exact(&mut self.rbuf[..n])
-                        .map_err(io("tcp recv"))?;
+                    self.sock_recv(true, n, wait)?;
                     self.tcp.write_all(&self.buf[..n]).map_err(io("tcp send"))?;
+                    Ok(())
                 }
-                Ok(())
             }
+            Proto::Line => {
+                let w = self
+                    .line
+                    .as_ref()
+                    .ok_or_else(|| BenchError::Usage("cache line not mapped".into()))?
+                    .word();
+                let odd = 2 * self.line_seq + 1;
+                self.line_seq += 1;
+                if self.rank == 0 {
+                    w.store(odd, Ordering::Release);
+                    sock::spin_until(w, odd + 1, SOCK_TIMEOUT).map_err(io("cache line"))
+                } else {
+                    sock::spin_until(w, odd, SOCK_TIMEOUT).map_err(io("cache line"))?;
+                    w.store(odd + 1, Ordering::Release);
+                    Ok(())
+                }
+            }
+            Proto::Gso | Proto::Memcpy => Err(BenchError::Usage(format!(
+                "no round trip item for {}",
+                proto.name()
+            ))),
         }
     }
 
@@ -377,7 +487,13 @@ impl Ctx {
     }
 
     /// Streams operations of `size` bytes; MB/s at rank 0 (0 at rank 1).
-    fn bandwidth(&mut self, plan: &Plan, proto: Proto, size: usize) -> Result<f64, BenchError> {
+    fn bandwidth(
+        &mut self,
+        plan: &Plan,
+        proto: Proto,
+        size: usize,
+        wait: Wait,
+    ) -> Result<f64, BenchError> {
         let ops = plan.bw_ops(size);
         let start = Instant::now();
         match proto {
@@ -396,7 +512,22 @@ impl Ctx {
                     self.t.quiet().map_err(mbcf)?;
                 }
             }
-            Proto::Udp => return Err(BenchError::Usage("no UDP bandwidth item".into())),
+            Proto::Udp | Proto::Line => {
+                return Err(BenchError::Usage(format!(
+                    "no bandwidth item for {}",
+                    proto.name()
+                )))
+            }
+            Proto::Gso => return Ok(self.gso_bandwidth(ops, size, wait)?.0),
+            Proto::Memcpy => {
+                if self.rank == 0 {
+                    let mut dst = vec![0u8; size];
+                    for _ in 0..ops {
+                        dst.copy_from_slice(std::hint::black_box(&self.buf[..size]));
+                        std::hint::black_box(&mut dst);
+                    }
+                }
+            }
             Proto::Tcp => {
                 let total = ops * size as u64;
                 if self.rank == 0 {
@@ -409,7 +540,7 @@ impl Ctx {
                         .read_exact(&mut self.rbuf[..1])
                         .map_err(io("tcp ack"))?;
                 } else {
-                    self.drain_tcp(total)?;
+                    self.drain_tcp(total, wait)?;
                     self.tcp.write_all(&[1]).map_err(io("tcp ack"))?;
                 }
             }
@@ -418,13 +549,68 @@ impl Ctx {
         Ok(ops as f64 * size as f64 / secs / 1e6)
     }
 
-    fn drain_tcp(&mut self, mut left: u64) -> Result<(), BenchError> {
+    /// The GSO UDP floor: rank 0 fires `ops` sends of `size` bytes, rank 1
+    /// counts what arrives (loopback drops what overflows its buffer);
+    /// (MB/s delivered as seen by the receiver, fraction of the bytes
+    /// delivered), reported at rank 0.
+    fn gso_bandwidth(
+        &mut self,
+        ops: u64,
+        size: usize,
+        wait: Wait,
+    ) -> Result<(f64, f64), BenchError> {
+        let start = Instant::now();
+        let (mut mbs, mut frac) = (0.0, 0.0);
+        if self.rank == 0 {
+            for _ in 0..ops {
+                match self.gso.send_to(&self.buf[..size], self.gso_peer) {
+                    // A full queue drops datagrams; so does the receiver's.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                    r => {
+                        r.map_err(io("gso send"))?;
+                    }
+                }
+            }
+        } else {
+            let fd = self.gso.as_raw_fd();
+            let quiet = Duration::from_millis(100);
+            // Block mode waits at most `quiet` for each receive.
+            self.gso
+                .set_read_timeout(Some(quiet))
+                .map_err(io("udp timeout"))?;
+            let r =
+                sock::drain_datagrams(fd, &mut self.rbuf, wait, ops * size as u64, quiet, start);
+            self.gso
+                .set_read_timeout(Some(SOCK_TIMEOUT))
+                .map_err(io("udp timeout"))?;
+            let (got, last) = r.map_err(io("gso recv"))?;
+            mbs = got as f64 / last.as_secs_f64().max(1e-9) / 1e6;
+            frac = got as f64 / (ops * size as u64).max(1) as f64;
+        }
+        let mut mine = mbs.to_le_bytes().to_vec();
+        mine.extend_from_slice(&frac.to_le_bytes());
+        let all = self.t.allgather(&mine).map_err(mbcf)?;
+        let get = |at: usize| {
+            all.get(1)
+                .and_then(|b| b.get(at..at + 8))
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(f64::from_le_bytes)
+                .ok_or_else(|| BenchError::Parse("gso figure".into()))
+        };
+        Ok((get(0)?, get(8)?))
+    }
+
+    fn drain_tcp(&mut self, mut left: u64, wait: Wait) -> Result<(), BenchError> {
         while left > 0 {
             let want = (left as usize).min(self.rbuf.len());
-            let n = self
-                .tcp
-                .read(&mut self.rbuf[..want])
-                .map_err(io("tcp recv"))?;
+            let n = sock::recv(
+                self.tcp.as_raw_fd(),
+                &mut self.rbuf[..want],
+                wait,
+                self.spin,
+                SOCK_TIMEOUT,
+            )
+            .map_err(io("tcp recv"))?;
             if n == 0 {
                 return Err(BenchError::Usage("tcp peer closed early".into()));
             }
@@ -484,6 +670,12 @@ impl Ctx {
                         .map_err(io("udp timeout"))?;
                 }
             }
+            Proto::Gso | Proto::Line | Proto::Memcpy => {
+                return Err(BenchError::Usage(format!(
+                    "no CPU item for {}",
+                    proto.name()
+                )))
+            }
             Proto::Tcp => {
                 if self.rank == 0 {
                     for _ in 0..ops {
@@ -495,7 +687,7 @@ impl Ctx {
                         .read_exact(&mut self.rbuf[..1])
                         .map_err(io("tcp ack"))?;
                 } else {
-                    self.drain_tcp(ops * CPU_SIZE as u64)?;
+                    self.drain_tcp(ops * CPU_SIZE as u64, Wait::Block)?;
                     self.tcp.write_all(&[1]).map_err(io("tcp ack"))?;
                 }
             }

@@ -14,14 +14,13 @@
 //! - `status` — `sss_status_t` ([`Status`]) and the mapping of MBCF errors;
 //! - `types` — the `#[repr(C)]` structs of the header;
 //! - `handle` — the objects behind the opaque handles, in safe Rust;
-//! - `ffi` — the `extern "C"` functions;
-//! - `dsm` — `sss_dsm_*`, the shared heap (ADSM) over `sss-dsm`.
+//! - `ffi` — the `extern "C"` functions, one submodule per object family
+//!   (`ffi::dsm` is `sss_dsm_*`, the shared heap over `sss-dsm`).
 //!
-//! `ffi` and `dsm` hold the only unsafe code.
+//! `ffi` holds the only unsafe code.
 
 pub use sss_mbcf as mbcf;
 
-mod dsm;
 mod ffi;
 mod handle;
 pub mod status;

@@ -1,8 +1,46 @@
 //! The plain-data types of `include/sss.h`, laid out `#[repr(C)]` exactly
 //! as the header declares them (a test compares sizes and offsets with
-//! what a C compiler computes).
+//! what a C compiler computes), and the `field_mask` tables of the structs
+//! that may grow.
 
 use sss_mbcf::{Perm, RemoteAddr, SegmentInfo, TaskStats};
+
+/// The bytes of one field of a [`Masked`] struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Offset from the start of the struct.
+    pub offset: usize,
+    /// Size in bytes.
+    pub len: usize,
+}
+
+/// A caller-allocated struct that starts with a `uint64_t field_mask`
+/// (UCX style): bit `i` stands for `FIELDS[i]`, and the library reads or
+/// writes a field only when its bit is set, so a caller built against an
+/// older header, with a shorter struct, is never read or written past
+/// the fields it knows.
+pub trait Masked: Copy + Default {
+    /// The field of each mask bit, in bit order (appended, never reordered).
+    const FIELDS: &'static [Field];
+    /// Every bit this version knows.
+    const ALL: u64 = (1u64 << Self::FIELDS.len()) - 1;
+}
+
+/// The size of the field `f` selects (for [`fields!`]).
+const fn field_len<T, F>(_: fn(&T) -> &F) -> usize {
+    std::mem::size_of::<F>()
+}
+
+/// The [`Field`] table of struct `$t`, one entry per named field in bit
+/// order.
+macro_rules! fields {
+    ($t:ty: $($f:ident),+ $(,)?) => {
+        &[$(Field {
+            offset: std::mem::offset_of!($t, $f),
+            len: field_len(|s: &$t| &s.$f),
+        }),+]
+    };
+}
 
 /// `sss_seg_info_t`: what a peer needs to address a segment.
 #[repr(C)]
@@ -81,6 +119,8 @@ pub const OP_FLAGS_ALL: u32 = OP_FLAG_STATUS_RETURN | OP_FLAG_NOFC | OP_FLAG_NOT
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct OpParams {
+    /// `SSS_OP_PARAM_FIELD_*` bits: the fields the caller set.
+    pub field_mask: u64,
     /// `SSS_OP_FLAG_*` bits.
     pub flags: u32,
     /// Zero.
@@ -95,10 +135,32 @@ pub struct OpParams {
     pub counter: *mut u64,
 }
 
+impl Default for OpParams {
+    /// What unset fields read as: zero, and a null counter.
+    fn default() -> Self {
+        Self {
+            field_mask: 0,
+            flags: 0,
+            reserved: 0,
+            notify_key: 0,
+            notify_addr: 0,
+            notify_addend: 0,
+            counter: std::ptr::null_mut(),
+        }
+    }
+}
+
+impl Masked for OpParams {
+    const FIELDS: &'static [Field] = fields!(OpParams:
+        flags, notify_key, notify_addr, notify_addend, counter);
+}
+
 /// `sss_stats_t`: counters of a task.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// `SSS_STATS_FIELD_*` bits: the fields the caller wants filled.
+    pub field_mask: u64,
     /// Datagrams sent.
     pub packets_sent: u64,
     /// Bytes sent.
@@ -120,6 +182,7 @@ pub struct Stats {
 impl From<TaskStats> for Stats {
     fn from(s: TaskStats) -> Self {
         Self {
+            field_mask: 0,
             packets_sent: s.packets_sent,
             bytes_sent: s.bytes_sent,
             packets_received: s.packets_received,
@@ -130,6 +193,83 @@ impl From<TaskStats> for Stats {
             bad_packets: s.bad_packets,
         }
     }
+}
+
+impl Masked for Stats {
+    const FIELDS: &'static [Field] = fields!(Stats:
+        packets_sent, bytes_sent, packets_received, bytes_received,
+        retransmissions, applied, rejected, bad_packets);
+}
+
+/// `sss_dsm_stats_t`: counters of a task's heap.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DsmStats {
+    /// `SSS_DSM_STATS_FIELD_*` bits: the fields the caller wants filled.
+    pub field_mask: u64,
+    /// Read faults.
+    pub read_faults: u64,
+    /// Write faults.
+    pub write_faults: u64,
+    /// Pages fetched from homes.
+    pub pages_fetched: u64,
+    /// Of those, prefetched.
+    pub pages_prefetched: u64,
+    /// Pages diffed.
+    pub diffs: u64,
+    /// MBCF WRITEs of data to homes.
+    pub writes: u64,
+    /// Bytes written to homes.
+    pub bytes_sent: u64,
+    /// Datagrams sent.
+    pub packets: u64,
+    /// note_write calls (#CM).
+    pub notes: u64,
+    /// Write notices published.
+    pub notices: u64,
+    /// Pages invalidated.
+    pub invalidations: u64,
+    /// Lock acquisitions.
+    pub locks: u64,
+    /// Barriers.
+    pub barriers: u64,
+    /// Nanoseconds resolving faults.
+    pub fault_ns: u64,
+    /// Nanoseconds synchronizing.
+    pub sync_ns: u64,
+    /// Update messages received for this task's copies.
+    pub updates: u64,
+}
+
+impl From<sss_dsm::Stats> for DsmStats {
+    fn from(s: sss_dsm::Stats) -> Self {
+        Self {
+            field_mask: 0,
+            read_faults: s.read_faults,
+            write_faults: s.write_faults,
+            pages_fetched: s.pages_fetched,
+            pages_prefetched: s.pages_prefetched,
+            diffs: s.diffs,
+            writes: s.writes,
+            bytes_sent: s.bytes_sent,
+            packets: s.packets,
+            notes: s.notes,
+            notices: s.notices,
+            invalidations: s.invalidations,
+            locks: s.locks,
+            barriers: s.barriers,
+            fault_ns: s.fault_ns,
+            sync_ns: s.sync_ns,
+            updates: s.updates,
+        }
+    }
+}
+
+impl Masked for DsmStats {
+    const FIELDS: &'static [Field] = fields!(DsmStats:
+        read_faults, write_faults, pages_fetched, pages_prefetched, diffs,
+        writes, bytes_sent, packets, notes, notices, invalidations, locks,
+        barriers, fault_ns, sync_ns, updates);
 }
 
 /// `sss_cmp_t`: how `sss_wait_u64` compares the word with the value.
@@ -183,7 +323,10 @@ pub fn perm_from_raw(bits: u32) -> Option<Perm> {
 
 /// The C view of a node page; layout mirrors `sss_node_info_t`.
 #[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeInfo {
+    /// `SSS_NODE_INFO_FIELD_*` bits: the fields the caller wants filled.
+    pub field_mask: u64,
     /// Node name, NUL-padded.
     pub name: [u8; 32],
     /// 1 while the node gossips.
@@ -214,6 +357,12 @@ pub struct NodeInfo {
     pub updated_ns: u64,
 }
 
+impl Masked for NodeInfo {
+    const FIELDS: &'static [Field] = fields!(NodeInfo:
+        name, up, ncpus, runnable, ntasks, load1000, mem_total_kb,
+        mem_free_kb, packets, bytes, retransmissions, rejected, updated_ns);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,8 +371,38 @@ mod tests {
     fn layouts_match_the_header_comments() {
         assert_eq!(std::mem::size_of::<SegInfo>(), 32);
         assert_eq!(std::mem::size_of::<RAddr>(), 24);
-        assert_eq!(std::mem::size_of::<OpParams>(), 40);
-        assert_eq!(std::mem::size_of::<Stats>(), 64);
+        assert_eq!(std::mem::size_of::<OpParams>(), 48);
+        assert_eq!(std::mem::size_of::<Stats>(), 72);
+        assert_eq!(std::mem::size_of::<DsmStats>(), 136);
+        assert_eq!(std::mem::size_of::<NodeInfo>(), 128);
+    }
+
+    /// Every table starts after the mask, covers distinct ascending
+    /// fields, and stays inside its struct.
+    fn check<T: Masked>() {
+        let mut end = 8;
+        for f in T::FIELDS {
+            assert!(f.offset >= end && f.len > 0, "{f:?}");
+            end = f.offset + f.len;
+        }
+        assert!(end <= std::mem::size_of::<T>());
+        assert_eq!(T::ALL.count_ones() as usize, T::FIELDS.len());
+    }
+
+    #[test]
+    fn field_tables() {
+        check::<OpParams>();
+        check::<Stats>();
+        check::<DsmStats>();
+        check::<NodeInfo>();
+        assert_eq!(Stats::ALL, 0xff);
+        assert_eq!(
+            NodeInfo::FIELDS[5],
+            Field {
+                offset: 56,
+                len: 12
+            }
+        );
     }
 
     #[test]

@@ -322,12 +322,32 @@ fn api_behaviour_single_task() {
     }
 }
 
+/// The masked structs grow without breaking callers: a caller with an
+/// older, shorter struct (ending at an inaccessible page) is neither read
+/// nor written past the fields its mask names, unset fields are left
+/// alone, and unknown bits are refused (`tests/c/field_mask.c`).
+#[test]
+fn field_masks_keep_old_callers_working() {
+    let b = Build::new();
+    let exe = b.test_program("field_mask.c", &["-std=c11", "-pedantic"]);
+    // Through the launcher, which removes the task's shared memory even
+    // when a regression crashes it.
+    let job = launch(&["-n", "1"], &exe, &[]);
+    assert!(
+        job.code == Some(0) && job.lines_starting("field_mask: all ").len() == 1,
+        "exit {:?}\n{}{}",
+        job.code,
+        job.stdout,
+        job.stderr
+    );
+}
+
 /// The header compiles warning-free as ISO C (c99, c11) and C++, and what
 /// a C compiler makes of it matches the library.
 #[test]
 fn header_matches_library() {
     use sss::status::Status;
-    use sss::types::{NodeInfo, OpParams, RAddr, SegInfo, Stats};
+    use sss::types::{DsmStats, Masked, NodeInfo, OpParams, RAddr, SegInfo, Stats};
     use std::mem::{offset_of, size_of};
 
     let b = Build::new();
@@ -346,6 +366,10 @@ fn header_matches_library() {
             format!("offset sss_raddr_t.key {}", offset_of!(RAddr, key)),
             format!("offset sss_raddr_t.addr {}", offset_of!(RAddr, addr)),
             format!("size sss_op_params_t {}", size_of::<OpParams>()),
+            format!(
+                "offset sss_op_params_t.field_mask {}",
+                offset_of!(OpParams, field_mask)
+            ),
             format!(
                 "offset sss_op_params_t.flags {}",
                 offset_of!(OpParams, flags)
@@ -368,6 +392,10 @@ fn header_matches_library() {
             ),
             format!("size sss_stats_t {}", size_of::<Stats>()),
             format!(
+                "offset sss_stats_t.field_mask {}",
+                offset_of!(Stats, field_mask)
+            ),
+            format!(
                 "offset sss_stats_t.retransmissions {}",
                 offset_of!(Stats, retransmissions)
             ),
@@ -376,6 +404,10 @@ fn header_matches_library() {
                 offset_of!(Stats, bad_packets)
             ),
             format!("size sss_node_info_t {}", size_of::<NodeInfo>()),
+            format!(
+                "offset sss_node_info_t.field_mask {}",
+                offset_of!(NodeInfo, field_mask)
+            ),
             format!("offset sss_node_info_t.up {}", offset_of!(NodeInfo, up)),
             format!(
                 "offset sss_node_info_t.mem_total_kb {}",
@@ -385,6 +417,29 @@ fn header_matches_library() {
                 "offset sss_node_info_t.updated_ns {}",
                 offset_of!(NodeInfo, updated_ns)
             ),
+            format!("size sss_dsm_stats_t {}", size_of::<DsmStats>()),
+            format!(
+                "offset sss_dsm_stats_t.field_mask {}",
+                offset_of!(DsmStats, field_mask)
+            ),
+            format!(
+                "offset sss_dsm_stats_t.updates {}",
+                offset_of!(DsmStats, updates)
+            ),
+        ];
+        // The header's field_mask bits name the fields the library's
+        // tables do, bit for bit.
+        fn bits<T: Masked>(name: &str, want: &mut Vec<String>) {
+            for (i, f) in T::FIELDS.iter().enumerate() {
+                want.push(format!("bit {name} {i} {}", f.offset));
+            }
+            want.push(format!("all {name} {}", T::ALL));
+        }
+        bits::<OpParams>("sss_op_params_t", &mut want);
+        bits::<Stats>("sss_stats_t", &mut want);
+        bits::<NodeInfo>("sss_node_info_t", &mut want);
+        bits::<DsmStats>("sss_dsm_stats_t", &mut want);
+        want.extend([
             format!("size sss_status_t {}", size_of::<Status>()),
             format!(
                 "flags {} {} {}",
@@ -394,7 +449,7 @@ fn header_matches_library() {
             ),
             "perm 1 2 4 7".into(),
             "cmp 0 1 2 3 4 5".into(),
-        ];
+        ]);
         for s in Status::ALL {
             want.push(format!(
                 "status {} {} {}",

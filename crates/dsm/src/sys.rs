@@ -1,8 +1,9 @@
 //! The system calls the DSM needs — anonymous reservations, `madvise`,
 //! userfaultfd and an eventfd — behind a small safe wrapper, and the
 //! raw-address copies the DSM's memory needs (`unsafe fn`s: their callers,
-//! a few accessors in `lib.rs`, check the range against the mapping
-//! first). Every -1 becomes an `io::Error`.
+//! a few accessors in `shared` and `protocol::directory` and `Dsm::store`,
+//! check the range against the mapping first). Every -1 becomes an
+//! `io::Error`.
 //!
 //! The userfaultfd ABI (`linux/userfaultfd.h`) is not in the `libc` crate,
 //! so its structs and ioctl numbers are declared here.

@@ -1,7 +1,8 @@
 //! The heap against requests and messages it must refuse: allocations too
-//! large for the heap or for `u64` arithmetic, and update and invalidation
+//! large for the heap or for `u64` arithmetic, update and invalidation
 //! SIGNALs naming offsets and pages outside the heap, as a buggy or hostile
-//! task of the job (or a forged datagram) would send them.
+//! task of the job (or a forged datagram) would send them, and settings
+//! out of range in the environment.
 //!
 //! Like `dsm.rs`, this binary is also the launcher (when [`LAUNCH_ENV`] is
 //! set) and the tasks (when [`TASK_ENV`] names a scenario).
@@ -51,6 +52,7 @@ fn task_mode() {
     let r = match scenario.as_str() {
         "alloc" => alloc_limits(),
         "messages" => bad_messages(),
+        s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
         _ => Err("unknown scenario".into()),
     };
     let code = match r {
@@ -212,7 +214,29 @@ fn bad_messages() -> R {
     Ok(())
 }
 
+/// `Dsm::from_env` under a bad value of `var` (set by the test) fails
+/// before any collective step, with an error naming `var`.
+fn bad_setting(var: &str) -> R {
+    let task = Task::init()?;
+    match Dsm::from_env(&task) {
+        Err(e) if e.to_string().contains(var) => {
+            println!("DSM-OK {e}");
+            Ok(())
+        }
+        Err(e) => Err(format!("error does not name {var}: {e}").into()),
+        Ok(_) => Err(format!("a bad {var} was accepted").into()),
+    }
+}
+
 fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
+    launch_with(placement, scenario, &[])
+}
+
+fn launch_with(
+    placement: &[&str],
+    scenario: &str,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
     let exe = std::env::current_exe().expect("current_exe");
     let mut largs: Vec<String> = placement.iter().map(|s| s.to_string()).collect();
     largs.extend(["--timeout".into(), "20".into()]);
@@ -237,6 +261,7 @@ fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
         ])
         .env(LAUNCH_ENV, largs.join("\x1f"))
         .env(TASK_ENV, scenario)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -309,4 +334,29 @@ fn messages_outside_the_heap_are_dropped_and_counted() {
         "messages",
         &[&["-n", "2"], &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"]],
     );
+}
+
+/// Regression (issue 12, item 6, for the DSM): settings out of range were
+/// ignored or clamped (`SSS_DSM_PROTOCOL=lrc` ran ulrc, `SSS_DSM_PREFETCH=999`
+/// ran 256); each kind is now an initialization error naming its variable.
+#[test]
+fn bad_settings_fail_initialization_naming_the_variable() {
+    if is_part() {
+        return;
+    }
+    for (var, value) in [
+        ("SSS_DSM_HEAP", "1T"),
+        ("SSS_DSM_PROTOCOL", "lrc"),
+        ("SSS_DSM_WRITES", "both"),
+        ("SSS_DSM_PREFETCH", "999"),
+        ("SSS_DSM_FAULT_NO_WAKEUPS", "yes"),
+        ("SSS_STATS", "yaml"),
+    ] {
+        let scenario = format!("settings:{var}");
+        let (code, out, err) = launch_with(&["-n", "1"], &scenario, &[(var, value)]);
+        assert!(
+            code == Some(0) && out.contains("DSM-OK"),
+            "{var}={value}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
 }

@@ -43,7 +43,7 @@ mod task;
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
 pub use seqlock::Stale;
-pub use settings::{parse_choice, parse_in, SettingError};
+pub use settings::{parse_choice, parse_in, raw as env_value, SettingError};
 pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use sys::shm_dir;

@@ -61,8 +61,10 @@ pub fn parse_choice<T: Copy>(
         })
 }
 
-/// The value of `name`: `None` when unset or empty.
-fn raw(name: &'static str) -> Result<Option<String>, SettingError> {
+/// The value of variable `name`: `None` when unset or empty, an error
+/// when not UTF-8 (exported as `env_value` for the settings of other
+/// crates).
+pub fn raw(name: &'static str) -> Result<Option<String>, SettingError> {
     match std::env::var(name) {
         Ok(v) if v.trim().is_empty() => Ok(None),
         Ok(v) => Ok(Some(v)),

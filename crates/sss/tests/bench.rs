@@ -9,7 +9,8 @@ fn quick(mode: &str) -> serde_json::Value {
     let json = dir.join("bench.json");
     let out = Command::new(env!("CARGO_BIN_EXE_sss"))
         .args([
-            "bench", "--quick", "--no-mpi", "--reps", "1", "--mode", mode, "--json",
+            "bench", "--quick", "--no-mpi", "--reps", "1", "--iters", "50", "--mode", mode,
+            "--json",
         ])
         .arg(&json)
         .arg("--out")
@@ -24,6 +25,11 @@ fn quick(mode: &str) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("### Round trip against size"), "{stdout}");
+    assert!(stdout.contains("### Fair comparison"), "{stdout}");
+    assert!(
+        stdout.contains("Load check: other processes used"),
+        "{stdout}"
+    );
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).expect("json written")).expect("valid json");
     for svg in ["rtt", "bandwidth", "latency"] {
@@ -44,6 +50,9 @@ fn check(v: &serde_json::Value) {
         "targets",
         "samples",
         "mpi",
+        "spread",
+        "load",
+        "fair_targets",
     ] {
         assert!(v.get(section).is_some(), "section {section} missing");
     }
@@ -63,14 +72,31 @@ fn check(v: &serde_json::Value) {
     ] {
         assert!(has("latency", key), "{key}");
     }
-    for key in ["rtt/mbcf/8", "rtt/udp/8", "rtt/tcp/8", "rtt/mbcf/1408"] {
+    for key in [
+        "rtt/mbcf/8",
+        "rtt/mbcf/1408",
+        "rtt/line/8",
+        "rtt/udp_block/8",
+        "rtt/udp_poll/8",
+        "rtt/udp_hybrid/8",
+        "rtt/tcp_block/8",
+        "rtt/tcp_poll/1408",
+        "rtt/tcp_hybrid/8",
+    ] {
         assert!(has("rtt", key), "{key}");
     }
     for key in [
         "bw/mbcf/4",
         "bw/mbcf/1408",
         "bw/mbcf/1048576",
-        "bw/tcp/1408",
+        "bw/tcp_block/1408",
+        "bw/tcp_poll/1408",
+        "bw/tcp_block/65536",
+        "bw/tcp_poll/65536",
+        "bw/gso_poll/64768",
+        "bw/gso_block/64768",
+        "bw/memcpy/65536",
+        "bw/memcpy/1048576",
     ] {
         assert!(has("bandwidth", key), "{key}");
     }
@@ -82,7 +108,8 @@ fn check(v: &serde_json::Value) {
     ] {
         assert!(has("cpu", key), "{key}");
     }
-    assert!(v["ratios"].get("rtt/mbcf_over_udp/8").is_some());
+    assert!(v["ratios"].get("rtt/mbcf_over_udp_poll/8").is_some());
+    assert!(v["ratios"].get("rtt/mbcf_over_line/8").is_some());
     assert_eq!(v["targets"].as_array().map(Vec::len), Some(6));
 }
 

@@ -15,30 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-
-#define EXPECT(cond)                                                             \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "api.c:%d: expected %s\n", __LINE__, #cond);         \
-        }                                                                        \
-    } while (0)
-
-#define EXPECT_ST(call, want)                                                    \
-    do {                                                                         \
-        sss_status_t st_ = (call);                                               \
-        checks++;                                                                \
-        if (st_ != (want)) {                                                     \
-            failures++;                                                          \
-            fprintf(stderr, "api.c:%d: %s gave %s (%d), expected %s [%s]\n",     \
-                    __LINE__, #call, sss_status_string(st_), (int)st_, #want,    \
-                    sss_last_error());                                           \
-        }                                                                        \
-    } while (0)
-
-#define OK(call) EXPECT_ST(call, SSS_OK)
+#include "check.h"
 
 /* Issues an operation with a request and returns the request's status. */
 #define WAITED(call_with_req)                                                    \
@@ -114,6 +91,7 @@ int main(void)
     /* WRITE and READ with requests. */
     sss_op_params_t sr;
     memset(&sr, 0, sizeof sr);
+    sr.field_mask = SSS_OP_PARAM_FIELD_FLAGS;
     sr.flags = SSS_OP_FLAG_STATUS_RETURN;
     const char hello[] = "hello, segment";
     EXPECT_ST(WAITED(sss_write(t, sss_seg_raddr(&info, 100), hello, sizeof hello, &sr, &req_)), SSS_OK);
@@ -134,6 +112,8 @@ int main(void)
     /* Notify: data first, then the counter at offset 0. */
     sss_op_params_t nt;
     memset(&nt, 0, sizeof nt);
+    nt.field_mask = SSS_OP_PARAM_FIELD_FLAGS | SSS_OP_PARAM_FIELD_NOTIFY_KEY |
+                    SSS_OP_PARAM_FIELD_NOTIFY_ADDR | SSS_OP_PARAM_FIELD_NOTIFY_ADDEND;
     nt.flags = SSS_OP_FLAG_NOTIFY;
     nt.notify_key = info.key;
     nt.notify_addr = info.base;
@@ -146,6 +126,7 @@ int main(void)
     uint64_t done = 0;
     sss_op_params_t ct;
     memset(&ct, 0, sizeof ct);
+    ct.field_mask = SSS_OP_PARAM_FIELD_COUNTER;
     ct.counter = &done;
     OK(sss_write(t, sss_seg_raddr(&info, 400), hello, 5, &ct, NULL));
     OK(sss_write(t, sss_seg_raddr(&info, 500), hello, 5, &ct, NULL));
@@ -212,6 +193,7 @@ int main(void)
     /* Local argument checks. */
     sss_op_params_t p;
     memset(&p, 0, sizeof p);
+    p.field_mask = SSS_OP_PARAM_FIELD_FLAGS | SSS_OP_PARAM_FIELD_COUNTER;
     p.flags = 1u << 7;
     EXPECT_ST(sss_write(t, word, hello, 4, &p, NULL), SSS_ERR_INVALID_PARAM);
     p.flags = SSS_OP_FLAG_NOTIFY;
@@ -235,6 +217,7 @@ int main(void)
     sss_progress_bump(t);
     {
         sss_node_info_t ni;
+        ni.field_mask = SSS_NODE_INFO_FIELD_ALL;
         EXPECT_ST(sss_idm_node(t, "no-such-node", &ni), SSS_ERR_NO_MESSAGE);
         EXPECT_ST(sss_idm_node(t, NULL, &ni), SSS_ERR_INVALID_PARAM);
         EXPECT(sss_idm_task_state(t, 0) <= SSS_TASK_GONE);
@@ -343,6 +326,7 @@ int main(void)
     EXPECT_ST(sss_multicast(t, 9, minfo.key, 16, hello, 4, NULL), SSS_ERR_NO_SUCH_GROUP);
 
     sss_stats_t stats;
+    stats.field_mask = SSS_STATS_FIELD_ALL;
     OK(sss_task_stats(t, &stats));
     EXPECT(stats.applied > 0 && stats.rejected > 0);
 

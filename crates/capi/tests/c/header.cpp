@@ -9,7 +9,7 @@
 
 static_assert(sizeof(sss_seg_info_t) == 32, "sss_seg_info_t layout");
 static_assert(sizeof(sss_raddr_t) == 24, "sss_raddr_t layout");
-static_assert(sizeof(sss_op_params_t) == 40, "sss_op_params_t layout");
+static_assert(sizeof(sss_op_params_t) == 48, "sss_op_params_t layout");
 static_assert(std::is_pointer<sss_task_h>::value, "handles are pointers");
 
 int main()
@@ -24,6 +24,7 @@ int main()
     if (sss_seg_alloc(task, 64, SSS_PERM_ALL, &seg) != SSS_OK || sss_seg_info(seg, &info) != SSS_OK)
         return 1;
     sss_op_params_t params{};
+    params.field_mask = SSS_OP_PARAM_FIELD_FLAGS;
     params.flags = SSS_OP_FLAG_STATUS_RETURN;
     std::uint64_t old = 1;
     sss_request_h req = nullptr;

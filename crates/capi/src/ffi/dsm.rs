@@ -1,13 +1,11 @@
 //! `sss_dsm_*`: the shared heap (ADSM) for C, over the `sss-dsm` crate.
-//! Same conventions as `ffi`: pointers checked, panics caught, outputs
-//! written only on success.
+//! Same conventions as the other entry points: pointers checked, panics
+//! caught, outputs written only on success.
 
-#![allow(unsafe_code)]
-#![deny(unsafe_op_in_unsafe_fn)]
-
-use crate::ffi::{guard, guard_value, obj, out, put, put_handle};
+use super::{fill, guard, guard_value, obj, out, put, put_handle};
 use crate::handle::{not_in_handler, TaskObj};
 use crate::status::{Failure, Status};
+use crate::types::DsmStats;
 use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode};
 use std::borrow::Cow;
 use std::ffi::c_void;
@@ -20,51 +18,12 @@ pub struct DsmObj {
     writes: WriteMode,
 }
 
-/// `sss_dsm_stats_t`: counters of a task's heap (16 × 8 bytes).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DsmStats {
-    /// Read faults.
-    pub read_faults: u64,
-    /// Write faults.
-    pub write_faults: u64,
-    /// Pages fetched from homes.
-    pub pages_fetched: u64,
-    /// Of those, prefetched.
-    pub pages_prefetched: u64,
-    /// Pages diffed.
-    pub diffs: u64,
-    /// MBCF WRITEs of data to homes.
-    pub writes: u64,
-    /// Bytes written to homes.
-    pub bytes_sent: u64,
-    /// Datagrams sent.
-    pub packets: u64,
-    /// note_write calls (#CM).
-    pub notes: u64,
-    /// Write notices published.
-    pub notices: u64,
-    /// Pages invalidated.
-    pub invalidations: u64,
-    /// Lock acquisitions.
-    pub locks: u64,
-    /// Barriers.
-    pub barriers: u64,
-    /// Nanoseconds resolving faults.
-    pub fault_ns: u64,
-    /// Nanoseconds synchronizing.
-    pub sync_ns: u64,
-    /// Update messages received for this task's copies (was `reserved`,
-    /// always zero before: the struct keeps its size).
-    pub updates: u64,
-}
-
 fn failure(e: sss_dsm::Error) -> Failure {
     let status = match &e {
         sss_dsm::Error::Mbcf(m) => return Failure::from(clone_mbcf(m)),
         sss_dsm::Error::Io(_) => Status::Io,
         sss_dsm::Error::OutOfMemory(_) | sss_dsm::Error::NoAddress => Status::NoMemory,
-        sss_dsm::Error::Invalid(_) => Status::InvalidParam,
+        sss_dsm::Error::Invalid(_) | sss_dsm::Error::Setting(_) => Status::InvalidParam,
     };
     Failure {
         status,
@@ -138,7 +97,7 @@ pub unsafe extern "C" fn sss_dsm_init(
         let t = unsafe { obj(task, "task") }?;
         not_in_handler()?;
         let p = out(dsm_p, "dsm_p")?;
-        let mut cfg = Config::from_env();
+        let mut cfg = Config::from_env().map_err(|e| failure(e.into()))?;
         if protocol != 0 {
             cfg.protocol = protocol_of(protocol)?;
         }
@@ -457,29 +416,13 @@ pub unsafe extern "C" fn sss_dsm_stats(dsm: *const DsmObj, stats_p: *mut DsmStat
     guard(|| {
         // SAFETY: header contract for handles.
         let d = unsafe { obj(dsm, "dsm") }?;
-        let p = out(stats_p, "stats_p")?;
-        let s = with(d, |h| Ok(h.stats()))?;
-        let c = DsmStats {
-            read_faults: s.read_faults,
-            write_faults: s.write_faults,
-            pages_fetched: s.pages_fetched,
-            pages_prefetched: s.pages_prefetched,
-            diffs: s.diffs,
-            writes: s.writes,
-            bytes_sent: s.bytes_sent,
-            packets: s.packets,
-            notes: s.notes,
-            notices: s.notices,
-            invalidations: s.invalidations,
-            locks: s.locks,
-            barriers: s.barriers,
-            fault_ns: s.fault_ns,
-            sync_ns: s.sync_ns,
-            updates: s.updates,
-        };
-        // SAFETY: checked non-null and aligned.
-        unsafe { put(p, c) };
-        Ok(())
+        // SAFETY: null or the caller's struct holding the fields its mask
+        // names (header contract).
+        unsafe {
+            fill(stats_p, "stats_p", || {
+                with(d, |h| Ok(DsmStats::from(h.stats())))
+            })
+        }
     })
 }
 

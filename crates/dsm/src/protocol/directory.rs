@@ -1,0 +1,152 @@
+//! The holder directory: one word per page at the page's home, a bit per
+//! task holding a copy (`Update`, `Invalidate`), and for `Invalidate` the
+//! busy bit that serializes writers of a page.
+
+use crate::shared::{lock, Shared};
+use crate::sys;
+use crate::Error;
+use sss_mbcf::Options;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The holder directory has one bit per task.
+pub(crate) const MAX_HOLDERS: u32 = 64;
+
+/// Top bit of an `Invalidate` page's directory word: a writer is changing
+/// the page (its holders are being invalidated, then its home written).
+/// Fetchers wait while it is set; writers take it in turn.
+pub(super) const BUSY: u64 = 1 << 63;
+
+/// `Invalidate` is sequentially consistent through the directory with at
+/// most this many tasks (the busy bit takes the last holder bit).
+pub(crate) const SC_MAX: u32 = MAX_HOLDERS - 1;
+
+impl Shared {
+    /// Sets this task's holder bit for `page` at its home (once).
+    pub(crate) fn register(&self, page: u64, home: u32) -> Result<(), Error> {
+        if lock(&self.state).registered.contains(&page) {
+            return Ok(());
+        }
+        if self.rank >= MAX_HOLDERS {
+            return Err(Error::Invalid(
+                "the update protocol supports at most 64 tasks",
+            ));
+        }
+        let bit = 1u64 << self.rank;
+        if home == self.rank {
+            self.dir_word(page)?.fetch_or(bit, Ordering::SeqCst);
+        } else {
+            let at = self
+                .dirs
+                .get(home as usize)
+                .ok_or(Error::Invalid("no such home"))?
+                .at(page * 8);
+            // The bit is clear (only this task sets or clears it).
+            self.fetch_add(at, bit)?;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        lock(&self.state).registered.insert(page);
+        Ok(())
+    }
+
+    /// Adds `v` (wrapping) to `page`'s directory word at `home`; returns
+    /// the old word.
+    pub(super) fn dir_add(&self, page: u64, home: u32, v: u64) -> Result<u64, Error> {
+        if home == self.rank {
+            return Ok(self.dir_word(page)?.fetch_add(v, Ordering::SeqCst));
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        self.fetch_add(at, v)
+    }
+
+    /// Compare-and-swap on `page`'s directory word at `home`; the old word.
+    fn dir_cas(&self, page: u64, home: u32, old: u64, new: u64) -> Result<u64, Error> {
+        if home == self.rank {
+            let w = self.dir_word(page)?;
+            return Ok(
+                match w.compare_exchange(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(v) | Err(v) => v,
+                },
+            );
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        Ok(self
+            .task
+            .cas(at, old, new, Options::default())?
+            .wait_value()?)
+    }
+
+    /// Sets `page`'s busy bit (waiting for another writer to clear it);
+    /// returns the holder mask at that moment.
+    pub(super) fn dir_take(&self, page: u64, home: u32) -> Result<u64, Error> {
+        let mut guess = 0;
+        let mut waits = 0u32;
+        loop {
+            let old = self.dir_cas(page, home, guess, guess | BUSY)?;
+            if old == guess {
+                return Ok(guess);
+            }
+            if old & BUSY != 0 {
+                backoff(&mut waits);
+            }
+            guess = old & !BUSY;
+        }
+    }
+
+    /// Waits until no writer holds `page`.
+    pub(crate) fn wait_not_busy(&self, page: u64, home: u32) -> Result<(), Error> {
+        let mut waits = 0u32;
+        while self.dir_add(page, home, 0)? & BUSY != 0 {
+            backoff(&mut waits);
+        }
+        Ok(())
+    }
+
+    /// This task's holder-directory word of `page` (homed here). Checked:
+    /// the directory is followed in memory by other mappings, which a
+    /// page number outside the heap would silently corrupt.
+    pub(crate) fn dir_word(&self, page: u64) -> Result<&AtomicU64, Error> {
+        if page >= self.dir.info().len / 8 {
+            return Err(Error::Invalid("holder directory: page outside the heap"));
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: `page` indexes a word of the directory segment (checked
+        // above; its length is a multiple of 8 and its base page-aligned),
+        // which `self` keeps mapped as long as the borrow; directory words
+        // are only accessed atomically (here and by MBCF atomics).
+        let w = unsafe { sys::word(self.dir.as_ptr() as usize + page as usize * 8) };
+        Ok(w)
+    }
+
+    /// The holder mask of `page`, read at its home.
+    pub(super) fn holders(&self, page: u64) -> Result<u64, Error> {
+        let home = self.home_of(page)?;
+        if home == self.rank {
+            return Ok(self.dir_word(page)?.load(Ordering::SeqCst));
+        }
+        let at = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?
+            .at(page * 8);
+        self.fetch_add(at, 0)
+    }
+}
+
+/// Short waits first, then sleeps: the other side is a remote round trip
+/// or two away.
+fn backoff(waits: &mut u32) {
+    *waits += 1;
+    if *waits < 16 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+}

@@ -1,0 +1,128 @@
+//! `Invalidate`: a noted write takes its pages' busy bits, has every
+//! other holder drop its copy (acknowledged), writes the home and frees
+//! the pages; trapped writes drop other copies at release; the handler
+//! that drops copies on request.
+
+use super::directory::{BUSY, SC_MAX};
+use crate::layout as L;
+use crate::msg;
+use crate::shared::{lock, page_of, Shared};
+use crate::{Error, INVALIDATE_HANDLER};
+use sss_mbcf::{Options, SignalContext};
+use std::sync::atomic::Ordering;
+
+impl Shared {
+    /// Invalidate protocol: every other task drops its copies of `pages`
+    /// before this returns.
+    pub(super) fn invalidate_others(&self, pages: &[u64]) -> Result<(), Error> {
+        if self.size == 1 || pages.is_empty() {
+            return Ok(());
+        }
+        // With the holder directory (at most 63 tasks), only the tasks
+        // that ever held a page hear of it; beyond, every task does.
+        let mut per_rank: Vec<Vec<u64>> = vec![Vec::new(); self.size as usize];
+        if self.size <= SC_MAX {
+            // Pairs with the fence after a holder registers: the written
+            // bytes are at the home (send_runs fenced them), so either its
+            // READ sees them or this load sees its bit.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            for &p in pages {
+                let mask = self.holders(p)?;
+                for (r, list) in per_rank.iter_mut().enumerate() {
+                    if r as u32 != self.rank && mask & (1 << r) != 0 {
+                        list.push(p);
+                    }
+                }
+            }
+        } else {
+            for (r, list) in per_rank.iter_mut().enumerate() {
+                if r as u32 != self.rank {
+                    list.extend_from_slice(pages);
+                }
+            }
+        }
+        self.signal_invalidations(&per_rank)
+    }
+
+    /// Sends each task its list of pages to drop and waits for the acks.
+    fn signal_invalidations(&self, per_rank: &[Vec<u64>]) -> Result<(), Error> {
+        let mut sent = 0u64;
+        for (r, list) in per_rank.iter().enumerate() {
+            for chunk in list.chunks(128) {
+                let payload: Vec<u8> = chunk.iter().flat_map(|p| p.to_le_bytes()).collect();
+                self.task
+                    .signal(r as u32, INVALIDATE_HANDLER, &payload, Options::default())?;
+                sent += 1;
+            }
+        }
+        if sent == 0 {
+            return Ok(());
+        }
+        let want = self.acks_expected.fetch_add(sent, Ordering::AcqRel) + sent;
+        self.task.wait_word(self.local_word(L::ACK), |v| v >= want);
+        Ok(())
+    }
+
+    /// A noted write under `Invalidate`: takes the busy bit of every page
+    /// written (in page order, so writers cannot deadlock), has every
+    /// other holder drop its copy, writes the home, and frees the pages.
+    /// No task can read the new value while another still holds the old
+    /// one, and writers of a page are serialized: sequential consistency.
+    pub(crate) fn write_sc(&self, off: u64, data: Vec<u8>) -> Result<(), Error> {
+        if self.size == 1 || self.size > SC_MAX || data.is_empty() {
+            let pages = self.send_runs(vec![(off, data)])?;
+            return self.invalidate_others(&pages);
+        }
+        let first = page_of(off);
+        let last = page_of(off + data.len() as u64 - 1);
+        let mut taken = Vec::new();
+        for p in first..=last {
+            let home = self.home_of(p)?;
+            let mask = self.dir_take(p, home)?;
+            taken.push((p, home, mask));
+        }
+        let r = (|| {
+            let mut per_rank: Vec<Vec<u64>> = vec![Vec::new(); self.size as usize];
+            for &(p, _, mask) in &taken {
+                for (r, list) in per_rank.iter_mut().enumerate() {
+                    if r as u32 != self.rank && mask & (1 << r) != 0 {
+                        list.push(p);
+                    }
+                }
+            }
+            self.signal_invalidations(&per_rank)?;
+            self.send_runs(vec![(off, data)]).map(|_| ())
+        })();
+        // Free the pages even after an error: a stuck bit would stop
+        // every reader of them.
+        for (p, home, _) in taken {
+            self.dir_add(p, home, BUSY)?;
+        }
+        r
+    }
+
+    /// Handler of an eager invalidation (progress thread).
+    pub(crate) fn on_invalidate(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
+        let Some(pages) = msg::parse_invalidation(payload, self.heap_pages()) else {
+            self.bad_message(ctx.from, "invalidation");
+            return;
+        };
+        {
+            let mut st = lock(&self.state);
+            // A page this task is writing keeps its copy until its own
+            // release has sent the diff (dropping it now would lose the
+            // writes), and is dropped then: the rest of it is stale.
+            let (busy, victims): (Vec<u64>, Vec<u64>) =
+                pages.into_iter().partition(|p| st.dirty.contains_key(p));
+            st.stale.extend(busy);
+            let _ = self.discard(&mut st, &victims);
+            // A page being fetched right now is not present yet: the
+            // fetch may have read the home before the writer's data
+            // landed, so it must read again.
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        if let Ok(at) = self.meta_at(ctx.from, L::ACK) {
+            let _ = ctx.task.fetch_add(at, 1, Options::default());
+        }
+    }
+}

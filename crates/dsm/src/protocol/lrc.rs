@@ -1,0 +1,148 @@
+//! Lazy release consistency (`Ulrc`): at a release, this interval's noted
+//! ranges and diffs against twins become runs, merged and sent to their
+//! homes (one MBCF WRITE per contiguous run with one home). Write notices
+//! are published and pulled in the release and acquire of `protocol`.
+
+use crate::shared::{lock, page_of, Shared};
+use crate::stats::bump;
+use crate::sys::PAGE;
+use crate::Error;
+use sss_mbcf::Options;
+use std::collections::HashSet;
+
+impl Shared {
+    /// Turns this interval's writes into runs with their bytes (noted
+    /// ranges, diffs). Each dirty page is protected, copied and leaves
+    /// `dirty` under the state lock: an update or invalidation handler
+    /// sees it either still dirty (and updates the twin) or clean and
+    /// protected (and may drop it: the bytes to send are copied already).
+    pub(super) fn collect_runs(&self) -> Result<Vec<Run>, Error> {
+        let noted = std::mem::take(&mut lock(&self.out).noted);
+        let base = self.view.base();
+        let mut runs: Vec<Run> = noted
+            .into_iter()
+            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
+            .collect::<Result<_, Error>>()?;
+        let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
+        for page in pages {
+            let paddr = base + page as usize * PAGE;
+            let (cur, twin) = {
+                let mut st = lock(&self.state);
+                let Some(Some(twin)) = st.dirty.remove(&page) else {
+                    continue;
+                };
+                // Protect first so the next write of the page starts a new
+                // twin; this thread is the only writer, so nothing is
+                // missed. A dirty page is present: the copy cannot fault.
+                self.uffd.protect(paddr, PAGE, true)?;
+                (self.view_read(page * PAGE as u64, PAGE)?, twin)
+            };
+            bump(&self.stats.diffs, 1);
+            let off0 = page * PAGE as u64;
+            // Word granularity (as TreadMarks): programs are data-race
+            // free at 8-byte words, and whole words keep runs long.
+            let same = |w: usize| cur[w * 8..w * 8 + 8] == twin[w * 8..w * 8 + 8];
+            let words = PAGE / 8;
+            let mut i = 0;
+            while i < words {
+                if same(i) {
+                    i += 1;
+                    continue;
+                }
+                let j = (i..words).find(|&j| same(j)).unwrap_or(words);
+                runs.push((off0 + i as u64 * 8, cur[i * 8..j * 8].to_vec()));
+                i = j;
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Sends `runs` to their homes: runs are sorted and merged, then cut
+    /// where the home changes; each piece is one MBCF WRITE. Waits until
+    /// every home applied them. Returns the pages.
+    pub(super) fn send_runs(&self, runs: Vec<Run>) -> Result<Vec<u64>, Error> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pages = Vec::new();
+        let mut homes_hit = HashSet::new();
+        for (o, data) in merge_runs(runs) {
+            let end = o + data.len() as u64;
+            let mut start = o;
+            while start < end {
+                let home = self.home_of(page_of(start))?;
+                let mut stop = ((page_of(start) + 1) * PAGE as u64).min(end);
+                pages.push(page_of(start));
+                while stop < end && self.home_of(page_of(stop))? == home {
+                    pages.push(page_of(stop));
+                    stop = ((page_of(stop) + 1) * PAGE as u64).min(end);
+                }
+                let piece = &data[(start - o) as usize..(stop - o) as usize];
+                if home == self.rank {
+                    self.home_write(start, piece)?;
+                } else {
+                    let at = self
+                        .homes
+                        .get(home as usize)
+                        .ok_or(Error::Invalid("no such home"))?
+                        .at(start);
+                    self.task.write(at, piece, Options::default())?;
+                    homes_hit.insert(home);
+                }
+                bump(&self.stats.writes, 1);
+                bump(&self.stats.bytes_sent, piece.len() as u64);
+                start = stop;
+            }
+        }
+        for h in homes_hit {
+            self.task.fence(h)?;
+        }
+        pages.dedup();
+        Ok(pages)
+    }
+}
+
+/// Heap offset and the bytes written there.
+pub(super) type Run = (u64, Vec<u8>);
+
+/// Sorts runs and merges touching or overlapping ones (the later run's
+/// bytes win where they overlap; runs of one release agree there).
+pub(super) fn merge_runs(mut runs: Vec<Run>) -> Vec<Run> {
+    runs.sort_by_key(|r| r.0);
+    let mut merged: Vec<Run> = Vec::with_capacity(runs.len());
+    for (o, d) in runs {
+        match merged.last_mut() {
+            Some((mo, md)) if o <= *mo + md.len() as u64 => {
+                let at = (o - *mo) as usize;
+                let end = at + d.len();
+                if end > md.len() {
+                    md.resize(end, 0);
+                }
+                md[at..end].copy_from_slice(&d);
+            }
+            _ => merged.push((o, d)),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_runs_keeps_every_byte() {
+        let m = merge_runs(vec![
+            (10, vec![1; 10]),
+            (0, vec![2; 4]),
+            (12, vec![3; 2]),
+            (20, vec![4; 2]),
+            (30, vec![5; 1]),
+        ]);
+        let mut want = vec![1u8; 10];
+        want[2] = 3;
+        want[3] = 3;
+        want.extend([4, 4]);
+        assert_eq!(m, vec![(0, vec![2; 4]), (10, want), (30, vec![5])]);
+    }
+}

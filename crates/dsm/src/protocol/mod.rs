@@ -1,0 +1,256 @@
+//! Consistency protocols: [`Protocol`], and release and acquire, which
+//! run each range's protocol. One module per family: `lrc` (runs and
+//! diffs to homes, write notices), `eager` (writes sent as they are
+//! noted), `update` (copies kept up to date), `directory` (the holder
+//! directory), `invalidate` and `home_only`.
+
+pub(crate) mod directory;
+pub(crate) mod eager;
+mod home_only;
+mod invalidate;
+mod lrc;
+mod update;
+
+use crate::layout as L;
+use crate::shared::{lock, page_of, Shared, State};
+use crate::stats::bump;
+use crate::sys::PAGE;
+use crate::Error;
+use eager::Via;
+use lrc::Run;
+use sss_mbcf::Options;
+use std::sync::atomic::Ordering;
+
+#[cfg(doc)]
+use crate::Dsm;
+
+/// Consistency protocol of an allocation (seed 001 §3 page attributes).
+/// Every protocol gives data-race-free programs (synchronized with the
+/// DSM's locks and barriers) the answer of a sequential run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Protocol {
+    /// Single writer, write-through with eager invalidation.
+    Invalidate,
+    /// Lazy release consistency, multiple writers, home based.
+    #[default]
+    Ulrc,
+    /// SAURC: noted writes go to the home eagerly (combined per packet)
+    /// and stay in the local copy; release fences the homes and publishes
+    /// write notices, acquire invalidates noticed pages as `Ulrc` does.
+    HomeUpdate,
+    /// Writes go to the home, which forwards them to every task holding a
+    /// copy (a directory of holders per page); no invalidations.
+    Update,
+    /// Writes go straight from the writer to the home and to every other
+    /// task (the copy set, fixed at allocation, is the whole job).
+    UpdateDirect,
+    /// No copies are kept: [`Dsm::read`] and [`Dsm::write`] go to the
+    /// home; pages fetched by plain loads are dropped at every acquire.
+    HomeOnly,
+}
+
+impl Protocol {
+    /// Every protocol, in the order of their wire codes.
+    pub const ALL: [Protocol; 6] = [
+        Protocol::Ulrc,
+        Protocol::Invalidate,
+        Protocol::HomeUpdate,
+        Protocol::Update,
+        Protocol::UpdateDirect,
+        Protocol::HomeOnly,
+    ];
+
+    /// The `SSS_DSM_PROTOCOL` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Ulrc => "ulrc",
+            Protocol::Invalidate => "invalidate",
+            Protocol::HomeUpdate => "home_update",
+            Protocol::Update => "update",
+            Protocol::UpdateDirect => "update_drct",
+            Protocol::HomeOnly => "home_only",
+        }
+    }
+
+    /// Parses an `SSS_DSM_PROTOCOL` spelling.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        Self::ALL.into_iter().find(|p| p.name() == s.trim())
+    }
+
+    /// Code in range descriptors and the C API (1 = ulrc … 6 = home_only).
+    pub fn code(self) -> u32 {
+        Self::ALL.iter().position(|p| *p == self).unwrap_or(0) as u32 + 1
+    }
+
+    /// The protocol of a code; None for 0 and unknown codes.
+    pub fn from_code(c: u32) -> Option<Protocol> {
+        Self::ALL.get((c as usize).checked_sub(1)?).copied()
+    }
+
+    /// Keeps write notices (acquire invalidates noticed pages).
+    pub(crate) fn lazy(self) -> bool {
+        matches!(self, Protocol::Ulrc | Protocol::HomeUpdate)
+    }
+}
+
+impl Shared {
+    /// Release: this interval's writes reach their homes and, for the
+    /// update protocols, every copy; then pages of `Ulrc` and
+    /// `HomeUpdate` ranges are published as write notices and (trap mode)
+    /// other copies of `Invalidate` pages are dropped.
+    pub(crate) fn release(&self) -> Result<(), Error> {
+        self.flush_pending()?;
+        let mut home_runs = Vec::new();
+        let mut fwd_runs = Vec::new();
+        // Noted UpdateDirect ranges went home already; copies get them now.
+        let mut direct: Vec<Run> = std::mem::take(&mut lock(&self.out).direct)
+            .into_iter()
+            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
+            .collect::<Result<_, Error>>()?;
+        // Noted runs were cut at allocations, diffs lie in one page: each
+        // run has one protocol.
+        for run in self.collect_runs()? {
+            match self.proto_of(page_of(run.0))? {
+                // Trapped writes of Update ranges: through the home.
+                Protocol::Update => fwd_runs.push(run),
+                Protocol::UpdateDirect => {
+                    direct.push(run.clone());
+                    home_runs.push(run);
+                }
+                _ => home_runs.push(run),
+            }
+        }
+        let mut pages = self.send_runs(home_runs)?;
+        for (o, data) in fwd_runs {
+            self.eager_data(o, &data, Via::Forward)?;
+        }
+        self.flush_pending()?;
+        let (homes, eager_pages) = {
+            let mut out = lock(&self.out);
+            (
+                std::mem::take(&mut out.homes),
+                std::mem::take(&mut out.pages),
+            )
+        };
+        for h in homes {
+            self.task.fence(h)?;
+        }
+        pages.extend(eager_pages);
+        pages.sort_unstable();
+        pages.dedup();
+        let mut notices = Vec::new();
+        let mut invalidate = Vec::new();
+        for p in pages {
+            match self.proto_of(p)? {
+                Protocol::Ulrc | Protocol::HomeUpdate => notices.push(p),
+                Protocol::Invalidate => invalidate.push(p),
+                _ => {}
+            }
+        }
+        // Trapped Invalidate writes: the other copies go before the
+        // release completes (noted writes were written through already).
+        self.invalidate_others(&invalidate)?;
+        // Homes have every byte (fenced above), so a copy that misses a
+        // direct update while being fetched reads it from the home.
+        self.push_direct(direct)?;
+        self.wait_updates()?;
+        if !notices.is_empty() {
+            let mut st = lock(&self.state);
+            for p in &notices {
+                let slot = (st.published % L::LOG_CAP as u64) as usize;
+                self.local_word(L::LOG + slot * 8)
+                    .store(*p, Ordering::Relaxed);
+                st.published += 1;
+            }
+            // Entries before the count: readers READ the count first.
+            self.local_word(L::NOTICES)
+                .store(st.published, Ordering::Release);
+            bump(&self.stats.notices, notices.len() as u64);
+        }
+        // Diffs are out: pages invalidated while being written go now.
+        let mut st = lock(&self.state);
+        if !st.stale.is_empty() {
+            let stale: Vec<u64> = st.stale.drain().collect();
+            self.discard(&mut st, &stale)?;
+        }
+        Ok(())
+    }
+
+    /// Acquire: pulls every other task's new write notices (when a range
+    /// with notices is known here) and drops this task's copies of those
+    /// pages, and drops every cached `HomeOnly` page, so the next read
+    /// faults.
+    pub(crate) fn acquire(&self) -> Result<(), Error> {
+        // Writes of this task not yet released would be lost with the page.
+        self.release()?;
+        let mut drop_all = false;
+        let mut pages = Vec::new();
+        let lazy = lock(&self.place).lazy;
+        for r in 0..self.size {
+            if r == self.rank || !lazy {
+                continue;
+            }
+            let count = self.fetch_add(self.meta_at(r, L::NOTICES)?, 0)?;
+            let seen = lock(&self.state).seen[r as usize];
+            if count <= seen {
+                continue;
+            }
+            if count - seen > L::LOG_CAP as u64 {
+                drop_all = true;
+            } else {
+                let mut i = seen;
+                while i < count {
+                    let slot = (i % L::LOG_CAP as u64) as usize;
+                    let n = ((count - i) as usize).min(L::LOG_CAP - slot).min(8192);
+                    let at = self.meta_at(r, L::LOG + slot * 8)?;
+                    let d = self.task.read(at, n * 8, Options::default())?.wait_data()?;
+                    pages.extend(
+                        d.chunks_exact(8)
+                            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes)),
+                    );
+                    i += n as u64;
+                }
+            }
+            lock(&self.state).seen[r as usize] = count;
+        }
+        let mut st = lock(&self.state);
+        if drop_all {
+            pages = st.present.iter().copied().collect();
+        }
+        pages.extend(st.transient.iter().copied());
+        self.discard(&mut st, &pages)
+    }
+
+    /// Drops present pages among `pages` (state lock held).
+    pub(crate) fn discard(&self, st: &mut State, pages: &[u64]) -> Result<(), Error> {
+        let base = self.view.base();
+        let mut any = false;
+        for &p in pages {
+            if st.present.remove(&p) {
+                st.transient.remove(&p);
+                self.view.discard(base + p as usize * PAGE, PAGE)?;
+                bump(&self.stats.invalidations, 1);
+                any = true;
+            }
+        }
+        if any {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_names_and_codes() {
+        for p in Protocol::ALL {
+            assert_eq!(Protocol::parse(p.name()), Some(p));
+            assert_eq!(Protocol::from_code(p.code()), Some(p));
+        }
+        assert_eq!(Protocol::from_code(0), None);
+        assert_eq!(Protocol::parse("update_drct"), Some(Protocol::UpdateDirect));
+    }
+}

@@ -1,0 +1,195 @@
+//! The state of one task's heap shared by the application thread, the
+//! fault thread and the signal handlers on the progress thread
+//! ([`Shared`]), and its bounds-checked accessors of the heap view, the
+//! home segment and the metadata words.
+
+use crate::config::Config;
+use crate::layout as L;
+use crate::protocol::eager::Pending;
+use crate::range::Placements;
+use crate::stats::Counters;
+use crate::sys::{self, PAGE};
+use crate::Error;
+use sss_mbcf::{Options, RemoteAddr, Segment, SegmentInfo, Task};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+#[derive(Default)]
+pub(crate) struct State {
+    /// Pages installed in this task's view.
+    pub(crate) present: HashSet<u64>,
+    /// Pages written this interval; the twin in trap mode.
+    pub(crate) dirty: HashMap<u64, Option<Vec<u8>>>,
+    /// Per rank: write notices of that rank already applied.
+    pub(crate) seen: Vec<u64>,
+    /// Notices this task published.
+    pub(crate) published: u64,
+    /// Present pages of `HomeOnly` ranges: dropped at every acquire.
+    pub(crate) transient: HashSet<u64>,
+    /// `Update` pages whose holder bit this task set at the home.
+    pub(crate) registered: HashSet<u64>,
+    /// Pages another task invalidated while this task was writing them:
+    /// kept until this task's release has sent its diff, then dropped.
+    pub(crate) stale: HashSet<u64>,
+}
+
+/// Outgoing writes of the application thread (only it takes this lock).
+#[derive(Default)]
+pub(crate) struct Out {
+    /// Noted `Ulrc` ranges (heap offset, length) not yet sent.
+    pub(crate) noted: Vec<(u64, u64)>,
+    /// The packet being combined.
+    pub(crate) pending: Option<Pending>,
+    /// Homes written by eager WRITEs since the last release (fenced then).
+    pub(crate) homes: HashSet<u32>,
+    /// Pages written eagerly to homes since the last release.
+    pub(crate) pages: Vec<u64>,
+    /// `UpdateDirect` ranges to push to every copy at release.
+    pub(crate) direct: Vec<(u64, u64)>,
+    /// Forwarded updates sent to homes so far (compared with `UPD_HOME`).
+    pub(crate) forwarded: u64,
+}
+
+pub(crate) struct Shared {
+    pub(crate) task: Task,
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    pub(crate) cfg: Config,
+    pub(crate) view: sys::Reservation,
+    pub(crate) uffd: sys::Uffd,
+    pub(crate) home: Segment,
+    pub(crate) homes: Vec<SegmentInfo>,
+    pub(crate) meta: Segment,
+    pub(crate) metas: Vec<SegmentInfo>,
+    /// Holder directory: a bit mask of copy holders per page homed here.
+    pub(crate) dir: Segment,
+    pub(crate) dirs: Vec<SegmentInfo>,
+    pub(crate) state: Mutex<State>,
+    pub(crate) out: Mutex<Out>,
+    pub(crate) place: Mutex<Placements>,
+    /// Bumped on every invalidation: a fetch that raced one is redone.
+    pub(crate) epoch: AtomicU64,
+    /// Invalidation acks expected so far (Invalidate protocol).
+    pub(crate) acks_expected: AtomicU64,
+    pub(crate) stats: Counters,
+    pub(crate) packets0: u64,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update of the guarded state is a single insert or take.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn page_of(off: u64) -> u64 {
+    off / PAGE as u64
+}
+
+impl Shared {
+    pub(crate) fn meta_at(&self, rank: u32, off: usize) -> Result<RemoteAddr, Error> {
+        self.metas
+            .get(rank as usize)
+            .map(|m| m.at(off as u64))
+            .ok_or(Error::Invalid("no such rank"))
+    }
+
+    /// The word at `off` (a `layout` constant, or a notice-log slot) of
+    /// this task's metadata segment.
+    pub(crate) fn local_word(&self, off: usize) -> &AtomicU64 {
+        // Offsets are `layout` constants, never input: a bad one is a
+        // bug, stopped here before it becomes a stray pointer.
+        assert!(off % 8 == 0 && off + 8 <= L::META_BYTES.min(self.meta.info().len as usize));
+        #[allow(unsafe_code)]
+        // SAFETY: aligned and inside the metadata segment (asserted
+        // above), which `self` keeps mapped as long as the returned borrow;
+        // its words are only ever accessed atomically (here and by MBCF).
+        let w = unsafe { sys::word(self.meta.as_ptr() as usize + off) };
+        w
+    }
+
+    /// `len` bytes of this task's heap view at heap offset `off`.
+    pub(crate) fn view_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let at = span(off, len, self.view.len() as u64)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the view (checked by `span`), which `self` keeps
+        // reserved; a missing page faults and the fault thread fetches it.
+        let v = unsafe { sys::copy_out(self.view.base() + at, len) };
+        Ok(v)
+    }
+
+    /// Writes `data` into this task's heap view at heap offset `off`.
+    pub(crate) fn view_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let at = span(off, data.len(), self.view.len() as u64)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the view (checked by `span`), which `self` keeps
+        // reserved; heap bytes are plain data.
+        unsafe {
+            sys::copy_in(self.view.base() + at, data)
+        };
+        Ok(())
+    }
+
+    /// `len` bytes of this task's home segment at heap offset `off`.
+    pub(crate) fn home_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let at = span(off, len, self.home.info().len)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the home segment (checked by `span`), mapped as
+        // long as `self`; peers write it only with MBCF, as plain bytes.
+        let v = unsafe { sys::copy_out(self.home.as_ptr() as usize + at, len) };
+        Ok(v)
+    }
+
+    /// Writes `data` into this task's home segment at heap offset `off`.
+    pub(crate) fn home_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let at = span(off, data.len(), self.home.info().len)?;
+        #[allow(unsafe_code)]
+        // SAFETY: inside the home segment (checked by `span`), mapped as
+        // long as `self`; plain bytes.
+        unsafe {
+            sys::copy_in(self.home.as_ptr() as usize + at, data)
+        };
+        Ok(())
+    }
+
+    pub(crate) fn offset(&self, addr: usize, len: usize) -> Result<u64, Error> {
+        let base = self.view.base();
+        if addr < base
+            || addr
+                .checked_add(len)
+                .is_none_or(|e| e > base + self.view.len())
+        {
+            return Err(Error::Invalid("address outside the shared heap"));
+        }
+        Ok((addr - base) as u64)
+    }
+
+    pub(crate) fn fetch_add(&self, at: RemoteAddr, v: u64) -> Result<u64, Error> {
+        Ok(self
+            .task
+            .fetch_add(at, v, Options::default())?
+            .wait_value()?)
+    }
+
+    /// Pages in the heap.
+    pub(crate) fn heap_pages(&self) -> u64 {
+        (self.view.len() / PAGE) as u64
+    }
+
+    /// Counts a malformed message or descriptor from task `from`; the
+    /// first one is reported.
+    pub(crate) fn bad_message(&self, from: u32, what: &str) {
+        if self.stats.bad_messages.fetch_add(1, Ordering::Relaxed) == 0 {
+            eprintln!(
+                "sss-dsm: malformed {what} from task {from} dropped (counted in bad_messages)"
+            );
+        }
+    }
+}
+
+/// `[off, off+len)` inside a region of `size` bytes: `off` as an index.
+fn span(off: u64, len: usize, size: u64) -> Result<usize, Error> {
+    match off.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(off as usize),
+        _ => Err(Error::Invalid("range outside the heap")),
+    }
+}

@@ -1,0 +1,111 @@
+//! Counters of one task's heap: the atomic [`Counters`] the threads bump
+//! and the [`Stats`] snapshot (what `SSS_STATS=json` prints).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(doc)]
+use crate::{Dsm, WAKE_RECHECK};
+
+/// Counters of one task (what `SSS_STATS=json` prints).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Read (missing-page) faults.
+    pub read_faults: u64,
+    /// Write faults: missing pages written first, and write-protect faults.
+    pub write_faults: u64,
+    /// Pages fetched from a home (prefetched ones included).
+    pub pages_fetched: u64,
+    /// Of those, fetched ahead by prefetch.
+    pub pages_prefetched: u64,
+    /// Pages diffed against their twin.
+    pub diffs: u64,
+    /// Messages of written data: MBCF WRITEs to homes, and update
+    /// SIGNALs (to homes, forwarded by homes, or sent to copies).
+    pub writes: u64,
+    /// Bytes of data in those messages.
+    pub bytes_sent: u64,
+    /// MBCF datagrams sent (udp peers only; shm peers need none).
+    pub packets: u64,
+    /// `note_write` calls (#CM: consistency-code executions).
+    pub notes: u64,
+    /// Write notices published.
+    pub notices: u64,
+    /// Pages dropped by invalidation.
+    pub invalidations: u64,
+    /// Lock acquisitions.
+    pub locks: u64,
+    /// Barriers.
+    pub barriers: u64,
+    /// Nanoseconds in the fault thread resolving faults.
+    pub fault_ns: u64,
+    /// Nanoseconds in lock, unlock, barrier and write-through.
+    pub sync_ns: u64,
+    /// Update messages received for this task's copies (`update`,
+    /// `update_drct`), applied or not.
+    pub updates: u64,
+    /// [`Dsm::read`] pieces served by an MBCF READ from a home.
+    pub home_reads: u64,
+    /// Lock and barrier waits that found their turn by looking again
+    /// after [`WAKE_RECHECK`] rather than by their wake-up: the releaser
+    /// was slow to ring (descheduled, or its packets retransmitted), or
+    /// the wake-up went missing (see [`Dsm::lock`]).
+    pub missed_wakeups: u64,
+    /// Update and invalidation messages, and allocation descriptors,
+    /// dropped as malformed or outside the heap: another task's bug or a
+    /// forged datagram.
+    pub bad_messages: u64,
+}
+
+impl Stats {
+    /// One JSON object on one line.
+    pub fn to_json(&self, rank: u32) -> String {
+        format!(
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{}}}}}",
+            self.read_faults,
+            self.write_faults,
+            self.pages_fetched,
+            self.pages_prefetched,
+            self.diffs,
+            self.writes,
+            self.bytes_sent,
+            self.packets,
+            self.notes,
+            self.notices,
+            self.invalidations,
+            self.locks,
+            self.barriers,
+            self.fault_ns,
+            self.sync_ns,
+            self.updates,
+            self.home_reads,
+            self.missed_wakeups,
+            self.bad_messages
+        )
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) read_faults: AtomicU64,
+    pub(crate) write_faults: AtomicU64,
+    pub(crate) pages_fetched: AtomicU64,
+    pub(crate) pages_prefetched: AtomicU64,
+    pub(crate) diffs: AtomicU64,
+    pub(crate) writes: AtomicU64,
+    pub(crate) bytes_sent: AtomicU64,
+    pub(crate) notes: AtomicU64,
+    pub(crate) notices: AtomicU64,
+    pub(crate) invalidations: AtomicU64,
+    pub(crate) locks: AtomicU64,
+    pub(crate) barriers: AtomicU64,
+    pub(crate) fault_ns: AtomicU64,
+    pub(crate) sync_ns: AtomicU64,
+    pub(crate) updates: AtomicU64,
+    pub(crate) home_reads: AtomicU64,
+    pub(crate) missed_wakeups: AtomicU64,
+    pub(crate) bad_messages: AtomicU64,
+}
+
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}

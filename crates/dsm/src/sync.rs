@@ -1,0 +1,100 @@
+//! Locks and barriers: ticket locks at each lock's home and a counting
+//! barrier at rank 0, built on MBCF atomics and WRITEs, waiting with
+//! SS-Wait and a bounded recheck, with release and acquire semantics.
+
+use crate::layout as L;
+use crate::shared::Shared;
+use crate::stats::bump;
+use crate::Error;
+use sss_mbcf::Options;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How long a lock or barrier waiter trusts its wake-up before it looks
+/// at the lock's or barrier's counters itself.
+pub const WAKE_RECHECK: Duration = Duration::from_millis(5);
+
+impl Shared {
+    fn lock_at(&self, id: u32) -> Result<(u32, usize), Error> {
+        if id as usize >= L::MAX_LOCKS {
+            return Err(Error::Invalid("lock id too large"));
+        }
+        if self.size as usize > L::LOCK_SLOTS {
+            return Err(Error::Invalid("locks support at most 64 tasks"));
+        }
+        Ok((id % self.size, L::LOCKS + id as usize * L::LOCK_BYTES))
+    }
+
+    pub(crate) fn lock(&self, id: u32) -> Result<(), Error> {
+        let (home, at) = self.lock_at(id)?;
+        let next = self.meta_at(home, at)?;
+        let serving = self.meta_at(home, at + 8)?;
+        let ticket = self.fetch_add(next, 1)?;
+        let grant = self.local_word(L::GRANT);
+        let mut g = grant.load(Ordering::Acquire);
+        let slot = self.meta_at(home, at + 16 + (ticket as usize % L::LOCK_SLOTS) * 8)?;
+        self.task
+            .swap(slot, self.rank as u64 + 1, Options::default())?
+            .wait_value()?;
+        // The slot is in place before we look: a releaser that bumped
+        // `serving` after this sees it and rings our doorbell. The wait
+        // is bounded all the same, so a doorbell that goes missing costs
+        // a re-read of `serving`, not the job.
+        while self.fetch_add(serving, 0)? != ticket {
+            if self
+                .task
+                .wait_word_timeout(grant, |v| v != g, WAKE_RECHECK)
+                .is_none()
+                && self.fetch_add(serving, 0)? == ticket
+            {
+                bump(&self.stats.missed_wakeups, 1);
+                break;
+            }
+            g = grant.load(Ordering::Acquire);
+        }
+        bump(&self.stats.locks, 1);
+        self.acquire()
+    }
+
+    pub(crate) fn unlock(&self, id: u32) -> Result<(), Error> {
+        let (home, at) = self.lock_at(id)?;
+        self.release()?;
+        let serving = self.meta_at(home, at + 8)?;
+        let now = self.fetch_add(serving, 1)? + 1;
+        let slot = self.meta_at(home, at + 16 + (now as usize % L::LOCK_SLOTS) * 8)?;
+        let who = self.task.swap(slot, 0, Options::default())?.wait_value()?;
+        if who != 0 && who <= self.size as u64 && !self.cfg.fault_no_wakeups {
+            self.fetch_add(self.meta_at(who as u32 - 1, L::GRANT)?, 1)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn barrier(&self) -> Result<(), Error> {
+        self.release()?;
+        let n = self.size as u64;
+        let old = self.fetch_add(self.meta_at(0, L::BAR_COUNT)?, 1)?;
+        let episode = old / n + 1;
+        if (old + 1) % n == 0 && !self.cfg.fault_no_wakeups {
+            let bytes = episode.to_le_bytes();
+            for r in 0..self.size {
+                self.task
+                    .write(self.meta_at(r, L::BAR_GEN)?, &bytes, Options::default())?;
+            }
+        }
+        // The last arrival's write ends the wait; should it go missing,
+        // the count at rank 0 says when everyone has arrived.
+        let count = self.meta_at(0, L::BAR_COUNT)?;
+        while self
+            .task
+            .wait_word_timeout(self.local_word(L::BAR_GEN), |v| v >= episode, WAKE_RECHECK)
+            .is_none()
+        {
+            if self.fetch_add(count, 0)? >= episode * n {
+                bump(&self.stats.missed_wakeups, 1);
+                break;
+            }
+        }
+        bump(&self.stats.barriers, 1);
+        self.acquire()
+    }
+}
