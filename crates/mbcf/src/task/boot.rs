@@ -1,0 +1,335 @@
+//! Joining a job: the bootstrap that swaps addresses, peer records,
+//! CPU binding, and [`Task::join`] itself.
+
+use super::shm::ShmLane;
+use super::transport::Route;
+use super::udp::UdpLane;
+use super::{progress, Bind, Inner, Net, Owner, PeerInfo, Senders, Task, TaskConfig, Transport};
+use crate::segment::SegTable;
+use crate::shm::{CtlMap, Peer};
+use crate::sys::{self, EventFd};
+use crate::Error;
+use sss_proto::Endpoint;
+use sss_wire::TaskId;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::Instant;
+
+/// How a task learns its job: rank, size, node, and an all-gather to swap
+/// addresses. Implemented by the launcher's bootstrap and by
+/// [`ThreadBoot`] for tasks that are threads of one process (tests).
+pub trait Bootstrap: Send {
+    /// Job id, equal in every task.
+    fn job(&self) -> u32;
+    /// This task's rank.
+    fn rank(&self) -> u32;
+    /// Tasks in the job.
+    fn size(&self) -> u32;
+    /// This task's node: a host address or name. Equal nodes share memory.
+    fn node(&self) -> String;
+    /// Every task's bytes, by rank; a barrier too.
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String>;
+}
+
+struct TbState {
+    gen: u64,
+    count: u32,
+    data: Vec<Vec<u8>>,
+    result: Arc<Vec<Vec<u8>>>,
+}
+
+struct TbShared {
+    m: Mutex<TbState>,
+    cv: Condvar,
+}
+
+/// A bootstrap for tasks that are threads of one process.
+pub struct ThreadBoot {
+    shared: Arc<TbShared>,
+    job: u32,
+    rank: u32,
+    size: u32,
+    node: String,
+}
+
+impl ThreadBoot {
+    /// `n` bootstraps of one job; rank i sits on `nodes[i % nodes.len()]`.
+    pub fn group(n: u32, nodes: &[&str]) -> Vec<ThreadBoot> {
+        let shared = Arc::new(TbShared {
+            m: Mutex::new(TbState {
+                gen: 0,
+                count: 0,
+                data: vec![Vec::new(); n as usize],
+                result: Arc::new(Vec::new()),
+            }),
+            cv: Condvar::new(),
+        });
+        let job = (sys::random_u64() as u32).max(1);
+        (0..n)
+            .map(|r| ThreadBoot {
+                shared: shared.clone(),
+                job,
+                rank: r,
+                size: n,
+                node: nodes
+                    .get(r as usize % nodes.len().max(1))
+                    .unwrap_or(&"127.0.0.1")
+                    .to_string(),
+            })
+            .collect()
+    }
+}
+
+impl Bootstrap for ThreadBoot {
+    fn job(&self) -> u32 {
+        self.job
+    }
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn node(&self) -> String {
+        self.node.clone()
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        let mut st = self.shared.m.lock().map_err(|_| "poisoned")?;
+        let gen = st.gen;
+        st.data[self.rank as usize] = data.to_vec();
+        st.count += 1;
+        if st.count == self.size {
+            st.result = Arc::new(std::mem::take(&mut st.data));
+            st.data = vec![Vec::new(); self.size as usize];
+            st.count = 0;
+            st.gen += 1;
+            self.shared.cv.notify_all();
+            return Ok((*st.result).clone());
+        }
+        while st.gen == gen {
+            st = self.shared.cv.wait(st).map_err(|_| "poisoned")?;
+        }
+        Ok((*st.result).clone())
+    }
+}
+
+impl Bootstrap for sss_boot::Boot {
+    fn job(&self) -> u32 {
+        sss_boot::Boot::job(self)
+    }
+    fn rank(&self) -> u32 {
+        sss_boot::Boot::rank(self)
+    }
+    fn size(&self) -> u32 {
+        sss_boot::Boot::size(self)
+    }
+    fn node(&self) -> String {
+        sss_boot::Boot::node(self).to_string()
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        sss_boot::Boot::allgather(self, data).map_err(|e| e.to_string())
+    }
+}
+
+fn encode_peer(addr: SocketAddr, node: &str, pid: u32, sk: u64) -> Vec<u8> {
+    format!("{addr}\n{node}\n{pid}\n{sk}").into_bytes()
+}
+
+fn decode_peer(b: &[u8]) -> Option<PeerInfo> {
+    let s = std::str::from_utf8(b).ok()?;
+    let mut it = s.split('\n');
+    Some(PeerInfo {
+        addr: it.next()?.parse().ok()?,
+        node: it.next()?.to_string(),
+        pid: it.next()?.parse().ok()?,
+        signal_key: it.next()?.parse().ok()?,
+    })
+}
+
+fn bind_addr(node: &str) -> IpAddr {
+    if let Ok(ip) = node.parse::<IpAddr>() {
+        return ip;
+    }
+    (node, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip())
+}
+
+/// The CPU the `local_rank`-th of `local_size` tasks on a node binds to
+/// under `policy`, from the CPUs it may use (`allowed`, ascending).
+fn bind_cpu(
+    policy: Bind,
+    local_rank: usize,
+    local_size: usize,
+    allowed: &[usize],
+) -> Option<usize> {
+    let bind = match policy {
+        Bind::None => false,
+        Bind::Core => true,
+        Bind::Auto => local_size > allowed.len(),
+    };
+    if !bind || allowed.is_empty() {
+        return None;
+    }
+    Some(allowed[local_rank % allowed.len()])
+}
+
+/// Binds the calling thread (and the threads it starts) as [`Bind`]
+/// says. Failing to bind is not an error: placement is a performance
+/// matter, and a task that cannot change its affinity still runs.
+fn bind(policy: Bind, local_rank: usize, local_size: usize) {
+    if policy == Bind::None {
+        return;
+    }
+    let Ok(allowed) = sys::allowed_cpus() else {
+        return;
+    };
+    if let Some(cpu) = bind_cpu(policy, local_rank, local_size, &allowed) {
+        let _ = sys::bind_to_cpu(cpu);
+    }
+}
+
+impl Task {
+    /// Joins the job this process was started in: `sss run`, Slurm, PMI or
+    /// Open MPI variables, or a job of one task when there are none.
+    /// Tunables come from the environment ([`TaskConfig::from_env`]).
+    pub fn init() -> Result<Task, Error> {
+        // Settings first: a bad one fails every task at once, before any
+        // of them waits for the others.
+        let cfg = TaskConfig::from_env()?;
+        let boot = sss_boot::Boot::from_env().map_err(|e| Error::Boot(e.to_string()))?;
+        Self::join(Box::new(boot), cfg)
+    }
+
+    /// Joins the job described by `boot`: binds a UDP socket on the node's
+    /// address, swaps addresses with every task, starts the progress
+    /// thread.
+    pub fn join(mut boot: Box<dyn Bootstrap>, cfg: TaskConfig) -> Result<Task, Error> {
+        cfg.proto.validate().map_err(Error::Config)?;
+        let (job, rank, size, node) = (boot.job(), boot.rank(), boot.size(), boot.node());
+        let sock = UdpSocket::bind((bind_addr(&node), 0))?;
+        sock.set_nonblocking(true)?;
+        sys::set_socket_buffers(sock.as_raw_fd(), cfg.sockbuf);
+        sys::enable_gro(sock.as_raw_fd());
+        let signal_key = sys::random_u64();
+        let ctl = CtlMap::create(job, rank, &node)?;
+        let me = encode_peer(sock.local_addr()?, &node, std::process::id(), signal_key);
+        let all = boot.allgather(&me).map_err(Error::Boot)?;
+        if all.len() != size as usize {
+            return Err(Error::Boot(format!(
+                "{} answers for {size} tasks",
+                all.len()
+            )));
+        }
+        let peers = all
+            .iter()
+            .map(|b| decode_peer(b).ok_or_else(|| Error::Boot("malformed peer record".into())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut routes = Vec::with_capacity(peers.len());
+        let mut peer_ctls = Vec::with_capacity(peers.len());
+        for (r, p) in peers.iter().enumerate() {
+            let local = cfg.transport == Transport::Auto && p.node == node;
+            if local {
+                let peer = Peer::open(job, r as u32, p.pid)?;
+                peer_ctls.push(Some(peer.ctl()));
+                routes.push(Route::Shm(ShmLane::new(peer)));
+            } else {
+                peer_ctls.push(None);
+                routes.push(Route::Udp(UdpLane));
+            }
+        }
+        // CPUs counted before binding, which would leave one.
+        let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let local_rank = peers[..rank as usize]
+            .iter()
+            .filter(|p| p.node == node)
+            .count();
+        let local_size = peers.iter().filter(|p| p.node == node).count();
+        bind(cfg.bind, local_rank, local_size);
+        let mut pcfg = cfg.proto.clone();
+        pcfg.members = Some(size);
+        pcfg.epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs() as u32);
+        let inner = Arc::new(Inner {
+            job,
+            rank,
+            size,
+            node,
+            senders: Senders::new(&peers),
+            foreign: AtomicU64::new(0),
+            peers,
+            segs: RwLock::new(SegTable::new(job, rank)),
+            handlers: RwLock::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
+            signal_key,
+            net: Mutex::new(Net {
+                ep: Endpoint::new(TaskId::new(job, rank), pcfg),
+                reqs: HashMap::new(),
+                mreqs: HashMap::new(),
+                out: Vec::with_capacity(2048),
+                rng: sys::random_u64() | 1,
+                batch: Vec::with_capacity(64 << 10),
+                gso: std::env::var_os("SSS_NO_GSO").is_none(),
+                held: 0,
+            }),
+            sock,
+            wake: EventFd::new()?,
+            ctl,
+            routes,
+            all_local: peer_ctls.iter().all(Option::is_some),
+            peer_ctls,
+            ncpus,
+            next_wake: AtomicU64::new(u64::MAX),
+            shutdown: AtomicBool::new(false),
+            progress_thread: std::sync::OnceLock::new(),
+            deferred: Mutex::new(Vec::new()),
+            idm: Mutex::new(None),
+            idm_slots: Mutex::new(HashMap::new()),
+            idm_down: Mutex::new(Vec::new()),
+            idm_checked: AtomicU64::new(0),
+            idm_tried: AtomicU64::new(0),
+            maybe_held: AtomicBool::new(false),
+            udp_used: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            start: Instant::now(),
+            errors: Mutex::new(Vec::new()),
+            idle_blocks: AtomicU64::new(0),
+            prewakes: AtomicU64::new(0),
+            boot: Mutex::new(boot),
+            cfg,
+        });
+        let i2 = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("sss-progress-{rank}"))
+            .spawn(move || progress(i2))?;
+        Ok(Task {
+            inner: inner.clone(),
+            _owner: Some(Arc::new(Owner {
+                inner,
+                thread: Mutex::new(Some(thread)),
+            })),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_goes_round_robin_over_the_allowed_cpus() {
+        let cpus = [2, 3, 5];
+        let got: Vec<_> = (0..7).map(|r| bind_cpu(Bind::Core, r, 7, &cpus)).collect();
+        assert_eq!(got, [2, 3, 5, 2, 3, 5, 2].map(Some));
+        // auto: only when the job alone oversubscribes the node
+        assert_eq!(bind_cpu(Bind::Auto, 1, 3, &cpus), None);
+        assert_eq!(bind_cpu(Bind::Auto, 1, 4, &cpus), Some(3));
+        assert_eq!(bind_cpu(Bind::None, 1, 8, &cpus), None);
+        assert_eq!(bind_cpu(Bind::Core, 0, 1, &[]), None);
+    }
+}

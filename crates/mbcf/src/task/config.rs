@@ -1,0 +1,130 @@
+//! A task's tunables ([`TaskConfig`]) and their defaults; reading them
+//! from the environment is in `settings.rs`.
+
+use sss_proto::Config;
+use std::time::Duration;
+
+/// Tunables of a task, read from the environment by [`TaskConfig::from_env`]
+/// (in `settings.rs`).
+#[derive(Debug, Clone)]
+pub struct TaskConfig {
+    /// Protocol tunables.
+    pub proto: Config,
+    /// How long a waiter spins before it blocks (`SSS_SPIN_US`, default 50).
+    pub spin: Duration,
+    /// Socket buffer size in bytes (`SSS_SOCKBUF`, default 4 MiB).
+    pub sockbuf: i32,
+    /// Transport choice (`SSS_TRANSPORT=auto|udp|shm`).
+    pub transport: Transport,
+    /// Fault injection: fraction of outgoing udp datagrams dropped
+    /// (`SSS_FAULT_DROP`, default 0).
+    pub fault_drop: f64,
+    /// Fault injection: fraction of outgoing udp datagrams sent twice
+    /// (`SSS_FAULT_DUP`, default 0).
+    pub fault_dup: f64,
+    /// SS-Wait policy constants.
+    pub sswait: SsWaitTuning,
+    /// CPU binding of the task (`SSS_BIND=auto|core|none`).
+    pub bind: Bind,
+}
+
+/// Whether a task binds itself to one CPU when it joins its job.
+///
+/// Bound tasks take CPUs round robin by their rank among the job's tasks
+/// on the node: the k-th task on the node gets the k-th CPU it may use
+/// (modulo their number), so neighbours in rank order sit on different
+/// CPUs. Under oversubscription this is what makes SS-Wait's wake-ups
+/// cheap: a task blocked two hand-overs away is woken by a task on its
+/// own CPU (no inter-processor interrupt), and the kernel does not move
+/// tasks between CPUs in the middle of a hand-over. The binding applies
+/// to the thread that joins and to the threads it starts later (the
+/// progress thread among them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Bind {
+    /// Bind when the job's own tasks on the node outnumber the CPUs the
+    /// task may use; leave placement to the kernel otherwise.
+    #[default]
+    Auto,
+    /// Always bind.
+    Core,
+    /// Never bind.
+    None,
+}
+
+/// SS-Wait's policy constants ([`Task::sswait`](super::Task::sswait)), read once when the task
+/// starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SsWaitTuning {
+    /// Longest stretch spun (partner running, CPUs to spare) before the
+    /// partner and the node are looked at again (`SSS_SSWAIT_SPIN_US`,
+    /// default 2000).
+    pub spin: Duration,
+    /// Longest block before the waiter looks again
+    /// (`SSS_SSWAIT_BLOCK_US`, default 5000).
+    pub block: Duration,
+    /// Yields before blocking while the partner is blocked itself
+    /// (`SSS_SSWAIT_YIELDS`, default 32): it needs a wake-up before it can
+    /// answer, so our flag is not imminent.
+    pub yields: u32,
+    /// Longest stretch of yielding on an oversubscribed node while the
+    /// partner is not blocked, before blocking anyway
+    /// (`SSS_SSWAIT_YIELD_US`, default 1000): bounds what a waiter costs
+    /// others while its partner computes.
+    pub yield_for: Duration,
+    /// CPUs SS-Wait counts when it judges oversubscription
+    /// (`SSS_SSWAIT_CPUS`; default: the CPUs the task could use when it
+    /// started). Fewer keeps CPUs free for other work; also for tests.
+    pub cpus: Option<usize>,
+}
+
+impl Default for SsWaitTuning {
+    fn default() -> Self {
+        Self {
+            spin: Duration::from_micros(2000),
+            block: Duration::from_micros(5000),
+            yields: 32,
+            yield_for: Duration::from_micros(1000),
+            cpus: None,
+        }
+    }
+}
+
+/// Which transport carries operations to a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// `shm` for tasks on the same node, `udp` for the others.
+    #[default]
+    Auto,
+    /// `udp` for everyone, even on one node.
+    Udp,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            proto: Config::default(),
+            spin: Duration::from_micros(50),
+            sockbuf: 4 << 20,
+            transport: Transport::Auto,
+            fault_drop: 0.0,
+            fault_dup: 0.0,
+            sswait: SsWaitTuning::default(),
+            bind: Bind::Auto,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sswait_tuning_comes_from_the_environment_once() {
+        let d = TaskConfig::default().sswait;
+        assert_eq!(d.yields, 32);
+        assert_eq!(d.yield_for, Duration::from_micros(1000));
+        assert_eq!(d.spin, Duration::from_micros(2000));
+        assert_eq!(d.block, Duration::from_micros(5000));
+        assert_eq!(d.cpus, None);
+    }
+}

@@ -1,0 +1,325 @@
+//! Tasks: one process of a job, what it owns, and the operation API.
+//!
+//! The task is split by what each part holds: joining a job ([`boot`]),
+//! its tunables ([`config`]), operations and their completions
+//! ([`request`], [`ops`], [`segments`], [`queue`]), the transports that
+//! carry them ([`transport`], [`udp`], [`shm`]), waiting ([`wait`],
+//! [`sswait`]), the progress thread ([`progress`]) with its applier
+//! ([`apply`]), and node liveness from IDM ([`liveness`]). This module
+//! holds the [`Task`] handle, its shared state and its counters.
+
+use crate::idm::Idm;
+use crate::segment::SegTable;
+use crate::shm::{ctl_name, CtlMap};
+use crate::sys::{self, EventFd};
+use crate::Error;
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+mod apply;
+mod boot;
+mod config;
+mod liveness;
+mod ops;
+mod progress;
+mod queue;
+mod request;
+mod segments;
+mod shm;
+mod sswait;
+mod transport;
+mod udp;
+mod wait;
+
+pub use boot::{Bootstrap, ThreadBoot};
+pub use config::{Bind, SsWaitTuning, TaskConfig, Transport};
+pub use queue::Fifo;
+pub use request::{Options, Reply, Request, Sink};
+pub use transport::TransportKind;
+pub use wait::WaitPolicy;
+
+use apply::{drain_signal_ring, Applier};
+use progress::progress;
+use request::{keep_error, status_error, ReqState, ERRORS_KEPT};
+use transport::{Lane, Route};
+use udp::{Net, Senders};
+
+/// A signal handler: runs in the receiving task's progress thread with the
+/// sender's rank and payload, and may issue operations through the context.
+pub type Handler = Arc<dyn Fn(&SignalContext<'_>, &[u8]) + Send + Sync>;
+
+/// What a signal handler gets besides the payload.
+pub struct SignalContext<'a> {
+    /// The receiving task, to reply or issue operations.
+    pub task: &'a Task,
+    /// The sender's rank.
+    pub from: u32,
+    /// The handler index that was invoked.
+    pub handler: u32,
+}
+
+/// Counters of a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    /// Datagrams sent.
+    pub packets_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Datagrams received.
+    pub packets_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Retransmitted packets.
+    pub retransmissions: u64,
+    /// Incoming operations applied.
+    pub applied: u64,
+    /// Incoming operations refused (bad key, bounds, permission, …).
+    pub rejected: u64,
+    /// Corrupted or malformed datagrams dropped.
+    pub bad_packets: u64,
+    /// SS-Waits that blocked because the partner was waiting itself
+    /// (the flag at least two hand-overs away).
+    pub sswait_idle_blocks: u64,
+    /// Tasks this one woke ahead of time: blocked SS-Waiters whose
+    /// partner it had just written to.
+    pub prewakes: u64,
+    /// Datagrams dropped because they did not come from a member of the
+    /// job: an address no task has, another job, a rank past the job, or
+    /// a rank other than the one whose address sent it.
+    pub foreign: u64,
+    /// Out-of-order datagrams dropped over the reorder budget (they come
+    /// again).
+    pub reorder_dropped: u64,
+}
+
+#[derive(Debug, Clone)]
+struct PeerInfo {
+    addr: SocketAddr,
+    node: String,
+    pid: u32,
+    signal_key: u64,
+}
+
+pub(crate) struct Inner {
+    job: u32,
+    rank: u32,
+    size: u32,
+    node: String,
+    peers: Vec<PeerInfo>,
+    senders: Senders,
+    /// Datagrams from addresses of no task ([`TaskStats::foreign`]).
+    foreign: AtomicU64,
+    segs: RwLock<SegTable>,
+    handlers: RwLock<HashMap<u32, Handler>>,
+    groups: Mutex<HashMap<u32, Vec<u32>>>,
+    signal_key: u64,
+    net: Mutex<Net>,
+    sock: UdpSocket,
+    wake: EventFd,
+    /// Our control block: waiters' futex word, published segments,
+    /// signal ring.
+    ctl: CtlMap,
+    /// How each peer is reached, by rank (see [`transport`]).
+    routes: Vec<Route>,
+    /// Their control blocks, read without the peer's lock (SS-Wait).
+    peer_ctls: Vec<Option<Arc<CtlMap>>>,
+    /// Every task of the job is on this node: answers land in memory, so
+    /// a spinning waiter need not poll the socket (the progress thread
+    /// still serves it).
+    all_local: bool,
+    /// CPUs this process may use, counted once: counting reads cgroup
+    /// files, far too slow for every wait.
+    ncpus: usize,
+    next_wake: AtomicU64,
+    shutdown: AtomicBool,
+    progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
+    /// Signals collected by inline progress, run by the progress loop.
+    deferred: Mutex<Vec<(u32, u32, Vec<u8>)>>,
+    /// This node's IDM file, once its daemon published it.
+    idm: Mutex<Option<Arc<Idm>>>,
+    /// IDM slot of each node name seen, to skip the search.
+    idm_slots: Mutex<HashMap<String, usize>>,
+    /// Nodes this task declared down from IDM, to bring them back.
+    idm_down: Mutex<Vec<String>>,
+    /// Last liveness check (ns since start).
+    idm_checked: AtomicU64,
+    /// Last attempt to map the IDM file (ns since start).
+    idm_tried: AtomicU64,
+    /// Packets may be held back for batching (set by submit, cleared by
+    /// flush), so waiters know whether to flush first.
+    maybe_held: AtomicBool,
+    /// Per rank: an operation ever went to it over udp (so shm operations
+    /// must first wait for those to be acknowledged, to keep order).
+    udp_used: Vec<AtomicBool>,
+    start: Instant,
+    errors: Mutex<Vec<Error>>,
+    /// See [`TaskStats::sswait_idle_blocks`].
+    idle_blocks: AtomicU64,
+    /// See [`TaskStats::prewakes`].
+    prewakes: AtomicU64,
+    boot: Mutex<Box<dyn Bootstrap>>,
+    cfg: TaskConfig,
+}
+
+struct Owner {
+    inner: Arc<Inner>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // Give operations in flight a bounded chance to be acknowledged so
+        // a task that exits right after writing does not strand its peers.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        self.inner.wait_until(
+            || self.inner.lock_net().ep.total_in_flight() == 0,
+            Some(deadline),
+        );
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        self.inner.wake.notify();
+        if let Ok(mut t) = self.thread.lock() {
+            if let Some(t) = t.take() {
+                let _ = t.join();
+            }
+        }
+        if let Ok(s) = self.inner.segs.read() {
+            s.unlink_all();
+        }
+        sys::shm_unlink(&ctl_name(self.inner.job, self.inner.rank));
+        // Failures nobody collected (no FENCE or QUIET after them) would
+        // otherwise vanish with the task: say so where the launcher shows it.
+        if let Ok(e) = self.inner.errors.lock() {
+            if let Some(first) = e.first() {
+                eprintln!(
+                    "sss: task {} of job {}: {}{} operation(s) failed and were never collected (first: {first})",
+                    self.inner.rank,
+                    self.inner.job,
+                    if e.len() >= ERRORS_KEPT { "at least " } else { "" },
+                    e.len()
+                );
+            }
+        }
+    }
+}
+
+/// One task of a job. Cheap to clone; the task shuts down (after a bounded
+/// wait for operations in flight) when the last clone made by the
+/// application is dropped.
+#[derive(Clone)]
+pub struct Task {
+    inner: Arc<Inner>,
+    /// Shared by the application's clones; its drop shuts the task down.
+    /// Handlers get a task without one.
+    _owner: Option<Arc<Owner>>,
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("job", &self.inner.job)
+            .field("rank", &self.inner.rank)
+            .field("size", &self.inner.size)
+            .finish()
+    }
+}
+
+impl Task {
+    /// The address of this task's socket (where its MBCF datagrams
+    /// arrive).
+    pub fn local_addr(&self) -> Result<std::net::SocketAddr, Error> {
+        Ok(self.inner.sock.local_addr()?)
+    }
+
+    /// Job id.
+    pub fn job(&self) -> u32 {
+        self.inner.job
+    }
+
+    /// This task's rank.
+    pub fn rank(&self) -> u32 {
+        self.inner.rank
+    }
+
+    /// Tasks in the job.
+    pub fn size(&self) -> u32 {
+        self.inner.size
+    }
+
+    /// This task's node.
+    pub fn node(&self) -> &str {
+        &self.inner.node
+    }
+
+    /// The node of task `rank`.
+    pub fn node_of(&self, rank: u32) -> Option<&str> {
+        self.inner.peers.get(rank as usize).map(|p| p.node.as_str())
+    }
+
+    /// The process id of task `rank`.
+    pub fn pid_of(&self, rank: u32) -> Option<u32> {
+        self.inner.peers.get(rank as usize).map(|p| p.pid)
+    }
+
+    /// The udp address of task `rank`: datagrams claiming to come from
+    /// it are accepted from this address only.
+    pub fn udp_addr_of(&self, rank: u32) -> Option<SocketAddr> {
+        self.inner.peers.get(rank as usize).map(|p| p.addr)
+    }
+
+    /// The key that protects this task's signal handlers; peers learn it
+    /// when they join.
+    pub fn signal_key(&self) -> u64 {
+        self.inner.signal_key
+    }
+
+    /// The transport that carries operations to task `rank` (operations
+    /// `shm` cannot apply still go over `udp`).
+    pub fn transport_to(&self, rank: u32) -> Option<TransportKind> {
+        self.inner.routes.get(rank as usize).map(Route::kind)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> TaskStats {
+        let net = self.inner.lock_net();
+        let s = net.ep.stats();
+        TaskStats {
+            packets_sent: s.packets_sent,
+            bytes_sent: s.bytes_sent,
+            packets_received: s.packets_received,
+            bytes_received: s.bytes_received,
+            retransmissions: s.retransmissions,
+            applied: s.applied + self.inner.ctl.ctl().applied.load(Ordering::Relaxed),
+            rejected: s.rejected + self.inner.ctl.ctl().rejected.load(Ordering::Relaxed),
+            bad_packets: s.bad_packets,
+            sswait_idle_blocks: self.inner.idle_blocks.load(Ordering::Relaxed),
+            prewakes: self.inner.prewakes.load(Ordering::Relaxed),
+            foreign: s.not_member + self.inner.foreign.load(Ordering::Relaxed),
+            reorder_dropped: s.reorder_dropped,
+        }
+    }
+}
+
+impl Inner {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    fn lock_net(&self) -> MutexGuard<'_, Net> {
+        // A panic while holding the lock leaves consistent-enough state for
+        // shutdown; keep going rather than poison the whole task.
+        self.net.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn notify_waiters(&self) {
+        self.ctl.wake();
+    }
+
+    /// Republishes the segment table for same-node peers.
+    fn publish(&self, segs: &SegTable) {
+        self.ctl.publish(&segs.infos());
+    }
+}

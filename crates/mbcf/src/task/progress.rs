@@ -1,0 +1,288 @@
+//! The progress engine: the progress thread, one round of progress
+//! (receive, apply, timers, send), progress made inline by waiting
+//! threads, and completing requests from endpoint events.
+
+use super::{
+    drain_signal_ring, keep_error, status_error, Applier, Inner, Net, Reply, SignalContext, Task,
+};
+use crate::sys::{self};
+use crate::Error;
+use sss_proto::{Completion, Endpoint, Event};
+use sss_wire::TaskId;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The progress thread: receives, applies, acknowledges, retransmits, and
+/// runs signal handlers. Blocks in poll when there is nothing to do.
+pub(super) fn progress(inner: Arc<Inner>) {
+    let _ = inner.progress_thread.set(std::thread::current().id());
+    let sock_fd = inner.sock.as_raw_fd();
+    let wake_fd = inner.wake.fd();
+    // Room for a whole GRO-coalesced batch.
+    let mut buf = vec![0u8; 1 << 17];
+    let mut signals: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+    let handler_task = Task {
+        inner: inner.clone(),
+        _owner: None,
+    };
+    while !inner.shutdown.load(Ordering::SeqCst) {
+        let next = inner.lock_net().ep.poll_timeout();
+        inner
+            .next_wake
+            .store(next.unwrap_or(u64::MAX), Ordering::Release);
+        let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(inner.now())));
+        if inner.idm().is_some() {
+            // Look at node liveness now and then even when idle.
+            timeout = Some(timeout.map_or(Duration::from_millis(50), |t| {
+                t.min(Duration::from_millis(50))
+            }));
+        }
+        if timeout.is_none_or(|t| !t.is_zero()) {
+            let c = inner.ctl.ctl();
+            c.progress_asleep.store(1, Ordering::SeqCst);
+            // Pairs with the fence in Peer::asleep: either the sender sees
+            // the flag or we see its message.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            // A signal queued before the flag was visible gets no doorbell:
+            // look at the ring once more before sleeping.
+            if inner.ctl.signal_ring().len() == 0 {
+                let _ = sys::poll_readable(&[sock_fd, wake_fd], timeout);
+            }
+            c.progress_asleep.store(0, Ordering::SeqCst);
+        }
+        inner.wake.drain();
+        if inner.shutdown.load(Ordering::SeqCst) {
+            break;
+        }
+        inner.step(&mut buf, &mut signals);
+        inner.check_liveness();
+        if let Ok(mut d) = inner.deferred.lock() {
+            signals.append(&mut d);
+        }
+        for (from, h, payload) in signals.drain(..) {
+            let f = inner
+                .handlers
+                .read()
+                .ok()
+                .and_then(|hs| hs.get(&h).cloned());
+            if let Some(f) = f {
+                let ctx = SignalContext {
+                    task: &handler_task,
+                    from,
+                    handler: h,
+                };
+                f(&ctx, &payload);
+            }
+        }
+        inner.notify_waiters();
+    }
+}
+
+thread_local! {
+    /// Receive buffer of application threads that make progress while they
+    /// wait; large enough for any datagram.
+    static RECV_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 1 << 17]);
+}
+
+impl Inner {
+    /// One round of progress: receive and apply what arrived, run due
+    /// timers, send what is due, complete requests, collect queued
+    /// signals. The progress thread's loop body, also run inline when a
+    /// signal handler on that thread must wait.
+    fn step(&self, buf: &mut [u8], signals: &mut Vec<(u32, u32, Vec<u8>)>) {
+        {
+            let segs = self.segs.read().unwrap_or_else(|e| e.into_inner());
+            let handlers = self.handlers.read().unwrap_or_else(|e| e.into_inner());
+            let mut net = self.lock_net();
+            // Signals are queued under the net lock, in arrival order:
+            // those deferred earlier go first.
+            if let Ok(mut d) = self.deferred.lock() {
+                signals.append(&mut d);
+            }
+            let mut applier = Applier {
+                segs: &segs,
+                handlers: &handlers,
+                signal_key: self.signal_key,
+                ring: self.ctl.signal_ring(),
+                signals,
+            };
+            for _ in 0..256 {
+                match sys::recv_segments(self.sock.as_raw_fd(), buf) {
+                    Ok((n, seg, from)) => {
+                        self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let now = self.now();
+            if net.ep.poll_timeout().is_some_and(|t| t <= now) {
+                net.ep.handle_timeout(now);
+            }
+            self.flush(&mut net);
+            self.handle_events(&mut net);
+            // For the node daemon's IDM page.
+            let st = net.ep.stats();
+            let c = self.ctl.ctl();
+            c.packets.store(st.packets_sent, Ordering::Relaxed);
+            c.bytes.store(st.bytes_sent, Ordering::Relaxed);
+            c.retransmissions
+                .store(st.retransmissions, Ordering::Relaxed);
+            c.udp_rejected.store(st.rejected, Ordering::Relaxed);
+            drain_signal_ring(&self.ctl.signal_ring(), signals);
+        }
+    }
+
+    /// A non-blocking round of progress from an application thread, if no
+    /// other thread is making progress right now. Signals found are left
+    /// to the progress thread.
+    pub(super) fn try_step(&self) {
+        let Ok(segs) = self.segs.try_read() else {
+            return;
+        };
+        let Ok(handlers) = self.handlers.try_read() else {
+            return;
+        };
+        let Ok(mut net) = self.net.try_lock() else {
+            return;
+        };
+        let mut sig = Vec::new();
+        let mut any = false;
+        let mut doorbell = false;
+        {
+            let mut applier = Applier {
+                segs: &segs,
+                handlers: &handlers,
+                signal_key: self.signal_key,
+                ring: self.ctl.signal_ring(),
+                signals: &mut sig,
+            };
+            RECV_BUF.with_borrow_mut(|buf| {
+                for _ in 0..64 {
+                    match sys::recv_segments(self.sock.as_raw_fd(), buf) {
+                        Ok((n, seg, from)) => {
+                            let (handled, bell) =
+                                self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
+                            any |= handled;
+                            // A doorbell: a same-node sender queued a signal
+                            // for the progress thread, which must hear of it.
+                            doorbell |= bell;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            });
+        }
+        if doorbell {
+            self.wake.notify();
+        }
+        if any {
+            // Queued before the net lock goes, so that signals received
+            // later cannot overtake these.
+            let queued = !sig.is_empty();
+            if queued {
+                if let Ok(mut d) = self.deferred.lock() {
+                    d.append(&mut sig);
+                }
+            }
+            self.flush(&mut net);
+            self.handle_events(&mut net);
+            drop(net);
+            if queued {
+                self.wake.notify();
+            }
+            self.notify_waiters();
+        }
+    }
+
+    /// Hands the datagrams of one receive (`seg` bytes each) from `from`
+    /// to the endpoint, as coming from the task at that address; drops and
+    /// counts them when no task of the job has it.
+    /// Hands a received batch of datagrams to the endpoint, each with the
+    /// rank its source address belongs to; a datagram from an address of
+    /// no member creates no state and is counted. Returns (any datagram
+    /// handled, a doorbell rang).
+    fn receive(
+        &self,
+        ep: &mut Endpoint,
+        applier: &mut Applier<'_>,
+        data: &[u8],
+        seg: usize,
+        from: Option<SocketAddr>,
+    ) -> (bool, bool) {
+        let src = from
+            .and_then(|a| self.senders.rank(a))
+            .map(|r| TaskId::new(self.job, r));
+        let now = self.now();
+        let mut foreign = 0;
+        let r = crate::shm::split_received(data, seg, |d| match src {
+            Some(_) => ep.handle_datagram_from(now, src, d, applier),
+            None => foreign += 1,
+        });
+        if foreign > 0 {
+            self.foreign.fetch_add(foreign, Ordering::Relaxed);
+        }
+        r
+    }
+
+    pub(super) fn on_progress_thread(&self) -> bool {
+        self.progress_thread.get() == Some(&std::thread::current().id())
+    }
+
+    /// Progress made by the progress thread itself while a signal handler
+    /// it runs waits: nobody else would receive the answer.
+    pub(super) fn step_inline(&self) {
+        let mut buf = vec![0u8; 65_536];
+        let mut sig = Vec::new();
+        let _ = sys::poll_readable(&[self.sock.as_raw_fd()], Some(Duration::from_millis(1)));
+        self.step(&mut buf, &mut sig);
+        if let Ok(mut d) = self.deferred.lock() {
+            d.append(&mut sig);
+        }
+    }
+
+    pub(super) fn handle_events(&self, net: &mut Net) {
+        while let Some(ev) = net.ep.poll_event() {
+            match ev {
+                Event::Completed { op, result } => {
+                    let r = result
+                        .map(|c| match c {
+                            Completion::Done => Reply::Done,
+                            Completion::Value(v) => Reply::Value(v),
+                            Completion::Data(d) => Reply::Data(d),
+                        })
+                        .map_err(|s| status_error(s, op.peer.rank));
+                    match net.reqs.remove(&op) {
+                        Some(st) => st.complete(r, &self.errors),
+                        None => {
+                            if let Err(e) = r {
+                                if let Ok(mut errs) = self.errors.lock() {
+                                    keep_error(&mut errs, e);
+                                }
+                            }
+                        }
+                    }
+                }
+                Event::Multicast {
+                    mcast,
+                    members,
+                    status,
+                } => {
+                    if let Some(st) = net.mreqs.remove(&mcast) {
+                        st.complete(
+                            if status.is_ok() {
+                                Ok(Reply::Members(members))
+                            } else {
+                                Err(Error::Remote(status))
+                            },
+                            &self.errors,
+                        );
+                    }
+                }
+                Event::PeerDown { .. } | Event::PeerUp { .. } => {}
+            }
+        }
+    }
+}

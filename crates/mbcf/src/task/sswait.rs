@@ -1,0 +1,363 @@
+//! SS-Wait (snoopy spin wait): the policy that decides, from the
+//! partner's and the node's state, whether a waiter spins, yields or
+//! blocks, and the pre-wake of tasks about to be handed over to.
+
+use super::{Inner, SsWaitTuning, Task};
+use crate::idm::TaskState;
+use crate::sys::{self};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// What an SS-Waiter does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SsNext {
+    /// The partner runs and there is a CPU for everyone: the flag may
+    /// change any moment, and spinning sees it first.
+    Spin,
+    /// Oversubscribed, partner not blocked: the partner (or the task it
+    /// waits for) needs CPU time to answer, so give ours away and look
+    /// again when we are back. A yield keeps the CPUs busy, where a
+    /// futex wake-up of a blocked task costs an inter-processor interrupt
+    /// and often an idle CPU's wake-up.
+    Yield,
+    /// The partner is blocked: it needs a wake-up before it can answer,
+    /// so our flag is not imminent; yield a few times, then block.
+    YieldThenBlock,
+    /// Oversubscribed, and the partner (on this node) is itself in an
+    /// SS-Wait that nothing has landed in yet: our flag is at least two
+    /// hand-overs away. Block, so the tasks that are about to run have
+    /// the CPUs; the sender whose operation lands in the partner's memory
+    /// wakes us (see [`Inner::prewake`]), one hand-over ahead of time.
+    BlockWhileIdle,
+}
+
+/// A partner as SS-Wait sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Partner {
+    /// Running, or about to: computing, or in a wait something has
+    /// landed in.
+    Busy,
+    /// On this node, in an SS-Wait nothing has landed in yet.
+    Idle,
+    /// Blocked in a wait.
+    Blocked,
+}
+
+/// SS-Wait's decision from the node's and the partner's state.
+fn sswait_next(oversubscribed: bool, partner: Partner) -> SsNext {
+    match (oversubscribed, partner) {
+        (_, Partner::Blocked) => SsNext::YieldThenBlock,
+        (false, _) => SsNext::Spin,
+        (true, Partner::Idle) => SsNext::BlockWhileIdle,
+        (true, Partner::Busy) => SsNext::Yield,
+    }
+}
+
+/// Oversubscription as SS-Wait judges it: more of our job's tasks on
+/// the node not blocked (`active`, the caller included) than CPUs —
+/// exact and current — or, in the daemon's last sample (`page`:
+/// runnable threads, CPUs), more runnable threads than CPUs, which also
+/// counts other programs. The sample alone is not enough: taken while
+/// our tasks were blocked it says "CPUs to spare" for 10 ms after they
+/// all started spinning.
+fn oversubscribed(ncpus: usize, active: usize, page: Option<(u32, u32)>) -> bool {
+    active > ncpus.max(1) || page.is_some_and(|(r, c)| r > c.max(1))
+}
+
+impl Task {
+    /// SS-Wait (snoopy spin wait): waits until `pred` holds for `word`,
+    /// spinning only while `partner` — the task expected to change it —
+    /// runs on a node with a CPU for every runnable thread; on an
+    /// oversubscribed node yielding the CPU (the partner, or the task it
+    /// waits for, needs it to answer), and blocking on the futex while the
+    /// partner is blocked itself. A partner on this node is blocked when
+    /// its control block says so — exact and current, where a sampled
+    /// `/proc` state would be 10 ms old; elsewhere its node daemon's last
+    /// sample tells. The node is oversubscribed when more of the job's
+    /// tasks on it are not blocked than it has CPUs, or when its daemon
+    /// counted more runnable threads than CPUs.
+    ///
+    /// Oversubscribed, a waiter whose partner on this node sits in an
+    /// SS-Wait itself, with nothing landed in it yet, blocks: its flag is
+    /// at least two hand-overs away, and the CPUs are better left to the
+    /// tasks about to run. The sender whose operation lands in the
+    /// partner's memory wakes it (the partner's control block names what
+    /// it waits for), so it is back on a CPU by the time the partner hands
+    /// over. With tasks bound round robin to CPUs ([`Bind`](super::Bind)) that wake-up
+    /// stays on the waker's CPU.
+    ///
+    /// Policy constants: [`SsWaitTuning`] (`SSS_SSWAIT_*` variables).
+    pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
+        let v = word.load(Ordering::Acquire);
+        if pred(v) {
+            return v;
+        }
+        let c = self.inner.ctl.ctl();
+        c.hit.store(0, Ordering::SeqCst);
+        c.waiting_for
+            .store(partner.saturating_add(1), Ordering::SeqCst);
+        let v = self.sswait_loop(word, partner, pred);
+        c.waiting_for.store(0, Ordering::SeqCst);
+        // Nobody on this node saw us about to run (the value came over
+        // udp, or was there already): wake our own waiters now.
+        if c.hit.load(Ordering::SeqCst) == 0 {
+            self.inner.wake_dependents(self.inner.rank);
+        }
+        v
+    }
+
+    fn sswait_loop(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
+        let tune = self.inner.cfg.sswait;
+        let done = || pred(word.load(Ordering::Acquire));
+        loop {
+            let v = word.load(Ordering::Acquire);
+            if pred(v) {
+                return v;
+            }
+            let next = sswait_next(self.inner.oversubscribed(), self.inner.partner(partner));
+            let hit = match next {
+                SsNext::Spin => self.inner.spin_while(partner, &done, tune),
+                SsNext::Yield => self.inner.yield_while(partner, &done, tune),
+                SsNext::BlockWhileIdle => self.inner.block_while_idle(partner, &done, tune),
+                SsNext::YieldThenBlock => {
+                    // A yield is cheaper than a futex sleep and wake-up, and
+                    // the partner may be woken any moment.
+                    let mut got = false;
+                    for _ in 0..tune.yields {
+                        if done() {
+                            got = true;
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                    got || self.inner.block_until(done, Instant::now() + tune.block)
+                }
+            };
+            if hit {
+                return word.load(Ordering::Acquire);
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// True when SS-Wait should not spin here: see [`oversubscribed`].
+    fn oversubscribed(&self) -> bool {
+        let active = 1 + self
+            .peer_ctls
+            .iter()
+            .enumerate()
+            .filter(|&(r, c)| {
+                r != self.rank as usize
+                    && c.as_ref()
+                        .is_some_and(|c| c.ctl().blocked.load(Ordering::Relaxed) == 0)
+            })
+            .count();
+        let cpus = self.cfg.sswait.cpus.unwrap_or(self.ncpus);
+        oversubscribed(cpus, active, self.idm().and_then(|i| i.own_load()))
+    }
+
+    /// True when `partner` is blocked in a wait: from its control block on
+    /// this node, from its node's IDM page elsewhere.
+    fn partner_blocked(&self, partner: u32) -> bool {
+        if let Some(Some(c)) = self.peer_ctls.get(partner as usize) {
+            return c.ctl().blocked.load(Ordering::Relaxed) != 0;
+        }
+        let Some(p) = self.peers.get(partner as usize) else {
+            return true;
+        };
+        matches!(
+            self.node_page(&p.node)
+                .and_then(|d| d.task(self.job, partner))
+                .map(|t| TaskState::from_u32(t.state)),
+            Some(TaskState::Sleeping) | Some(TaskState::Gone)
+        )
+    }
+
+    /// The partner's state for SS-Wait: from its control block on this
+    /// node, from its node's IDM page elsewhere.
+    fn partner(&self, partner: u32) -> Partner {
+        if let Some(Some(c)) = self.peer_ctls.get(partner as usize) {
+            let c = c.ctl();
+            return if c.blocked.load(Ordering::Relaxed) != 0 {
+                Partner::Blocked
+            } else if c.waiting_for.load(Ordering::Relaxed) != 0
+                && c.hit.load(Ordering::Relaxed) == 0
+            {
+                Partner::Idle
+            } else {
+                Partner::Busy
+            };
+        }
+        if self.partner_blocked(partner) {
+            Partner::Blocked
+        } else {
+            Partner::Busy
+        }
+    }
+
+    /// True while a same-node `partner` sits in an SS-Wait nothing has
+    /// landed in (sequentially consistent loads: see [`Self::prewake`]).
+    fn partner_idle(&self, partner: u32) -> bool {
+        self.peer_ctls
+            .get(partner as usize)
+            .and_then(|c| c.as_ref())
+            .is_some_and(|c| {
+                let c = c.ctl();
+                c.waiting_for.load(Ordering::SeqCst) != 0 && c.hit.load(Ordering::SeqCst) == 0
+            })
+    }
+
+    /// SS-Wait's block while the partner is idle: sleeps on our event
+    /// word until `done`, the partner is hit (its sender wakes us), it
+    /// leaves its wait, or `tune.block` passes.
+    fn block_while_idle(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+        let deadline = Instant::now() + tune.block;
+        let c = self.ctl.ctl();
+        loop {
+            if done() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline || !self.partner_idle(partner) {
+                return false;
+            }
+            let seq = c.events.load(Ordering::SeqCst);
+            c.waiters.fetch_add(1, Ordering::SeqCst);
+            c.blocked.fetch_add(1, Ordering::Relaxed);
+            // Re-checked after announcing ourselves: a sender that set
+            // the partner's `hit` before it could see `waiters` is seen
+            // here, one that sets it later wakes us.
+            if !done() && self.partner_idle(partner) {
+                self.idle_blocks.fetch_add(1, Ordering::Relaxed);
+                sys::futex_wait(&c.events, seq, Some(deadline - now));
+            }
+            c.blocked.fetch_sub(1, Ordering::Relaxed);
+            c.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// After an operation landed in same-node `rank`'s memory: if `rank`
+    /// is in an SS-Wait, it is about to run, so the tasks waiting on it
+    /// will be next; wake those that blocked now, from here, while
+    /// `rank` takes its turn, rather than from `rank` when it hands over
+    /// (where the wake-up would delay the hand-over). Once per wait.
+    pub(super) fn prewake(&self, rank: u32) {
+        let Some(Some(x)) = self.peer_ctls.get(rank as usize) else {
+            return;
+        };
+        let x = x.ctl();
+        if x.waiting_for.load(Ordering::Relaxed) == 0
+            || x.hit.load(Ordering::Relaxed) != 0
+            || x.hit.swap(1, Ordering::SeqCst) != 0
+        {
+            return;
+        }
+        self.wake_dependents(rank);
+    }
+
+    /// Wakes this node's tasks blocked in an SS-Wait on `rank`.
+    fn wake_dependents(&self, rank: u32) {
+        for (r, w) in self.peer_ctls.iter().enumerate() {
+            let Some(w) = w else { continue };
+            if r == rank as usize {
+                continue;
+            }
+            let c = w.ctl();
+            if c.waiting_for.load(Ordering::SeqCst) == rank + 1
+                && c.waiters.load(Ordering::SeqCst) > 0
+            {
+                self.prewakes.fetch_add(1, Ordering::Relaxed);
+                w.wake();
+            }
+        }
+    }
+
+    /// SS-Wait with CPUs to spare and the partner awake: spins until
+    /// `done`, the partner blocks, or `tune.spin` passes. A partner on
+    /// this node writes straight into our memory, so the spin reads
+    /// memory only (the socket, polled between turns, delayed the
+    /// hand-over by half a microsecond); for a remote one it receives
+    /// and applies packets as it goes.
+    fn spin_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+        let end = Instant::now() + tune.spin;
+        if !matches!(self.peer_ctls.get(partner as usize), Some(Some(_))) {
+            return self.wait_until(done, Some(end));
+        }
+        if self.maybe_held.load(Ordering::Acquire) {
+            let mut net = self.lock_net();
+            self.flush(&mut net);
+        }
+        let mut k: u32 = 0;
+        loop {
+            if done() {
+                return true;
+            }
+            k = k.wrapping_add(1);
+            if k % 256 == 0 && (self.partner(partner) != Partner::Busy || Instant::now() >= end) {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// SS-Wait on an oversubscribed node with the partner not blocked:
+    /// yields until `done`, the partner blocks, or `tune.yield_for`
+    /// passes (then blocks for up to `tune.block`). Looks at a local
+    /// partner's state after every yield (one load), at the clock and a
+    /// remote partner's state every 64.
+    fn yield_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+        let end = Instant::now() + tune.yield_for;
+        let local = matches!(self.peer_ctls.get(partner as usize), Some(Some(_)));
+        let mut k: u32 = 0;
+        loop {
+            if done() {
+                return true;
+            }
+            k = k.wrapping_add(1);
+            if k % 64 == 0 {
+                if Instant::now() >= end {
+                    return self.block_until(done, Instant::now() + tune.block);
+                }
+                if !local && self.partner_blocked(partner) {
+                    return false;
+                }
+            }
+            if local && self.partner(partner) != Partner::Busy {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sswait_spins_only_with_cpus_to_spare_and_the_partner_awake() {
+        assert_eq!(sswait_next(false, Partner::Busy), SsNext::Spin);
+        assert_eq!(sswait_next(false, Partner::Idle), SsNext::Spin);
+        assert_eq!(sswait_next(true, Partner::Busy), SsNext::Yield);
+        assert_eq!(sswait_next(true, Partner::Idle), SsNext::BlockWhileIdle);
+        assert_eq!(sswait_next(false, Partner::Blocked), SsNext::YieldThenBlock);
+        assert_eq!(sswait_next(true, Partner::Blocked), SsNext::YieldThenBlock);
+    }
+
+    /// Regression: the daemon's sample, taken while the job's tasks were
+    /// blocked, said "CPUs to spare" while all of them spun, and each
+    /// waiter spun through its partner's time slice.
+    #[test]
+    fn the_jobs_own_awake_tasks_count_even_when_the_sample_is_stale() {
+        assert!(oversubscribed(2, 8, Some((1, 2))));
+        assert!(oversubscribed(2, 3, None));
+        assert!(!oversubscribed(2, 2, Some((2, 2))));
+        assert!(!oversubscribed(2, 2, None));
+        // Other programs count through the sample.
+        assert!(oversubscribed(2, 1, Some((3, 2))));
+        // Zero CPUs reported counts as one.
+        assert!(oversubscribed(0, 2, None));
+        assert!(!oversubscribed(4, 1, Some((1, 0))));
+    }
+}

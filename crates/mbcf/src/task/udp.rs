@@ -1,0 +1,214 @@
+//! The `udp` lane: the protocol endpoint over the task's socket,
+//! source-address checks, and sending what the endpoint has due in GSO
+//! batches.
+//!
+//! Reliable and ordered per peer (acknowledged, retransmitted, applied
+//! once in issue order), except operations without flow control, sent
+//! once. It reaches every peer and declines nothing. A tracked operation
+//! completes later: the endpoint reports its completion as an event, and
+//! the progress engine (`progress.rs`, `handle_events`) completes the
+//! request's state, registered here under the same lock.
+
+use super::transport::{Carried, Lane, Submission, TransportKind};
+use super::{Inner, PeerInfo, ReqState};
+use crate::sys::{self};
+use crate::Error;
+use sss_proto::{Endpoint, McastId, OpId, SubmitError};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The rank behind each udp source address, so that a datagram's claimed
+/// source can be checked against where it came from.
+pub(super) struct Senders {
+    by_addr: HashMap<SocketAddr, u32>,
+    /// Tasks bound to an unspecified address are known by port alone.
+    by_port: HashMap<u16, u32>,
+}
+
+impl Senders {
+    pub(super) fn new(peers: &[PeerInfo]) -> Self {
+        let mut s = Self {
+            by_addr: HashMap::new(),
+            by_port: HashMap::new(),
+        };
+        for (r, p) in peers.iter().enumerate() {
+            if p.addr.ip().is_unspecified() {
+                s.by_port.insert(p.addr.port(), r as u32);
+            } else {
+                s.by_addr.insert(p.addr, r as u32);
+            }
+        }
+        s
+    }
+
+    pub(super) fn rank(&self, a: SocketAddr) -> Option<u32> {
+        self.by_addr
+            .get(&a)
+            .or_else(|| self.by_port.get(&a.port()))
+            .copied()
+    }
+}
+
+pub(super) struct Net {
+    pub(super) ep: Endpoint,
+    pub(super) reqs: HashMap<OpId, Arc<ReqState>>,
+    pub(super) mreqs: HashMap<McastId, Arc<ReqState>>,
+    pub(super) out: Vec<u8>,
+    /// xorshift state of the fault injector.
+    pub(super) rng: u64,
+    /// Datagrams gathered for one GSO send.
+    pub(super) batch: Vec<u8>,
+    /// Whether the kernel takes GSO sends.
+    pub(super) gso: bool,
+    /// Operations submitted since the last flush (held back while earlier
+    /// ones are in flight, so they leave in batches).
+    pub(super) held: usize,
+}
+
+impl Net {
+    /// A uniform draw in [0, 1).
+    fn draw(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The `udp` lane. Stateless: the endpoint and the socket are the task's,
+/// shared by every peer.
+pub(super) struct UdpLane;
+
+impl Lane for UdpLane {
+    fn kind(&self) -> TransportKind {
+        TransportKind::Udp
+    }
+
+    fn submit(&self, task: &Inner, sub: &Submission<'_>) -> Result<Carried, Error> {
+        let (rank, dst) = (sub.rank, sub.dst);
+        task.udp_used[rank as usize].store(true, Ordering::Release);
+        let mut net = task.lock_net();
+        // Nagle-like: with earlier operations to this peer still in
+        // flight, hold new packets back (their ack, a timer or a wait will
+        // flush them) so that a stream leaves in GSO batches; an operation
+        // to an idle peer leaves at once.
+        let busy = net.ep.unacked_sent(dst) > 0;
+        let id = loop {
+            match net.ep.submit(task.now(), dst, sub.op, sub.opts) {
+                Ok(id) => break id,
+                Err(SubmitError::WouldBlock) => {
+                    // Whatever was held back for batching must leave now,
+                    // or nothing would ever make room.
+                    task.flush(&mut net);
+                    drop(net);
+                    task.wait_progress();
+                    net = task.lock_net();
+                }
+                Err(SubmitError::PeerDown) => return Err(Error::PeerDown(rank)),
+                Err(SubmitError::Invalid) => {
+                    return Err(Error::Invalid("operation too large or malformed"))
+                }
+                Err(_) => return Err(Error::Invalid("operation refused")),
+            }
+        };
+        let state = sub.tracked.then(|| {
+            let st = ReqState::new(sub.sink);
+            net.reqs.insert(id, st.clone());
+            st
+        });
+        net.held += 1;
+        if !busy || net.held >= 32 || sub.opts.nofc {
+            task.flush(&mut net);
+        } else {
+            task.maybe_held.store(true, Ordering::Release);
+        }
+        drop(net);
+        task.wake_if_needed();
+        Ok(Carried::Pending(state))
+    }
+}
+
+impl Inner {
+    /// Sends everything the endpoint has due, from the calling thread.
+    pub(super) fn flush(&self, net: &mut Net) {
+        let now = self.now();
+        let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
+        net.held = 0;
+        self.maybe_held.store(false, Ordering::Release);
+        let mut batch = std::mem::take(&mut net.batch);
+        batch.clear();
+        let mut to: Option<SocketAddr> = None;
+        let mut seg = 0usize;
+        let mut closed = false;
+        while let Some(dst) = net.ep.poll_transmit(now, &mut net.out) {
+            if dst.job != self.job {
+                continue;
+            }
+            let Some(p) = self.peers.get(dst.rank as usize) else {
+                continue;
+            };
+            let copies = if drop_p > 0.0 && net.draw() < drop_p {
+                0
+            } else if dup_p > 0.0 && net.draw() < dup_p {
+                2
+            } else {
+                1
+            };
+            for _ in 0..copies {
+                let len = net.out.len();
+                // One GSO send carries datagrams of one size to one peer;
+                // only the last may be shorter.
+                let fits = to == Some(p.addr)
+                    && !closed
+                    && len <= seg
+                    && batch.len() + len <= 60_000
+                    && batch.len() / seg.max(1) < 64;
+                if !fits {
+                    self.send_batch(net, &batch, to, seg);
+                    batch.clear();
+                    to = Some(p.addr);
+                    seg = len;
+                    closed = false;
+                }
+                closed |= len < seg;
+                batch.extend_from_slice(&net.out);
+            }
+        }
+        self.send_batch(net, &batch, to, seg);
+        net.batch = batch;
+    }
+
+    /// Sends a batch of equal-size datagrams (the last may be shorter):
+    /// one GSO system call when the kernel allows, else one by one. A full
+    /// socket buffer drops them like the network would; retransmission
+    /// covers it.
+    fn send_batch(&self, net: &mut Net, batch: &[u8], to: Option<SocketAddr>, seg: usize) {
+        let Some(addr) = to else { return };
+        if batch.is_empty() || seg == 0 {
+            return;
+        }
+        if batch.len() > seg && net.gso {
+            match sys::send_gso(self.sock.as_raw_fd(), batch, seg as u16, addr) {
+                Ok(_) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                // No GSO here: fall back for good.
+                Err(_) => net.gso = false,
+            }
+        }
+        for d in batch.chunks(seg) {
+            let _ = self.sock.send_to(d, addr);
+        }
+    }
+
+    /// Wakes the progress thread when the endpoint's next timer is earlier
+    /// than the one it sleeps on.
+    pub(super) fn wake_if_needed(&self) {
+        let t = self.lock_net().ep.poll_timeout().unwrap_or(u64::MAX);
+        if t < self.next_wake.load(Ordering::Acquire) {
+            self.wake.notify();
+        }
+    }
+}
