@@ -857,21 +857,31 @@ fn sswait_two_handovers_away_blocks_and_is_woken_ahead() {
             t1.write(to2, &1u64.to_le_bytes(), Options::default())
                 .unwrap();
         });
+        // Task 2 starts only once task 1 is seen waiting for its partner
+        // (what task 2's SS-Wait reads), however late the scheduler runs it.
+        let ctl1 = sss_mbcf::CtlMap::open_name(&sss_mbcf::ctl_name(t[1].job(), 1)).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while ctl1.ctl().waiting_for.load(Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "task 1 never waited");
+            std::thread::yield_now();
+        }
         let (t2, seg2) = (&t[2], &segs[2]);
         let waiter = s.spawn(move || {
             let before = thread_ticks();
             t2.sswait(seg2.word(0).unwrap(), 1, |v| v == 1);
             thread_ticks() - before
         });
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            t[2].stats().sswait_idle_blocks >= 1,
-            "task 2 did not block while its partner waited"
-        );
-        // Landing in 1's memory wakes 2 ahead of 1's hand-over.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while t[2].stats().sswait_idle_blocks == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let blocked = t[2].stats().sswait_idle_blocks >= 1;
+        // Landing in 1's memory wakes 2 ahead of 1's hand-over (and lets
+        // both waiters go even if the check above failed).
         t[0].write(info[1].at(0), &1u64.to_le_bytes(), Options::default())
             .unwrap();
         let used = waiter.join().unwrap();
+        assert!(blocked, "task 2 did not block while its partner waited");
         assert!(used <= 5, "task 2 burnt {used} ticks waiting");
     });
     assert_eq!(t[0].stats().prewakes, 1);
