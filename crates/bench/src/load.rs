@@ -90,7 +90,7 @@ impl Load {
     }
 }
 
-/// Summarizes snapshots taken every [`PERIOD`]: the overall average and
+/// Summarizes snapshots taken every `PERIOD` (100 ms): the overall average and
 /// the highest average over about a second.
 pub fn summarize(snaps: &[Snapshot], hz: u64) -> (f64, f64) {
     let (Some(first), Some(last)) = (snaps.first(), snaps.last()) else {
