@@ -958,3 +958,27 @@ fn a_stream_of_large_writes_never_stalls() {
         }
     });
 }
+
+/// Regression: a task that left right after receiving a write took its
+/// held-back acknowledgement with it, so the writer retransmitted to
+/// nobody and reported the write failed (`task 0 is down`) although it
+/// had landed. A leaving task now sends its held-back acks first.
+#[test]
+fn a_task_that_leaves_right_after_a_write_acknowledges_it() {
+    let mut cfg = TaskConfig::default();
+    // Held-back acks wait long; the writer gives up fast.
+    cfg.proto.ack_delay = 50_000_000;
+    cfg.proto.initial_rto = 2_000_000;
+    cfg.proto.min_rto = 1_000_000;
+    cfg.proto.max_rto = 4_000_000;
+    cfg.proto.max_retries = 3;
+    let mut t = cluster_with(2, TWO_NODES, cfg);
+    let (segs, info) = seg_all(&t, 4096);
+    t[1].write(info[0].at(0), &1u64.to_le_bytes(), Options::default())
+        .unwrap();
+    t[0].wait_word(segs[0].word(0).unwrap(), |v| v == 1);
+    drop(segs);
+    let writer = t.pop().unwrap();
+    drop(t);
+    assert_eq!(writer.quiet().map_err(|e| e.to_string()), Ok(()));
+}

@@ -186,6 +186,13 @@ impl Drop for Owner {
                 let _ = t.join();
             }
         }
+        // Acks held back for piggybacking go now: peers that wrote last
+        // would retransmit to nobody and take this task for down.
+        {
+            let mut net = self.inner.lock_net();
+            net.ep.flush_acks();
+            self.inner.flush(&mut net);
+        }
         if let Ok(s) = self.inner.segs.read() {
             s.unlink_all();
         }

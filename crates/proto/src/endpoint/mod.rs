@@ -207,6 +207,20 @@ impl Endpoint {
         Ok(i)
     }
 
+    /// Sends every acknowledgement held back hoping to piggyback it, at
+    /// the next [`Endpoint::poll_transmit`]: for a task about to leave,
+    /// whose peers would otherwise retransmit to nobody and take it for
+    /// down.
+    pub fn flush_acks(&mut self) {
+        for ci in 0..self.chans.len() {
+            let c = &mut self.chans[ci];
+            if c.unacked > 0 && !c.down {
+                c.ack_now = true;
+                self.mark_ready(ci);
+            }
+        }
+    }
+
     fn mark_ready(&mut self, ci: usize) {
         let c = &mut self.chans[ci];
         if !c.in_ready {
