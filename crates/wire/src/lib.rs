@@ -80,7 +80,10 @@
 //!   (cumulative ack). Zero otherwise.
 //! - **operation id** (36–39): in requests, the sequence number of the
 //!   operation's first fragment (a per-origin counter for NOFC requests);
-//!   in replies, the id of the request answered.
+//!   in replies, the id of the request answered; in a plain ACK, the
+//!   sender's next sequence number — everything it queued before the ACK
+//!   (a NACK, say) is below it, so the receiver of the ACK knows what to
+//!   wait for (zero: not said).
 //! - **segment key** (40–47): the capability of the target segment (or
 //!   FIFO, or signal table), checked by the receiver before touching memory.
 //! - **remote address** (48–55): the virtual address in the destination

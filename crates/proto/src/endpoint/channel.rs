@@ -91,6 +91,11 @@ pub(super) struct Channel {
     pub(super) ack_now: bool,
     /// Worst status among the fragments of the incoming operation so far.
     pub(super) in_op_status: Status,
+    /// The peer's stream position when it last acknowledged us: it had
+    /// queued everything below it (an unsolicited NACK, say) before. Our
+    /// operations count as in flight until we received that far, so
+    /// QUIET never sees a request done while its NACK is still lost.
+    pub(super) owed_below: u64,
 
     pub(super) in_ready: bool,
     /// Delayed ack, RACK reorder and retransmission/probe deadlines.
@@ -124,6 +129,7 @@ impl Channel {
             unacked: 0,
             ack_now: false,
             in_op_status: Status::Ok,
+            owed_below: 0,
             in_ready: false,
             timers: Timers::default(),
         }
@@ -168,7 +174,7 @@ impl Channel {
         if self.down {
             0
         } else {
-            self.slots.len() + self.pending.len()
+            self.slots.len() + self.pending.len() + usize::from(self.recv_next < self.owed_below)
         }
     }
 
@@ -320,7 +326,9 @@ impl Channel {
                 epoch,
                 seq: 0,
                 ack,
-                op: 0,
+                // Our stream position: everything queued before this ACK
+                // (replies, NACKs) is below it.
+                op: self.next_seq as u32,
                 flags: Flags {
                     nofc: false,
                     status_return: probe,

@@ -64,6 +64,10 @@ pub struct Endpoint {
     due: Vec<usize>,
 }
 
+/// How far past the received stream an ack's position may claim to be
+/// (more than any send buffer holds).
+const OWED_SPAN: u64 = 1 << 24;
+
 impl Endpoint {
     /// An endpoint for task `local`, with `cfg` checked first
     /// ([`Config::validate`]).
@@ -207,6 +211,27 @@ impl Endpoint {
         Ok(i)
     }
 
+    /// Records how far the peer's stream went when it sent `pkt`, an ack:
+    /// a bare ACK says it in its operation id (zero: not said), any other
+    /// sequenced packet stands there itself.
+    fn note_owed(&mut self, ci: usize, pkt: &Packet<'_>) {
+        let c = &mut self.chans[ci];
+        let pos = if pkt.body == Body::Ack && pkt.seq == 0 {
+            if pkt.op == 0 {
+                return;
+            }
+            unwrap_seq(c.recv_next, pkt.op)
+        } else if pkt.flags.nofc {
+            return;
+        } else {
+            unwrap_seq(c.recv_next, pkt.seq) + 1
+        };
+        // A position far past what we received is no stream position.
+        if pos <= c.recv_next.saturating_add(OWED_SPAN) {
+            c.owed_below = c.owed_below.max(pos);
+        }
+    }
+
     /// Sends every acknowledgement held back hoping to piggyback it, at
     /// the next [`Endpoint::poll_transmit`]: for a task about to leave,
     /// whose peers would otherwise retransmit to nobody and take it for
@@ -345,6 +370,7 @@ impl Endpoint {
         }
         if let Some(a) = pkt.ack {
             self.process_ack(ci, now, a, pkt);
+            self.note_owed(ci, pkt);
         }
         if pkt.flags.status_return && pkt.body == Body::Ack {
             self.chans[ci].ack_now = true;
