@@ -12,16 +12,9 @@ use std::time::Duration;
 
 /// Starts `n` tasks, rank i on `nodes[i % len]`.
 fn cluster_with(n: u32, nodes: &[&str], cfg: TaskConfig) -> Vec<Task> {
-    let boots = ThreadBoot::group(n, nodes);
-    let hs: Vec<_> = boots
+    ThreadBoot::join_all(n, nodes, &cfg)
         .into_iter()
-        .map(|b| {
-            let cfg = cfg.clone();
-            std::thread::spawn(move || Task::join(Box::new(b), cfg))
-        })
-        .collect();
-    hs.into_iter()
-        .map(|h| h.join().unwrap().expect("join"))
+        .map(|t| t.expect("join"))
         .collect()
 }
 

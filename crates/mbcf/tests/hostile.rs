@@ -7,16 +7,9 @@
 use sss_mbcf::{Error, Options, Perm, Status, Task, TaskConfig, ThreadBoot};
 
 fn cluster(n: u32, nodes: &[&str], cfg: TaskConfig) -> Vec<Task> {
-    let boots = ThreadBoot::group(n, nodes);
-    let hs: Vec<_> = boots
+    ThreadBoot::join_all(n, nodes, &cfg)
         .into_iter()
-        .map(|b| {
-            let cfg = cfg.clone();
-            std::thread::spawn(move || Task::join(Box::new(b), cfg))
-        })
-        .collect();
-    hs.into_iter()
-        .map(|h| h.join().unwrap().expect("join"))
+        .map(|t| t.expect("join"))
         .collect()
 }
 

@@ -123,12 +123,9 @@ impl Drop for Filler {
 }
 
 fn cluster(n: u32, nodes: &[&str]) -> Result<Vec<Task>, Error> {
-    let boots = ThreadBoot::group(n, nodes);
-    let hs: Vec<_> = boots
+    ThreadBoot::join_all(n, nodes, &TaskConfig::default())
         .into_iter()
-        .map(|b| std::thread::spawn(move || Task::join(Box::new(b), TaskConfig::default())))
-        .collect();
-    hs.into_iter().map(|h| h.join().unwrap()).collect()
+        .collect()
 }
 
 fn assert_full(e: &Error, dir: &Path, what: &str) {

@@ -56,6 +56,23 @@ pub struct ThreadBoot {
 }
 
 impl ThreadBoot {
+    /// Starts a job of `n` tasks that are threads of this process (rank i
+    /// on `nodes[i % nodes.len()]`), each joining with `cfg`; every task's
+    /// outcome, in rank order.
+    pub fn join_all(n: u32, nodes: &[&str], cfg: &TaskConfig) -> Vec<Result<Task, Error>> {
+        let joins: Vec<_> = Self::group(n, nodes)
+            .into_iter()
+            .map(|b| {
+                let cfg = cfg.clone();
+                std::thread::spawn(move || Task::join(Box::new(b), cfg))
+            })
+            .collect();
+        joins
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(Error::Shutdown)))
+            .collect()
+    }
+
     /// `n` bootstraps of one job; rank i sits on `nodes[i % nodes.len()]`.
     pub fn group(n: u32, nodes: &[&str]) -> Vec<ThreadBoot> {
         let shared = Arc::new(TbShared {
