@@ -82,7 +82,7 @@ fn stalled_tasks_and_daemons_heal() {
     let (tx, rx) = mpsc::channel::<Line>();
     for (r, n) in NODES.iter().enumerate() {
         let mut c = one_per_node(job, r, 2, n, server.addr())
-            .apply(&mut Command::new(env!("CARGO_BIN_EXE_sss-stall-probe")))
+            .apply(&mut Command::new(env!("CARGO_BIN_EXE_sss-idm-probe")))
             // Declared down after about a second of silence.
             .env("SSS_RETRIES", "5")
             .env("SSS_RTO_MIN_US", "20000")
