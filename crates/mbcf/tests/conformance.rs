@@ -672,6 +672,10 @@ fn conformance_under_nftables_loss() {
             "idle_progress",
             "--skip",
             "no_flow_control",
+            // Its leaving task acknowledges once and is gone: an ack lost
+            // at random cannot be resent, by construction.
+            "--skip",
+            "a_task_that_leaves_right_after_a_write_acknowledges_it",
         ])
         .env(NETNS_CHILD, "1")
         .output()
