@@ -12,7 +12,17 @@ pub struct Sampler {
     node: String,
     ctls: BTreeMap<String, (u32, u32, CtlMap)>,
     rescanned: Option<Instant>,
+    /// The last few counts of runnable threads, to publish their least.
+    recent: [u32; RECENT],
+    samples: usize,
 }
+
+/// Samples whose least runnable count is published: a count is an
+/// instant's, and threads that run for a moment (a daemon sampling, a
+/// progress thread woken by a timer) would make a node with one spinning
+/// thread per CPU look oversubscribed to SS-Wait, which then yields
+/// where it should spin.
+const RECENT: usize = 4;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
@@ -66,6 +76,8 @@ impl Sampler {
             node: node.to_string(),
             ctls: BTreeMap::new(),
             rescanned: None,
+            recent: [0; RECENT],
+            samples: 0,
         }
     }
 
@@ -119,7 +131,14 @@ impl Sampler {
         d.ncpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let (load, running) = loadavg();
         d.load = load;
-        d.runnable = running;
+        // The count includes us, reading it.
+        self.recent[self.samples % RECENT] = running.saturating_sub(1);
+        self.samples += 1;
+        d.runnable = self.recent[..self.samples.min(RECENT)]
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(0);
         let (t, f) = meminfo();
         d.mem_total_kb = t;
         d.mem_free_kb = f;

@@ -92,7 +92,7 @@ const MAX_WAIT_US: u64 = 10_000_000;
 impl TaskConfig {
     /// Defaults overridden by `SSS_TRANSPORT` (`auto`: shm within a node,
     /// udp across; `udp`: udp everywhere; `shm` means `auto`, as shm cannot
-    /// reach other nodes), `SSS_SPIN_US`, `SSS_SOCKBUF`,
+    /// reach other nodes), `SSS_SPIN_US`, `SSS_SPIN_MAX_US`, `SSS_SOCKBUF`,
     /// `SSS_RETRIES` (retry budget), `SSS_RTO_MIN_US`, `SSS_RTO_MAX_US`,
     /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), SS-Wait's
     /// `SSS_SSWAIT_SPIN_US`, `SSS_SSWAIT_BLOCK_US`, `SSS_SSWAIT_YIELDS`,
@@ -105,6 +105,9 @@ impl TaskConfig {
         let mut c = Self::default();
         if let Some(v) = number("SSS_SPIN_US", 0..=MAX_WAIT_US)? {
             c.spin = Duration::from_micros(v);
+        }
+        if let Some(v) = number("SSS_SPIN_MAX_US", 0..=MAX_WAIT_US)? {
+            c.spin_max = Duration::from_micros(v);
         }
         if let Some(v) = raw("SSS_BIND")? {
             let choices = [

@@ -388,13 +388,24 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
             revents: 0,
         })
         .collect();
-    let ms = timeout.map_or(-1, |d| {
-        // Round up so a 10 µs deadline does not become a busy loop of
-        // zero-millisecond polls.
-        d.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+    // ppoll, not poll: a 200 µs timeout must not become a millisecond.
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    // SAFETY: p is a valid array of p.len() pollfd structures.
-    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+    let tp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: p is a valid array of p.len() pollfd structures; tp is null
+    // or points to a timespec that outlives the call; no signal mask.
+    let r = unsafe {
+        libc::ppoll(
+            p.as_mut_ptr(),
+            p.len() as libc::nfds_t,
+            tp,
+            std::ptr::null(),
+        )
+    };
     if r == -1 {
         let e = io::Error::last_os_error();
         if e.kind() == io::ErrorKind::Interrupted {

@@ -14,7 +14,7 @@ use sss_wire::TaskId;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Instant;
 
@@ -300,9 +300,16 @@ impl Task {
             ctl,
             routes,
             all_local: peer_ctls.iter().all(Option::is_some),
+            local_peers: (0..size)
+                .filter(|&r| r != rank && matches!(peer_ctls.get(r as usize), Some(Some(_))))
+                .collect(),
+            spin_budget: AtomicU64::new(cfg.spin.as_nanos() as u64),
             peer_ctls,
             ncpus,
             next_wake: AtomicU64::new(u64::MAX),
+            spinners: AtomicU32::new(0),
+            sockless: AtomicBool::new(false),
+            wakeups: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             progress_thread: std::sync::OnceLock::new(),
             deferred: Mutex::new(Vec::new()),

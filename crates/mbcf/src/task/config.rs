@@ -10,8 +10,13 @@ use std::time::Duration;
 pub struct TaskConfig {
     /// Protocol tunables.
     pub proto: Config,
-    /// How long a waiter spins before it blocks (`SSS_SPIN_US`, default 50).
+    /// How long a waiter spins at least before it blocks (`SSS_SPIN_US`,
+    /// default 50); 0 blocks at once.
     pub spin: Duration,
+    /// How long a waiter spins at most (`SSS_SPIN_MAX_US`, default 1000):
+    /// waits that blocked and were answered soon after lengthen the spin
+    /// up to this, long waits shorten it again.
+    pub spin_max: Duration,
     /// Socket buffer size in bytes (`SSS_SOCKBUF`, default 4 MiB).
     pub sockbuf: i32,
     /// Transport choice (`SSS_TRANSPORT=auto|udp|shm`).
@@ -104,6 +109,7 @@ impl Default for TaskConfig {
         Self {
             proto: Config::default(),
             spin: Duration::from_micros(50),
+            spin_max: Duration::from_micros(1000),
             sockbuf: 4 << 20,
             transport: Transport::Auto,
             fault_drop: 0.0,

@@ -15,7 +15,7 @@ use crate::sys::{self, EventFd};
 use crate::Error;
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -94,6 +94,12 @@ pub struct TaskStats {
     /// Out-of-order datagrams dropped over the reorder budget (they come
     /// again).
     pub reorder_dropped: u64,
+    /// Times the progress thread was woken by a datagram or a ring (a
+    /// doorbell, a hand-back, an earlier timer), not counting its own
+    /// timers. While a waiter spins it receives for itself and the
+    /// progress thread sleeps: a round trip between spinning waiters
+    /// wakes no progress thread.
+    pub progress_wakeups: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -127,6 +133,11 @@ pub(crate) struct Inner {
     routes: Vec<Route>,
     /// Their control blocks, read without the peer's lock (SS-Wait).
     peer_ctls: Vec<Option<Arc<CtlMap>>>,
+    /// The other ranks with a control block in `peer_ctls`.
+    local_peers: Vec<u32>,
+    /// How long the next default wait spins before it blocks (ns):
+    /// adapted between `cfg.spin` and `cfg.spin_max` (see `wait.rs`).
+    spin_budget: AtomicU64,
     /// Every task of the job is on this node: answers land in memory, so
     /// a spinning waiter need not poll the socket (the progress thread
     /// still serves it).
@@ -135,6 +146,14 @@ pub(crate) struct Inner {
     /// files, far too slow for every wait.
     ncpus: usize,
     next_wake: AtomicU64,
+    /// Application threads spinning in a wait that receive from the
+    /// socket themselves; while there are any, the progress thread leaves
+    /// the socket to them (see [`wait::Claim`]).
+    spinners: AtomicU32,
+    /// The progress thread sleeps without watching the socket.
+    sockless: AtomicBool,
+    /// See [`TaskStats::progress_wakeups`].
+    wakeups: AtomicU64,
     shutdown: AtomicBool,
     progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
     /// Signals collected by inline progress, run by the progress loop.
@@ -306,6 +325,7 @@ impl Task {
             prewakes: self.inner.prewakes.load(Ordering::Relaxed),
             foreign: s.not_member + self.inner.foreign.load(Ordering::Relaxed),
             reorder_dropped: s.reorder_dropped,
+            progress_wakeups: self.inner.wakeups.load(Ordering::Relaxed),
         }
     }
 }

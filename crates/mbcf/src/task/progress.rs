@@ -15,6 +15,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long the progress thread, leaving the socket to a spinning waiter,
+/// sleeps before it looks whether the waiter returned. A waiter that
+/// returns does not ring (that would cost the wake-up saved), so a
+/// datagram arriving after its wait may wait this long while the
+/// application computes; a waiter that blocks instead rings at once.
+const HAND_BACK: Duration = Duration::from_micros(200);
+
 /// The progress thread: receives, applies, acknowledges, retransmits, and
 /// runs signal handlers. Blocks in poll when there is nothing to do.
 pub(super) fn progress(inner: Arc<Inner>) {
@@ -29,11 +36,28 @@ pub(super) fn progress(inner: Arc<Inner>) {
         _owner: None,
     };
     while !inner.shutdown.load(Ordering::SeqCst) {
-        let next = inner.lock_net().ep.poll_timeout();
+        // While a waiter spins it receives for itself: leave it the
+        // socket, or every datagram would wake this thread too (the
+        // kernel wakes all pollers before anyone reads). Pairs with
+        // `Claim::drop`: either it sees `sockless` and rings, or we see
+        // its claim gone.
+        inner.sockless.store(true, Ordering::SeqCst);
+        let claimed = inner.spinners.load(Ordering::SeqCst) > 0;
+        if !claimed {
+            inner.sockless.store(false, Ordering::SeqCst);
+        }
+        let now = inner.now();
+        let mut next = inner.lock_net().ep.poll_timeout();
+        if claimed {
+            // A waiter that returns gives the socket back without a
+            // wake-up; look again this often.
+            let back = now + HAND_BACK.as_nanos() as u64;
+            next = Some(next.map_or(back, |t| t.min(back)));
+        }
         inner
             .next_wake
             .store(next.unwrap_or(u64::MAX), Ordering::Release);
-        let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(inner.now())));
+        let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(now)));
         if inner.idm().is_some() {
             // Look at node liveness now and then even when idle.
             timeout = Some(timeout.map_or(Duration::from_millis(50), |t| {
@@ -49,10 +73,15 @@ pub(super) fn progress(inner: Arc<Inner>) {
             // A signal queued before the flag was visible gets no doorbell:
             // look at the ring once more before sleeping.
             if inner.ctl.signal_ring().len() == 0 {
-                let _ = sys::poll_readable(&[sock_fd, wake_fd], timeout);
+                let fds = [wake_fd, sock_fd];
+                let ready = sys::poll_readable(if claimed { &fds[..1] } else { &fds }, timeout);
+                if ready.is_ok_and(|r| r.contains(&true)) {
+                    inner.wakeups.fetch_add(1, Ordering::Relaxed);
+                }
             }
             c.progress_asleep.store(0, Ordering::SeqCst);
         }
+        inner.sockless.store(false, Ordering::SeqCst);
         inner.wake.drain();
         if inner.shutdown.load(Ordering::SeqCst) {
             break;
@@ -174,6 +203,13 @@ impl Inner {
                     }
                 }
             });
+            // A waiter that owns the socket also runs what is due: the
+            // progress thread sleeps on longer timers meanwhile.
+            let now = self.now();
+            if net.ep.poll_timeout().is_some_and(|t| t <= now) {
+                net.ep.handle_timeout(now);
+                any = true;
+            }
         }
         if doorbell {
             self.wake.notify();

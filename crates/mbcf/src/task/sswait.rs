@@ -143,18 +143,34 @@ impl Task {
 impl Inner {
     /// True when SS-Wait should not spin here: see [`oversubscribed`].
     fn oversubscribed(&self) -> bool {
-        let active = 1 + self
-            .peer_ctls
-            .iter()
-            .enumerate()
-            .filter(|&(r, c)| {
-                r != self.rank as usize
-                    && c.as_ref()
-                        .is_some_and(|c| c.ctl().blocked.load(Ordering::Relaxed) == 0)
-            })
-            .count();
         let cpus = self.cfg.sswait.cpus.unwrap_or(self.ncpus);
-        oversubscribed(cpus, active, self.idm().and_then(|i| i.own_load()))
+        oversubscribed(
+            cpus,
+            self.own_active(),
+            self.idm().and_then(|i| i.own_load()),
+        )
+    }
+
+    /// True when more of the job's tasks on this node are awake than it
+    /// has CPUs: exact and current, unlike the daemon's sample, whose
+    /// instant counts on a busy node catch kernel threads and daemons
+    /// running for a moment (the default wait goes by this alone).
+    pub(super) fn crowded(&self) -> bool {
+        let cpus = self.cfg.sswait.cpus.unwrap_or(self.ncpus);
+        oversubscribed(cpus, self.own_active(), None)
+    }
+
+    /// The job's tasks on this node not blocked in a wait, this one
+    /// included.
+    fn own_active(&self) -> usize {
+        1 + self
+            .local_peers
+            .iter()
+            .filter(|&&r| {
+                matches!(self.peer_ctls.get(r as usize), Some(Some(c))
+                    if c.ctl().blocked.load(Ordering::Relaxed) == 0)
+            })
+            .count()
     }
 
     /// True when `partner` is blocked in a wait: from its control block on

@@ -62,14 +62,17 @@ impl Task {
         policy: WaitPolicy,
     ) -> u64 {
         match policy {
-            WaitPolicy::Spin => loop {
-                let v = word.load(Ordering::Acquire);
-                if pred(v) {
-                    return v;
+            WaitPolicy::Spin => {
+                let _claim = self.inner.claim_socket();
+                loop {
+                    let v = word.load(Ordering::Acquire);
+                    if pred(v) {
+                        return v;
+                    }
+                    self.inner.try_step();
+                    std::hint::spin_loop();
                 }
-                self.inner.try_step();
-                std::hint::spin_loop();
-            },
+            }
             WaitPolicy::Block => {
                 self.inner.block_until(
                     || pred(word.load(Ordering::Acquire)),
@@ -82,7 +85,44 @@ impl Task {
     }
 }
 
+/// An application thread's claim on the task's socket while it spins in a
+/// wait, receiving and applying for itself: the progress thread stops
+/// polling the socket (see `progress.rs`), so a datagram wakes nobody.
+pub(super) struct Claim<'a> {
+    inner: &'a Inner,
+    /// Ring the progress thread when the last claim goes.
+    hand_back: bool,
+}
+
+impl Claim<'_> {
+    /// Gives the socket back before blocking: the progress thread must
+    /// watch it from now on, so it is rung if nobody else spins.
+    pub(super) fn hand_back(mut self) {
+        self.hand_back = true;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let last = self.inner.spinners.fetch_sub(1, Ordering::SeqCst) == 1;
+        // A waiter that got what it waited for returns without a wake-up;
+        // the progress thread looks again within its hand-back period.
+        if last && self.hand_back && self.inner.sockless.load(Ordering::SeqCst) {
+            self.inner.wake.notify();
+        }
+    }
+}
+
 impl Inner {
+    /// Claims the socket for a spinning waiter.
+    pub(super) fn claim_socket(&self) -> Claim<'_> {
+        self.spinners.fetch_add(1, Ordering::SeqCst);
+        Claim {
+            inner: self,
+            hand_back: false,
+        }
+    }
+
     /// Blocks until the progress thread did some work (or a short while).
     pub(super) fn wait_progress(&self) {
         if self.on_progress_thread() {
@@ -95,8 +135,18 @@ impl Inner {
         self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Spins for the configured time, then blocks on the event word until
-    /// `cond` holds or `deadline` passes. Returns whether `cond` held.
+    /// The default wait: SS-Wait's policy without a named partner. With a
+    /// CPU for every runnable thread it spins (receiving and applying for
+    /// itself, see [`Claim`]) for the adaptive spin budget, then blocks on
+    /// the event word; on an oversubscribed node it yields instead of
+    /// spinning, for at most SS-Wait's `yield_for`, then blocks. Returns
+    /// whether `cond` held before `deadline`.
+    ///
+    /// The budget (between `cfg.spin` and `cfg.spin_max`) grows to twice
+    /// a wait that blocked but was answered within `spin_max`, and halves
+    /// after a longer one. Without it, one late answer can lock two
+    /// ping-ponging tasks into blocking for good: each wake-up takes longer
+    /// than the other side's spin, so every answer comes after it blocked.
     pub(super) fn wait_until(
         &self,
         mut cond: impl FnMut() -> bool,
@@ -120,34 +170,87 @@ impl Inner {
                 self.step_inline();
             }
         }
-        let spin_end = Instant::now() + self.cfg.spin;
+        if cond() {
+            return true;
+        }
+        let start = Instant::now();
+        let adaptive = !self.cfg.spin.is_zero();
+        if adaptive {
+            let over = self.crowded();
+            let budget = if over {
+                self.cfg.sswait.yield_for
+            } else {
+                Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed))
+            };
+            if let Some(held) = self.spin_phase(&mut cond, start + budget, deadline, over) {
+                return held;
+            }
+        }
+        let held = self.block_phase(&mut cond, deadline);
+        if adaptive && held && !self.crowded() {
+            self.adapt_spin(start.elapsed());
+        }
+        held
+    }
+
+    /// Spins (or yields, when `yielding`) until `cond`, `deadline`
+    /// (`Some(false)`) or `end` (`None`: block now). Memory is checked on
+    /// every turn; the socket and the clock, which cost a system call or
+    /// a vDSO read, every 16th: on one node the answer lands in memory
+    /// and every turn counts.
+    fn spin_phase(
+        &self,
+        cond: &mut impl FnMut() -> bool,
+        end: Instant,
+        deadline: Option<Instant>,
+        yielding: bool,
+    ) -> Option<bool> {
+        // While spinning, receive and apply ourselves: the answer we wait
+        // for is usually in the socket before the progress thread could be
+        // scheduled to fetch it. Not when every peer writes straight into
+        // our memory: the system call only delays seeing it, and the
+        // progress thread keeps the socket.
+        let claim = (!self.all_local).then(|| self.claim_socket());
         let mut spins: u32 = 0;
         loop {
             if cond() {
-                return true;
+                return Some(true);
             }
-            // Memory is checked on every turn; the socket and the clock,
-            // which cost a system call or a vDSO read, every 16th: on one
-            // node the answer lands in memory and every turn counts.
             spins = spins.wrapping_add(1);
-            if spins % 16 != 1 {
+            // A yield costs more than a look at the socket and the clock.
+            if !yielding && spins % 16 != 1 {
                 std::hint::spin_loop();
                 continue;
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return false;
+                return Some(false);
             }
-            if now < spin_end {
-                // While spinning, receive and apply ourselves: the answer we
-                // wait for is usually in the socket before the progress
-                // thread could be scheduled to fetch it. Not when every
-                // peer writes straight into our memory: the system call
-                // only delays seeing it.
-                if !self.all_local {
-                    self.try_step();
+            if now >= end {
+                if let Some(c) = claim {
+                    c.hand_back();
                 }
-                continue;
+                return None;
+            }
+            if claim.is_some() {
+                self.try_step();
+            }
+            if yielding {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Blocks on the event word until `cond` or `deadline`: every applied
+    /// operation and completion bumps it and wakes us.
+    fn block_phase(&self, cond: &mut impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        loop {
+            if cond() {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return false;
             }
             let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
             if cond() {
@@ -155,8 +258,7 @@ impl Inner {
             }
             self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
             self.ctl.ctl().blocked.fetch_add(1, Ordering::Relaxed);
-            // The timeout is a safety net only: every applied operation and
-            // completion bumps `events` and wakes us.
+            // The timeout is a safety net only.
             let mut t = Duration::from_millis(20);
             if let Some(d) = deadline {
                 t = t.min(d.saturating_duration_since(now));
@@ -167,6 +269,18 @@ impl Inner {
         }
     }
 
+    /// Adapts the spin budget to a wait of `took` that had to block.
+    fn adapt_spin(&self, took: Duration) {
+        let (lo, hi) = (self.cfg.spin, self.cfg.spin_max.max(self.cfg.spin));
+        let cur = Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed));
+        let next = if took <= hi {
+            cur.max(took * 2).min(hi)
+        } else {
+            (cur / 2).max(lo)
+        };
+        self.spin_budget
+            .store(next.as_nanos() as u64, Ordering::Relaxed);
+    }
     /// Blocks (no spinning) until `cond` or `deadline`.
     pub(super) fn block_until(&self, mut cond: impl FnMut() -> bool, deadline: Instant) -> bool {
         loop {
