@@ -14,7 +14,7 @@
 pub mod gossip;
 pub mod sample;
 
-use sss_mbcf::idm::{Idm, NodeData, IDM_NODES, NODE_DOWN, NODE_VALID};
+use sss_mbcf::idm::{Idm, IdmWriter, NodeData, IDM_NODES, NODE_DOWN, NODE_VALID};
 use sss_mbcf::nofc;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -71,7 +71,7 @@ pub fn running_daemon(node: &str) -> Option<u32> {
 /// The daemon state.
 pub struct Daemon {
     cfg: DaemonConfig,
-    idm: Idm,
+    idm: IdmWriter,
     sock: nofc::Socket,
     /// Gossip writes accepted by the socket whose payload was not a page
     /// of its sender's node.
@@ -99,7 +99,7 @@ impl Daemon {
             gossip::INBOX,
         )
         .map_err(io("binding the gossip socket"))?;
-        let idm = Idm::create(&cfg.node).map_err(io("creating the IDM file"))?;
+        let idm = IdmWriter::create(&cfg.node).map_err(io("creating the IDM file"))?;
         idm.set_self_slot(0);
         Ok(Self {
             peers: cfg.peers.iter().copied().collect(),
@@ -153,7 +153,7 @@ impl Daemon {
                 None => {}
             }
         }
-        Idm::unlink(&self.cfg.node);
+        IdmWriter::unlink(&self.cfg.node);
     }
 
     /// Gossip datagrams refused so far: not gossip writes for a daemon

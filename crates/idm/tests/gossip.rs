@@ -54,7 +54,11 @@ fn hostile_datagrams_are_refused_and_counted_and_good_gossip_still_lands() {
         write(me, gossip::INBOX.dst, gossip::GOSSIP_KEY ^ 1),
         write(me, TaskId::new(0, 5), gossip::GOSSIP_KEY),
         // A page of `peer` claimed by another node's daemon.
-        write(gossip::daemon_id("liar"), gossip::INBOX.dst, gossip::GOSSIP_KEY),
+        write(
+            gossip::daemon_id("liar"),
+            gossip::INBOX.dst,
+            gossip::GOSSIP_KEY,
+        ),
     ];
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     for b in &hostile {

@@ -146,17 +146,17 @@ fn write_at(path: &std::path::Path, off: u64, bytes: &[u8]) {
 /// number of tries.
 #[test]
 fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
-    use sss_mbcf::idm::{idm_name, Idm, NodeData, NODE_VALID, SLOT_BYTES};
+    use sss_mbcf::idm::{idm_name, Idm, IdmWriter, NodeData, NODE_VALID, SLOT_BYTES};
     /// Removes the IDM file however the test ends.
     struct Unlink(String);
     impl Drop for Unlink {
         fn drop(&mut self) {
-            Idm::unlink(&self.0);
+            IdmWriter::unlink(&self.0);
         }
     }
     let node = format!("test-stale-{}", std::process::id());
     let _unlink = Unlink(node.clone());
-    let daemon = Idm::create(&node).expect("create the IDM file");
+    let daemon = IdmWriter::create(&node).expect("create the IDM file");
     let mut d = NodeData {
         flags: NODE_VALID,
         ..NodeData::default()
