@@ -1,10 +1,12 @@
-//! Fuzz target for `sss_idm::gossip::decode`, which takes node pages from
-//! any datagram that reaches a daemon's port.
+//! Fuzz target for what a node daemon does with any datagram that reaches
+//! its port: `sss_mbcf::nofc::decode` (the MBCF check every no-flow-control
+//! WRITE outside a job goes through), then `sss_idm::gossip::page`.
 //!
-//! Any input must decode or be refused without panicking. An accepted page
-//! must carry its sender's name, its accessors (what the daemon, `sss
-//! status` and SS-Wait read) must not panic, and it must survive another
-//! trip over the wire unchanged.
+//! Any input must decode or be refused without panicking. An accepted
+//! WRITE must be a well-formed no-flow-control WRITE for the daemon's
+//! inbox; an accepted page must carry its sender's name, its accessors
+//! (what the daemon, `sss status` and SS-Wait read) must not panic, and it
+//! must survive another trip over the wire unchanged.
 //!
 //! As in `parse`, each input is also tried with its CRC-32C repaired, so
 //! mutations get past the checksum to the gossip checks behind it. An input
@@ -15,8 +17,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sss_idm::gossip::{daemon_id, decode, encode};
+use sss_idm::gossip::{daemon_id, decode, encode, page, INBOX};
 use sss_mbcf::idm::{NodeData, TaskState, IDM_TASKS};
+use sss_mbcf::nofc;
 use sss_wire::HEADER_LEN;
 
 fuzz_target!(|data: &[u8]| {
@@ -40,10 +43,21 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn check(data: &[u8]) {
-    let Some(d) = decode(data) else {
+    let Ok(w) = nofc::decode(data, &INBOX) else {
+        assert_eq!(decode(data), None, "a refused datagram gave a page");
         return;
     };
     let p = sss_wire::Packet::parse(data).expect("decode accepted an unparsable datagram");
+    assert!(p.flags.nofc && !p.flags.status_return && p.ack.is_none());
+    assert_eq!((p.dst, p.key), (INBOX.dst, INBOX.key), "not for the inbox");
+    assert_eq!((w.src, w.addr, w.payload), (p.src, p.addr, p.payload));
+    // What an accepted WRITE carries goes back on the wire unchanged.
+    assert_eq!(nofc::decode(&nofc::encode(&w).expect("re-encode"), &INBOX), Ok(w));
+    let Some(d) = page(&w) else {
+        assert_eq!(decode(data), None);
+        return;
+    };
+    assert_eq!(decode(data), Some(d));
     assert_eq!(p.src, daemon_id(d.name()), "page not from its own node");
     let _ = (d.is_up(), d.oversubscribed());
     let listed = &d.tasks[..(d.ntasks as usize).min(IDM_TASKS)];

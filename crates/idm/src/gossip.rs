@@ -1,13 +1,23 @@
-//! Gossip packets: a node page carried as a no-flow-control MBCF WRITE
-//! from one daemon to another (job 0 is the system's; a daemon's rank is
-//! the FNV-1a hash of its node name). The key is public: pages are
-//! disclosed information by design.
+//! What is IDM's own in gossip: a node page carried as the payload of a
+//! no-flow-control MBCF WRITE ([`sss_mbcf::nofc`], which builds and checks
+//! the packet) from one daemon to another. Job 0 is the system's; a
+//! daemon's rank is the FNV-1a hash of its node name, and rank 0 stands
+//! for whichever daemon receives the datagram (a daemon knows its peers
+//! by address only). The key is public: pages are disclosed information
+//! by design.
 
 use sss_mbcf::idm::NodeData;
-use sss_wire::{Body, Flags, Frag, Packet, Status, TaskId};
+use sss_mbcf::nofc::{self, Inbox, Write};
+use sss_mbcf::TaskId;
 
 /// Key of gossip writes.
 pub const GOSSIP_KEY: u64 = 0x5353_4944_474f_5353;
+
+/// What a daemon accepts: gossip writes to any daemon.
+pub const INBOX: Inbox = Inbox {
+    dst: TaskId::new(0, 0),
+    key: GOSSIP_KEY,
+};
 
 /// The daemon id of a node.
 pub fn daemon_id(node: &str) -> TaskId {
@@ -17,35 +27,29 @@ pub fn daemon_id(node: &str) -> TaskId {
 /// A gossip datagram carrying `page`.
 pub fn encode(node: &str, page: &NodeData) -> Vec<u8> {
     let payload = page.to_bytes();
-    let p = Packet {
+    nofc::encode(&Write {
         src: daemon_id(node),
-        dst: TaskId::new(0, 0),
-        epoch: 0,
-        seq: 0,
-        ack: None,
-        op: 0,
-        flags: Flags {
-            nofc: true,
-            status_return: false,
-        },
-        status: Status::Ok,
-        key: GOSSIP_KEY,
+        dst: INBOX.dst,
+        key: INBOX.key,
         addr: 0,
-        frag: Frag::SINGLE,
-        body: Body::Write { notify: None },
         payload: &payload,
-    };
-    p.to_vec().unwrap_or_default()
+    })
+    .unwrap_or_default()
+}
+
+/// The page a gossip write carries: `None` unless the payload is a page,
+/// written at 0, by its own node's daemon.
+pub fn page(w: &Write<'_>) -> Option<NodeData> {
+    if w.addr != 0 {
+        return None;
+    }
+    let page = NodeData::from_bytes(w.payload)?;
+    (w.src == daemon_id(page.name())).then_some(page)
 }
 
 /// The page in a gossip datagram; `None` for anything else.
 pub fn decode(b: &[u8]) -> Option<NodeData> {
-    let p = Packet::parse(b).ok()?;
-    if p.key != GOSSIP_KEY || !p.flags.nofc || p.body != (Body::Write { notify: None }) {
-        return None;
-    }
-    let page = NodeData::from_bytes(p.payload)?;
-    (p.src == daemon_id(page.name())).then_some(page)
+    page(&nofc::decode(b, &INBOX).ok()?)
 }
 
 #[cfg(test)]

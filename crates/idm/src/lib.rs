@@ -4,8 +4,9 @@
 //! pages, and marks a node down when its gossip stops.
 //!
 //! The page layout and the lock-free reader live in `sss_mbcf::idm`, so
-//! tasks read pages without this crate. Here: sampling `/proc`
-//! ([`sample`]), the gossip packets ([`gossip`]), and the daemon loop
+//! tasks read pages without this crate, and the packets and their socket
+//! in `sss_mbcf::nofc`. Here: sampling `/proc` and the local tasks
+//! ([`sample`]), what gossip carries ([`gossip`]), and the daemon loop
 //! ([`Daemon`]).
 
 #![deny(unsafe_code)]
@@ -13,9 +14,10 @@
 pub mod gossip;
 pub mod sample;
 
-use sss_mbcf::idm::{Idm, NodeData, IDM_NODES, NODE_DOWN, NODE_VALID};
+use sss_mbcf::idm::{Idm, IdmWriter, NodeData, IDM_NODES, NODE_DOWN, NODE_VALID};
+use sss_mbcf::nofc;
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// Default UDP port of the daemons.
@@ -69,8 +71,11 @@ pub fn running_daemon(node: &str) -> Option<u32> {
 /// The daemon state.
 pub struct Daemon {
     cfg: DaemonConfig,
-    idm: Idm,
-    sock: UdpSocket,
+    idm: IdmWriter,
+    sock: nofc::Socket,
+    /// Gossip writes accepted by the socket whose payload was not a page
+    /// of its sender's node.
+    bad_pages: u64,
     peers: BTreeSet<SocketAddr>,
     sampler: sample::Sampler,
     start: Instant,
@@ -88,11 +93,13 @@ impl Daemon {
             let what = what.to_string();
             move |source| DaemonError::Io { what, source }
         };
-        let sock = UdpSocket::bind((cfg.node.as_str(), cfg.port))
-            .map_err(io("binding the gossip socket"))?;
-        sock.set_read_timeout(Some(cfg.sample))
-            .map_err(io("socket timeout"))?;
-        let idm = Idm::create(&cfg.node).map_err(io("creating the IDM file"))?;
+        let sock = nofc::Socket::bind(
+            (cfg.node.as_str(), cfg.port),
+            gossip::daemon_id(&cfg.node),
+            gossip::INBOX,
+        )
+        .map_err(io("binding the gossip socket"))?;
+        let idm = IdmWriter::create(&cfg.node).map_err(io("creating the IDM file"))?;
         idm.set_self_slot(0);
         Ok(Self {
             peers: cfg.peers.iter().copied().collect(),
@@ -100,6 +107,7 @@ impl Daemon {
             cfg,
             idm,
             sock,
+            bad_pages: 0,
             start: Instant::now(),
         })
     }
@@ -112,7 +120,6 @@ impl Daemon {
     pub fn run(&mut self, stop: impl Fn() -> bool) {
         let mut last_gossip = Instant::now() - self.cfg.gossip;
         let mut last_sample = Instant::now() - self.cfg.sample;
-        let mut buf = vec![0u8; 4096];
         while !stop() {
             if last_sample.elapsed() >= self.cfg.sample {
                 last_sample = Instant::now();
@@ -122,27 +129,42 @@ impl Daemon {
                 self.mark_silent_nodes();
                 if last_gossip.elapsed() >= self.cfg.gossip {
                     last_gossip = Instant::now();
-                    let pkt = gossip::encode(&self.cfg.node, &page);
-                    for p in &self.peers {
+                    let payload = page.to_bytes();
+                    let (dst, key) = (gossip::INBOX.dst, gossip::INBOX.key);
+                    for &p in &self.peers {
                         // Lost gossip is fine: the next round repeats it.
-                        let _ = self.sock.send_to(&pkt, p);
+                        let _ = self.sock.send(p, dst, key, 0, &payload);
                     }
                 }
             }
             let wait = self.cfg.sample.saturating_sub(last_sample.elapsed());
-            let _ = self
+            let got = self
                 .sock
-                .set_read_timeout(Some(wait.max(Duration::from_micros(200))));
-            if let Ok((n, from)) = self.sock.recv_from(&mut buf) {
-                if let Some(page) = gossip::decode(&buf[..n]) {
+                .recv(wait.max(Duration::from_micros(200)))
+                .map(|(from, w)| (from, gossip::page(&w)));
+            match got {
+                Some((from, Some(page))) => {
                     self.store_remote(page);
                     // Answer gossip even from a daemon that was not on
                     // our list: knowing one node is enough to join.
                     self.peers.insert(from);
                 }
+                Some((_, None)) => self.bad_pages += 1,
+                None => {}
             }
         }
-        Idm::unlink(&self.cfg.node);
+        IdmWriter::unlink(&self.cfg.node);
+    }
+
+    /// Gossip datagrams refused so far: not gossip writes for a daemon
+    /// (counted by the socket), or not a page of their sender's node.
+    pub fn refused(&self) -> u64 {
+        self.sock.counters().refused() + self.bad_pages
+    }
+
+    /// The address gossip is received on.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
     }
 
     fn store_remote(&mut self, mut page: NodeData) {

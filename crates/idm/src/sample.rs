@@ -2,15 +2,14 @@
 //! blocks (`/dev/shm/sss-<job>-<rank>-ctl`).
 
 use sss_mbcf::idm::{NodeData, TaskEntry, TaskState, IDM_TASKS, NODE_VALID};
-use sss_mbcf::CtlMap;
+use sss_mbcf::node::{self, TaskView};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Remembers the control blocks of local tasks between samples.
 pub struct Sampler {
     node: String,
-    ctls: BTreeMap<String, (u32, u32, CtlMap)>,
+    views: BTreeMap<(u32, u32), TaskView>,
     rescanned: Option<Instant>,
     /// The last few counts of runnable threads, to publish their least.
     recent: [u32; RECENT],
@@ -74,7 +73,7 @@ impl Sampler {
     pub fn new(node: &str) -> Self {
         Self {
             node: node.to_string(),
-            ctls: BTreeMap::new(),
+            views: BTreeMap::new(),
             rescanned: None,
             recent: [0; RECENT],
             samples: 0,
@@ -82,36 +81,20 @@ impl Sampler {
     }
 
     fn rescan(&mut self) {
-        let Ok(dir) = sss_mbcf::shm_dir().and_then(std::fs::read_dir) else {
+        let Ok(tasks) = node::tasks() else {
             return;
         };
-        let mut seen = Vec::new();
-        for e in dir.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(rest) = name
-                .strip_prefix("sss-")
-                .and_then(|r| r.strip_suffix("-ctl"))
-            else {
-                continue;
-            };
-            let mut it = rest.split('-');
-            let (Some(job), Some(rank)) = (
-                it.next().and_then(|j| j.parse::<u32>().ok()),
-                it.next().and_then(|r| r.parse::<u32>().ok()),
-            ) else {
-                continue;
-            };
-            seen.push(name.clone());
-            if self.ctls.contains_key(&name) {
+        for &(job, rank) in &tasks {
+            if self.views.contains_key(&(job, rank)) {
                 continue;
             }
-            if let Ok(c) = CtlMap::open_name(&name) {
-                if c.node() == self.node {
-                    self.ctls.insert(name, (job, rank, c));
+            if let Ok(v) = TaskView::open(job, rank) {
+                if v.node() == self.node {
+                    self.views.insert((job, rank), v);
                 }
             }
         }
-        self.ctls.retain(|k, _| seen.contains(k));
+        self.views.retain(|k, _| tasks.binary_search(k).is_ok());
     }
 
     /// This node's page now.
@@ -147,27 +130,26 @@ impl Sampler {
             .map_or(0, |x| x.as_nanos() as u64);
         let over = d.runnable > d.ncpus;
         let mut n = 0;
-        for (job, rank, c) in self.ctls.values() {
-            let ctl = c.ctl();
-            let pid = ctl.pid;
+        for v in self.views.values() {
+            let pid = v.pid();
             let state = match proc_state(pid) {
                 Some('R') if over => TaskState::Runnable,
                 Some('R') => TaskState::Running,
                 Some('S') | Some('D') | Some('I') => TaskState::Sleeping,
                 _ => TaskState::Gone,
             };
-            d.packets += ctl.packets.load(Ordering::Relaxed);
-            d.bytes += ctl.bytes.load(Ordering::Relaxed);
-            d.retransmissions += ctl.retransmissions.load(Ordering::Relaxed);
-            d.rejected +=
-                ctl.udp_rejected.load(Ordering::Relaxed) + ctl.rejected.load(Ordering::Relaxed);
+            // Counters a hostile task may set to anything: never overflow.
+            d.packets = d.packets.wrapping_add(v.packets());
+            d.bytes = d.bytes.wrapping_add(v.bytes());
+            d.retransmissions = d.retransmissions.wrapping_add(v.retransmissions());
+            d.rejected = d.rejected.wrapping_add(v.rejected());
             if n < IDM_TASKS {
                 d.tasks[n] = TaskEntry {
-                    job: *job,
-                    rank: *rank,
+                    job: v.job(),
+                    rank: v.rank(),
                     pid,
                     state: state as u32,
-                    progress: ctl.progress.load(Ordering::Relaxed),
+                    progress: v.progress(),
                 };
                 n += 1;
             }

@@ -5,7 +5,8 @@
 //! a header and [`IDM_NODES`] slots, one per known node — its own page,
 //! sampled from `/proc` every few milliseconds, and the pages of other
 //! nodes, which arrive by gossip (no-flow-control MBCF writes). Tasks map
-//! the file read-only. Each slot is a sequence lock over a plain
+//! the file read-only ([`Idm`]); only the daemon holds an [`IdmWriter`].
+//! Each slot is a sequence lock over a plain
 //! [`NodeData`]: the daemon makes `seq` odd, rewrites the data, makes it
 //! even; a reader copies the data and retries if `seq` was odd or moved.
 //! No system call is on the read path.
@@ -226,36 +227,36 @@ pub fn idm_name(node: &str) -> String {
     format!("sss-idm-{safe}")
 }
 
-/// A mapped IDM file: read-only for tasks, writable for the daemon.
+/// A mapped IDM file, read-only: what tasks and observers hold.
 pub struct Idm {
     map: Mapping,
 }
 
-impl std::fmt::Debug for Idm {
+/// The daemon's handle of its IDM file: a writable mapping, and every
+/// reader method through `Deref`.
+pub struct IdmWriter {
+    idm: Idm,
+}
+
+impl std::fmt::Debug for IdmWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Idm").finish_non_exhaustive()
+        f.debug_struct("IdmWriter").finish_non_exhaustive()
     }
 }
 
-impl Idm {
-    /// Maps host `node`'s IDM file if its daemon published one.
-    pub fn open(node: &str) -> std::io::Result<Idm> {
-        let fd = sys::shm_file(&idm_name(node), 0, false)?;
-        let map = Mapping::shared(fd.as_raw_fd(), IDM_BYTES)?;
-        let idm = Idm { map };
-        if idm.header().magic.load(Ordering::Acquire) != IDM_MAGIC {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "IDM file not initialized",
-            ));
-        }
-        Ok(idm)
-    }
+impl std::ops::Deref for IdmWriter {
+    type Target = Idm;
 
+    fn deref(&self) -> &Idm {
+        &self.idm
+    }
+}
+
+impl IdmWriter {
     /// Creates (or takes over) host `node`'s IDM file, for its daemon.
     /// The file is built under a private name and renamed into place, so
     /// nobody ever opens it unsized or uninitialized.
-    pub fn create(node: &str) -> std::io::Result<Idm> {
+    pub fn create(node: &str) -> std::io::Result<IdmWriter> {
         let name = idm_name(node);
         let tmp = format!("{name}.new-{}", std::process::id());
         sys::shm_unlink(&tmp);
@@ -268,8 +269,8 @@ impl Idm {
                 return Err(e);
             }
         };
-        let idm = Idm { map };
-        let h = idm.header();
+        let w = IdmWriter { idm: Idm { map } };
+        let h = w.header();
         h.version.store(1, Ordering::Relaxed);
         h.daemon_pid.store(std::process::id(), Ordering::Relaxed);
         h.magic.store(IDM_MAGIC, Ordering::Release);
@@ -277,12 +278,55 @@ impl Idm {
             sys::shm_unlink(&tmp);
             return Err(e);
         }
-        Ok(idm)
+        Ok(w)
     }
 
     /// Removes host `node`'s IDM file.
     pub fn unlink(node: &str) {
         sys::shm_unlink(&idm_name(node));
+    }
+
+    /// Sets the daemon's own slot.
+    pub fn set_self_slot(&self, i: usize) {
+        self.header().self_slot.store(i as u32, Ordering::Relaxed);
+    }
+
+    /// Rewrites slot `i` (one writer per file: the daemon).
+    #[allow(unsafe_code)]
+    pub fn write(&self, i: usize, d: &NodeData) {
+        if i >= IDM_NODES {
+            return;
+        }
+        let page = 64 + i * SLOT_BYTES + 64;
+        // SAFETY: the page lies inside the IDM_BYTES mapping (i checked),
+        // which is writable (created here), 64-byte aligned; we are its
+        // only writer, readers retry.
+        crate::seqlock::write(self.seq(i), || unsafe {
+            crate::mem::idm_write(self.map.ptr(), page, d)
+        });
+    }
+}
+
+impl std::fmt::Debug for Idm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idm").finish_non_exhaustive()
+    }
+}
+
+impl Idm {
+    /// Maps host `node`'s IDM file, read-only, if its daemon published
+    /// one.
+    pub fn open(node: &str) -> std::io::Result<Idm> {
+        let fd = sys::shm_file_read(&idm_name(node))?;
+        let map = Mapping::read_only(fd.as_raw_fd(), IDM_BYTES)?;
+        let idm = Idm { map };
+        if idm.header().magic.load(Ordering::Acquire) != IDM_MAGIC {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "IDM file not initialized",
+            ));
+        }
+        Ok(idm)
     }
 
     #[allow(unsafe_code)]
@@ -300,11 +344,6 @@ impl Idm {
     /// The daemon's own slot.
     pub fn self_slot(&self) -> usize {
         self.header().self_slot.load(Ordering::Relaxed) as usize
-    }
-
-    /// Sets the daemon's own slot.
-    pub fn set_self_slot(&self, i: usize) {
-        self.header().self_slot.store(i as u32, Ordering::Relaxed);
     }
 
     /// Slot `i`'s sequence word; `i < IDM_NODES`.
@@ -337,20 +376,6 @@ impl Idm {
             crate::mem::idm_read(self.map.ptr(), page)
         })
         .map(Some)
-    }
-
-    /// Rewrites slot `i` (daemon only: one writer per file).
-    #[allow(unsafe_code)]
-    pub fn write(&self, i: usize, d: &NodeData) {
-        if i >= IDM_NODES {
-            return;
-        }
-        let page = 64 + i * SLOT_BYTES + 64;
-        // SAFETY: the page lies inside the IDM_BYTES mapping (i checked),
-        // 64-byte aligned; we are its only writer, readers retry.
-        crate::seqlock::write(self.seq(i), || unsafe {
-            crate::mem::idm_write(self.map.ptr(), page, d)
-        });
     }
 
     /// Runnable threads and CPUs of the daemon's own node, read in place
@@ -415,16 +440,44 @@ mod file_tests {
         let node = format!("test-takeover-{}", std::process::id());
         let path = format!("/dev/shm/{}", idm_name(&node));
         std::fs::write(&path, b"").expect("create an empty IDM file");
-        let created = Idm::create(&node).expect("create");
+        let created = IdmWriter::create(&node).expect("create");
         let opened = Idm::open(&node).expect("open after create");
         assert_eq!(opened.daemon_pid(), std::process::id());
         drop((created, opened));
-        Idm::unlink(&node);
+        IdmWriter::unlink(&node);
         let left: Vec<String> = std::fs::read_dir("/dev/shm")
             .expect("list /dev/shm")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| n.contains(&format!("test-takeover-{}", std::process::id())))
             .collect();
         assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    /// Regression: `Idm::open` mapped the file writable and `Idm` had
+    /// `write`, so any task could rewrite its node's pages. Now a reader's
+    /// mapping is read-only and only the daemon's `IdmWriter` writes.
+    #[test]
+    fn an_opened_idm_is_mapped_read_only() {
+        let node = format!("test-readonly-{}", std::process::id());
+        let daemon = IdmWriter::create(&node).expect("create");
+        let reader = Idm::open(&node).expect("open");
+        let at = |i: &Idm| i.map.ptr() as u64;
+        let mapped = |i: &Idm, write| sys::range_mapped(at(i), IDM_BYTES as u64, write).unwrap();
+        let r = (
+            mapped(&reader, false),
+            mapped(&reader, true),
+            mapped(&daemon, true),
+        );
+        let mut d = NodeData::default();
+        d.set_name(&node);
+        daemon.write(1, &d);
+        let seen = reader.read(1);
+        IdmWriter::unlink(&node);
+        assert_eq!(
+            r,
+            (true, false, true),
+            "(readable, writable, daemon's writable)"
+        );
+        assert_eq!(seen, Some(d));
     }
 }

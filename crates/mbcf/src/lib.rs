@@ -33,6 +33,8 @@
 mod fifo;
 pub mod idm;
 mod mem;
+pub mod node;
+pub mod nofc;
 mod segment;
 mod seqlock;
 mod settings;
@@ -44,7 +46,6 @@ pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
 pub use seqlock::Stale;
 pub use settings::{parse_choice, parse_in, raw as env_value, SettingError};
-pub use shm::{ctl_name, Ctl, CtlMap, SegEntry};
 pub use sss_wire::{Notify, Status, TaskId};
 pub use sys::shm_dir;
 pub use task::{

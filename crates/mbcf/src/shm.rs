@@ -44,7 +44,7 @@ pub const SIGNAL_MAX: usize = 1408;
 
 /// One published segment, read by peers under a sequence lock.
 #[repr(C)]
-pub struct SegEntry {
+pub(crate) struct SegEntry {
     /// Sequence lock: odd while the owner rewrites the entry. Owner: the
     /// segment's task; readers retry when it is odd or changed.
     pub seq: AtomicU64,
@@ -62,7 +62,7 @@ pub struct SegEntry {
 /// Fields written by peers are atomics; lines written by different parties
 /// are kept apart.
 #[repr(C)]
-pub struct Ctl {
+pub(crate) struct Ctl {
     /// `CTL_MAGIC` (0x5353_4354, "SSCT") once initialized. Owner: the task.
     pub magic: AtomicU32,
     /// Layout version, 1.
@@ -132,8 +132,24 @@ pub fn ctl_bytes() -> usize {
 }
 
 /// Name of a task's control file.
-pub fn ctl_name(job: u32, rank: u32) -> String {
+pub(crate) fn ctl_name(job: u32, rank: u32) -> String {
     format!("sss-{job}-{rank}-ctl")
+}
+
+/// The (job, rank) a control file's name stands for; `None` for any
+/// other name.
+pub(crate) fn parse_ctl_name(name: &str) -> Option<(u32, u32)> {
+    let (job, rank) = name
+        .strip_prefix("sss-")?
+        .strip_suffix("-ctl")?
+        .split_once('-')?;
+    let num = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    Some((num(job)?, num(rank)?))
 }
 
 /// The doorbell datagram. No MBCF packet is one byte long, so it cannot
@@ -167,7 +183,7 @@ pub(crate) fn split_received(
 }
 
 /// A mapped control block, ours or a peer's.
-pub struct CtlMap {
+pub(crate) struct CtlMap {
     map: Mapping,
     /// The inbound signal ring; its geometry is fixed by this program,
     /// never read from the file.
@@ -194,12 +210,6 @@ impl CtlMap {
         Ok(c)
     }
 
-    /// Maps a control block by file name (for the node daemon).
-    pub fn open_name(name: &str) -> std::io::Result<Self> {
-        let fd = sys::shm_file(name, 0, false)?;
-        Self::map_existing(fd)
-    }
-
     fn map_existing(fd: std::os::fd::OwnedFd) -> std::io::Result<Self> {
         let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
         let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
@@ -212,13 +222,6 @@ impl CtlMap {
             return Err(bad("control block not initialized"));
         }
         Ok(c)
-    }
-
-    /// The node name the task recorded.
-    pub fn node(&self) -> String {
-        let n = &self.ctl().node;
-        let end = n.iter().position(|&b| b == 0).unwrap_or(n.len());
-        String::from_utf8_lossy(&n[..end]).into_owned()
     }
 
     /// Maps a peer's control block.

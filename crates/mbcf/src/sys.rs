@@ -87,6 +87,30 @@ impl Mapping {
         })
     }
 
+    /// Maps `len` bytes of `fd` shared and read-only (an observer's view
+    /// of another process's file); the file must already hold them.
+    pub fn read_only(fd: RawFd, len: usize) -> io::Result<Self> {
+        check_covers(fd, len)?;
+        // SAFETY: a fresh mapping chosen by the kernel aliases nothing.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            ptr: p.cast(),
+            len: len.max(1),
+        })
+    }
+
     /// Maps `len` bytes of `fd` shared at exactly `addr`, failing (rather
     /// than replacing anything) when that range is taken.
     pub fn shared_at(fd: RawFd, len: usize, addr: u64) -> io::Result<Self> {
@@ -203,6 +227,14 @@ pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
             ));
         }
     }
+    Ok(OwnedFd::from(f))
+}
+
+/// Opens a file of the shared-memory directory for reading only.
+pub fn shm_file_read(name: &str) -> io::Result<OwnedFd> {
+    let path = shm_path(name)?;
+    let f = std::fs::File::open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     Ok(OwnedFd::from(f))
 }
 

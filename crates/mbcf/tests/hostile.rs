@@ -146,17 +146,17 @@ fn write_at(path: &std::path::Path, off: u64, bytes: &[u8]) {
 /// number of tries.
 #[test]
 fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
-    use sss_mbcf::idm::{idm_name, Idm, NodeData, NODE_VALID, SLOT_BYTES};
+    use sss_mbcf::idm::{idm_name, Idm, IdmWriter, NodeData, NODE_VALID, SLOT_BYTES};
     /// Removes the IDM file however the test ends.
     struct Unlink(String);
     impl Drop for Unlink {
         fn drop(&mut self) {
-            Idm::unlink(&self.0);
+            IdmWriter::unlink(&self.0);
         }
     }
     let node = format!("test-stale-{}", std::process::id());
     let _unlink = Unlink(node.clone());
-    let daemon = Idm::create(&node).expect("create the IDM file");
+    let daemon = IdmWriter::create(&node).expect("create the IDM file");
     let mut d = NodeData {
         flags: NODE_VALID,
         ..NodeData::default()
@@ -191,7 +191,7 @@ fn an_idm_page_left_mid_update_reads_stale_instead_of_spinning() {
 /// goes over udp, where the owner checks it itself.
 #[test]
 fn a_segment_table_left_mid_update_sends_over_udp_instead_of_spinning() {
-    use sss_mbcf::{Ctl, SegEntry};
+    use sss_mbcf::node::testing::{ctl_path, SEG_ENTRIES, SEG_ENTRY_BYTES, SEG_TABLE_AT};
     let t = cluster(2, &["127.0.0.1"], TaskConfig::default());
     let seg = t[1].alloc(4096, Perm::ALL).unwrap();
     let info = seg.info();
@@ -199,13 +199,10 @@ fn a_segment_table_left_mid_update_sends_over_udp_instead_of_spinning() {
         .unwrap()
         .wait()
         .unwrap();
-    let path = sss_mbcf::shm_dir()
-        .unwrap()
-        .join(sss_mbcf::ctl_name(t[1].job(), 1));
-    let segs_at = std::mem::offset_of!(Ctl, segs);
-    let entries = (std::mem::size_of::<Ctl>() - segs_at) / std::mem::size_of::<SegEntry>();
-    for i in 0..entries {
-        let off = segs_at + i * std::mem::size_of::<SegEntry>();
+    let path = ctl_path(t[1].job(), 1).unwrap();
+    for i in 0..SEG_ENTRIES {
+        // An odd sequence word: the entry is mid-update.
+        let off = SEG_TABLE_AT + i * SEG_ENTRY_BYTES;
         write_at(&path, off as u64, &1u64.to_ne_bytes());
     }
     let (t, r) = bounded(30, move || {

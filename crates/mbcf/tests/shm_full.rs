@@ -195,7 +195,7 @@ fn child() {
     // The node daemon's IDM file: refused, and its temporary removed.
     {
         let fill = Filler::new(&dir, 16 << 10);
-        let e = sss_mbcf::idm::Idm::create("shm-full-test").expect_err("no room for IDM");
+        let e = sss_mbcf::idm::IdmWriter::create("shm-full-test").expect_err("no room for IDM");
         assert_full(&Error::Io(e), &dir, "idm");
         assert_eq!(files(&dir), vec!["filler".to_string()], "idm: no temporary");
         drop(fill);
