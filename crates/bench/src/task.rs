@@ -114,11 +114,13 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
         .map_err(mbcf)?;
     } else {
         // The echo: answer from the handler, as seed 000 measured SIGNAL.
+        let c = sig_count.clone();
         t.set_handler(
             0,
-            Arc::new(|ctx, data| {
+            Arc::new(move |ctx, data| {
                 // A failed echo shows up as a timeout at rank 0.
                 let _ = ctx.task.signal(ctx.from, 0, data, Options::default());
+                c.fetch_add(1, Ordering::Release);
             }),
         )
         .map_err(mbcf)?;
@@ -474,13 +476,15 @@ impl Ctx {
                 self.rbuf = msg;
             }
             LatOp::Signal => {
+                // Both sides wait, as in the WRITE ping-pong: rank 1 for
+                // the signal it echoes (its handler counts it).
                 if self.rank == 0 {
                     t.signal(self.other, 0, &self.buf[..size], Options::default())
                         .map_err(mbcf)?;
-                    self.sig_seen += 1;
-                    let want = self.sig_seen;
-                    t.wait_word(&self.sig_count, |v| v >= want);
                 }
+                self.sig_seen += 1;
+                let want = self.sig_seen;
+                t.wait_word(&self.sig_count, |v| v >= want);
             }
         }
         Ok(())

@@ -24,7 +24,7 @@ fn pingpong(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64, u64
             std::thread::spawn(move || {
                 let seg = t.alloc(4096, Perm::ALL).unwrap();
                 let all = t.exchange(&seg).unwrap();
-                let peer = all[1 - t.rank() as usize].clone();
+                let peer = all[1 - t.rank() as usize];
                 let flag = seg.word(0).unwrap();
                 t.barrier().unwrap();
                 let before = t.stats().progress_wakeups;
@@ -53,10 +53,11 @@ fn pingpong(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64, u64
 fn spinning() -> TaskConfig {
     // Spin for as long as any answer can take, so that no wait blocks
     // (a blocked waiter hands the socket back, which is a wake-up).
-    let mut cfg = TaskConfig::default();
-    cfg.spin = Duration::from_secs(5);
-    cfg.spin_max = cfg.spin;
-    cfg
+    TaskConfig {
+        spin: Duration::from_secs(5),
+        spin_max: Duration::from_secs(5),
+        ..TaskConfig::default()
+    }
 }
 
 #[test]
@@ -89,8 +90,10 @@ fn a_round_trip_between_spin_policy_waiters_wakes_no_progress_thread() {
 /// by the datagram, applies it and wakes the waiter. Nothing is lost.
 #[test]
 fn blocking_waiters_are_served_by_the_progress_thread() {
-    let mut cfg = TaskConfig::default();
-    cfg.spin = Duration::ZERO;
+    let cfg = TaskConfig {
+        spin: Duration::ZERO,
+        ..TaskConfig::default()
+    };
     let woke = pingpong(&cfg, |t, w, i| {
         t.wait_word(w, |v| v >= i);
     });
@@ -98,4 +101,65 @@ fn blocking_waiters_are_served_by_the_progress_thread() {
     // thread (that is what blocking costs); the count shows the two
     // regimes are told apart.
     assert!(woke.iter().sum::<u64>() >= ROUNDS, "{woke:?}");
+}
+
+/// Signal ping-pong: each side's handler counts the signal and rank 1's
+/// echoes it; both sides spin on their count. Returns each task's
+/// progress wake-ups.
+fn signal_pingpong(nodes: &[&str]) -> Vec<u64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let tasks: Vec<Task> = ThreadBoot::join_all(2, nodes, &spinning())
+        .into_iter()
+        .map(|t| t.expect("join"))
+        .collect();
+    let hs: Vec<_> = tasks
+        .into_iter()
+        .map(|t| {
+            std::thread::spawn(move || {
+                let count = Arc::new(AtomicU64::new(0));
+                let c = count.clone();
+                let echo = t.rank() == 1;
+                t.set_handler(
+                    0,
+                    Arc::new(move |ctx, data| {
+                        if echo {
+                            ctx.task
+                                .signal(ctx.from, 0, data, Options::default())
+                                .unwrap();
+                        }
+                        c.fetch_add(1, Ordering::Release);
+                    }),
+                )
+                .unwrap();
+                t.barrier().unwrap();
+                let before = t.stats().progress_wakeups;
+                for i in 1..=ROUNDS {
+                    if t.rank() == 0 {
+                        t.signal(1, 0, &[7; 8], Options::default()).unwrap();
+                    }
+                    t.wait_word(&count, |v| v >= i);
+                }
+                let woke = t.stats().progress_wakeups - before;
+                t.barrier().unwrap();
+                woke
+            })
+        })
+        .collect();
+    hs.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// A signal to a task that waits runs in the waiter's thread: neither a
+/// datagram (udp) nor a doorbell (shm) wakes the progress thread.
+#[test]
+fn signals_to_a_spinning_waiter_run_in_its_thread() {
+    for nodes in [HOSTS, &["127.0.0.1"][..]] {
+        let woke = signal_pingpong(nodes);
+        for (rank, w) in woke.iter().enumerate() {
+            assert!(
+                *w <= ROUNDS / 10,
+                "{nodes:?} rank {rank}: {w} progress wake-ups in {ROUNDS} signal round trips"
+            );
+        }
+    }
 }

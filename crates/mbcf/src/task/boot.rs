@@ -273,7 +273,10 @@ impl Task {
         pcfg.epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_secs() as u32);
-        let inner = Arc::new(Inner {
+        let wake = EventFd::new()?;
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            signal_runner: Mutex::new(()),
             job,
             rank,
             size,
@@ -296,7 +299,7 @@ impl Task {
                 held: 0,
             }),
             sock,
-            wake: EventFd::new()?,
+            wake,
             ctl,
             routes,
             all_local: peer_ctls.iter().all(Option::is_some),

@@ -156,8 +156,14 @@ pub(crate) struct Inner {
     wakeups: AtomicU64,
     shutdown: AtomicBool,
     progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
-    /// Signals collected by inline progress, run by the progress loop.
+    /// Signals received and not yet run, in arrival order (queued under
+    /// the net lock); see [`Inner::run_signals`].
     deferred: Mutex<Vec<(u32, u32, Vec<u8>)>>,
+    /// Held by the thread running signal handlers: one at a time, in
+    /// order.
+    signal_runner: Mutex<()>,
+    /// This task, for handlers run from a thread that has only `&Inner`.
+    me: std::sync::Weak<Inner>,
     /// This node's IDM file, once its daemon published it.
     idm: Mutex<Option<Arc<Idm>>>,
     /// IDM slot of each node name seen, to skip the search.

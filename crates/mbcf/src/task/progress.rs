@@ -31,10 +31,6 @@ pub(super) fn progress(inner: Arc<Inner>) {
     // Room for a whole GRO-coalesced batch.
     let mut buf = vec![0u8; 1 << 17];
     let mut signals: Vec<(u32, u32, Vec<u8>)> = Vec::new();
-    let handler_task = Task {
-        inner: inner.clone(),
-        _owner: None,
-    };
     while !inner.shutdown.load(Ordering::SeqCst) {
         // While a waiter spins it receives for itself: leave it the
         // socket, or every datagram would wake this thread too (the
@@ -66,7 +62,11 @@ pub(super) fn progress(inner: Arc<Inner>) {
         }
         if timeout.is_none_or(|t| !t.is_zero()) {
             let c = inner.ctl.ctl();
-            c.progress_asleep.store(1, Ordering::SeqCst);
+            // A spinning waiter watches the signal ring: same-node senders
+            // need not ring.
+            if !claimed {
+                c.progress_asleep.store(1, Ordering::SeqCst);
+            }
             // Pairs with the fence in Peer::asleep: either the sender sees
             // the flag or we see its message.
             std::sync::atomic::fence(Ordering::SeqCst);
@@ -74,7 +74,9 @@ pub(super) fn progress(inner: Arc<Inner>) {
             // look at the ring once more before sleeping.
             if inner.ctl.signal_ring().len() == 0 {
                 let fds = [wake_fd, sock_fd];
-                let ready = sys::poll_readable(if claimed { &fds[..1] } else { &fds }, timeout);
+                // Every peer on this node: waiters do not poll the socket.
+                let sockless = claimed && !inner.all_local;
+                let ready = sys::poll_readable(if sockless { &fds[..1] } else { &fds }, timeout);
                 if ready.is_ok_and(|r| r.contains(&true)) {
                     inner.wakeups.fetch_add(1, Ordering::Relaxed);
                 }
@@ -88,24 +90,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
         }
         inner.step(&mut buf, &mut signals);
         inner.check_liveness();
-        if let Ok(mut d) = inner.deferred.lock() {
-            signals.append(&mut d);
-        }
-        for (from, h, payload) in signals.drain(..) {
-            let f = inner
-                .handlers
-                .read()
-                .ok()
-                .and_then(|hs| hs.get(&h).cloned());
-            if let Some(f) = f {
-                let ctx = SignalContext {
-                    task: &handler_task,
-                    from,
-                    handler: h,
-                };
-                f(&ctx, &payload);
-            }
-        }
+        inner.run_signals();
         inner.notify_waiters();
     }
 }
@@ -126,11 +111,6 @@ impl Inner {
             let segs = self.segs.read().unwrap_or_else(|e| e.into_inner());
             let handlers = self.handlers.read().unwrap_or_else(|e| e.into_inner());
             let mut net = self.lock_net();
-            // Signals are queued under the net lock, in arrival order:
-            // those deferred earlier go first.
-            if let Ok(mut d) = self.deferred.lock() {
-                signals.append(&mut d);
-            }
             let mut applier = Applier {
                 segs: &segs,
                 handlers: &handlers,
@@ -161,12 +141,79 @@ impl Inner {
                 .store(st.retransmissions, Ordering::Relaxed);
             c.udp_rejected.store(st.rejected, Ordering::Relaxed);
             drain_signal_ring(&self.ctl.signal_ring(), signals);
+            // Queued under the net lock: signals run in arrival order,
+            // whichever thread received them.
+            if let Ok(mut d) = self.deferred.lock() {
+                d.append(signals);
+            }
+        }
+    }
+
+    /// Runs the signals same-node senders queued in our ring, here: a
+    /// waiter's version of the progress thread's doorbell. Skipped when
+    /// another thread holds the net lock (it drains the ring itself).
+    pub(super) fn take_ring_signals(&self) {
+        let Ok(net) = self.net.try_lock() else {
+            return;
+        };
+        let mut sig = Vec::new();
+        drain_signal_ring(&self.ctl.signal_ring(), &mut sig);
+        if sig.is_empty() {
+            return;
+        }
+        // Queued under the net lock, like every signal.
+        if let Ok(mut d) = self.deferred.lock() {
+            d.append(&mut sig);
+        }
+        drop(net);
+        self.run_signals();
+    }
+
+    /// Runs the queued signal handlers in order, in this thread, unless
+    /// another thread is running them (it looks again after it stops,
+    /// so none is left behind). The progress thread runs them, and so
+    /// does a waiter that received them: a signal to a task that waits
+    /// runs where the waiter already is, with no thread woken.
+    pub(super) fn run_signals(&self) {
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        let task = Task {
+            inner: me,
+            _owner: None,
+        };
+        loop {
+            let Ok(running) = self.signal_runner.try_lock() else {
+                return;
+            };
+            loop {
+                let batch = match self.deferred.lock() {
+                    Ok(mut d) if !d.is_empty() => std::mem::take(&mut *d),
+                    _ => break,
+                };
+                for (from, h, payload) in batch {
+                    let f = self.handlers.read().ok().and_then(|hs| hs.get(&h).cloned());
+                    if let Some(f) = f {
+                        let ctx = SignalContext {
+                            task: &task,
+                            from,
+                            handler: h,
+                        };
+                        f(&ctx, &payload);
+                    }
+                }
+            }
+            drop(running);
+            // A signal queued while we held the runner found it taken.
+            if self.deferred.lock().map_or(true, |d| d.is_empty()) {
+                return;
+            }
         }
     }
 
     /// A non-blocking round of progress from an application thread, if no
-    /// other thread is making progress right now. Signals found are left
-    /// to the progress thread.
+    /// other thread is making progress right now. Signals found, on the
+    /// socket or in the same-node ring, run here.
     pub(super) fn try_step(&self) {
         let Ok(segs) = self.segs.try_read() else {
             return;
@@ -179,7 +226,6 @@ impl Inner {
         };
         let mut sig = Vec::new();
         let mut any = false;
-        let mut doorbell = false;
         {
             let mut applier = Applier {
                 segs: &segs,
@@ -192,12 +238,11 @@ impl Inner {
                 for _ in 0..64 {
                     match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                         Ok((n, seg, from)) => {
-                            let (handled, bell) =
+                            // A doorbell needs nothing more: the ring is
+                            // drained below.
+                            let (handled, _bell) =
                                 self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
                             any |= handled;
-                            // A doorbell: a same-node sender queued a signal
-                            // for the progress thread, which must hear of it.
-                            doorbell |= bell;
                         }
                         Err(_) => break,
                     }
@@ -211,24 +256,28 @@ impl Inner {
                 any = true;
             }
         }
-        if doorbell {
-            self.wake.notify();
+        if self.ctl.signal_ring().len() != 0 {
+            drain_signal_ring(&self.ctl.signal_ring(), &mut sig);
+        }
+        // Queued before the net lock goes, so that signals received later
+        // cannot overtake these.
+        let queued = !sig.is_empty();
+        if queued {
+            if let Ok(mut d) = self.deferred.lock() {
+                d.append(&mut sig);
+            }
         }
         if any {
-            // Queued before the net lock goes, so that signals received
-            // later cannot overtake these.
-            let queued = !sig.is_empty();
-            if queued {
-                if let Ok(mut d) = self.deferred.lock() {
-                    d.append(&mut sig);
-                }
-            }
             self.flush(&mut net);
             self.handle_events(&mut net);
-            drop(net);
-            if queued {
-                self.wake.notify();
-            }
+        }
+        drop(net);
+        drop(handlers);
+        drop(segs);
+        if queued {
+            self.run_signals();
+        }
+        if any {
             self.notify_waiters();
         }
     }
@@ -274,9 +323,6 @@ impl Inner {
         let mut sig = Vec::new();
         let _ = sys::poll_readable(&[self.sock.as_raw_fd()], Some(Duration::from_millis(1)));
         self.step(&mut buf, &mut sig);
-        if let Ok(mut d) = self.deferred.lock() {
-            d.append(&mut sig);
-        }
     }
 
     pub(super) fn handle_events(&self, net: &mut Net) {

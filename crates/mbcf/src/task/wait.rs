@@ -205,16 +205,21 @@ impl Inner {
         deadline: Option<Instant>,
         yielding: bool,
     ) -> Option<bool> {
-        // While spinning, receive and apply ourselves: the answer we wait
-        // for is usually in the socket before the progress thread could be
-        // scheduled to fetch it. Not when every peer writes straight into
-        // our memory: the system call only delays seeing it, and the
+        // While spinning, receive and apply ourselves, and run signal
+        // handlers: the answer we wait for is usually in the socket before
+        // the progress thread could be scheduled to fetch it. When every
+        // peer writes straight into our memory the system call only
+        // delays seeing it: then only the signal ring is watched, and the
         // progress thread keeps the socket.
-        let claim = (!self.all_local).then(|| self.claim_socket());
+        let claim = self.claim_socket();
         let mut spins: u32 = 0;
+        let ring = self.ctl.signal_ring();
         loop {
             if cond() {
                 return Some(true);
+            }
+            if self.all_local && ring.len() != 0 {
+                self.take_ring_signals();
             }
             spins = spins.wrapping_add(1);
             // A yield costs more than a look at the socket and the clock.
@@ -227,12 +232,10 @@ impl Inner {
                 return Some(false);
             }
             if now >= end {
-                if let Some(c) = claim {
-                    c.hand_back();
-                }
+                claim.hand_back();
                 return None;
             }
-            if claim.is_some() {
+            if !self.all_local {
                 self.try_step();
             }
             if yielding {
