@@ -60,6 +60,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
                 t.min(Duration::from_millis(50))
             }));
         }
+        let mut rung = true;
         if timeout.is_none_or(|t| !t.is_zero()) {
             let c = inner.ctl.ctl();
             // A spinning waiter watches the signal ring: same-node senders
@@ -77,17 +78,28 @@ pub(super) fn progress(inner: Arc<Inner>) {
                 // Every peer on this node: waiters do not poll the socket.
                 let sockless = claimed && !inner.all_local;
                 let ready = sys::poll_readable(if sockless { &fds[..1] } else { &fds }, timeout);
-                if ready.is_ok_and(|r| r.contains(&true)) {
+                rung = ready.is_ok_and(|r| r.contains(&true));
+                if rung {
                     inner.wakeups.fetch_add(1, Ordering::Relaxed);
                 }
             }
             c.progress_asleep.store(0, Ordering::SeqCst);
         }
         inner.sockless.store(false, Ordering::SeqCst);
-        inner.wake.drain();
         if inner.shutdown.load(Ordering::SeqCst) {
             break;
         }
+        // Looked whether the waiter left, and it has not: it receives and
+        // runs due timers itself, so leave it the locks.
+        let due = inner
+            .lock_net()
+            .ep
+            .poll_timeout()
+            .is_some_and(|t| t <= inner.now());
+        if claimed && !rung && !due && inner.spinners.load(Ordering::SeqCst) > 0 {
+            continue;
+        }
+        inner.wake.drain();
         inner.step(&mut buf, &mut signals);
         inner.check_liveness();
         inner.run_signals();
