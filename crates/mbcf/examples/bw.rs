@@ -44,6 +44,9 @@ fn main() {
     for h in hs {
         h.join().unwrap();
     }
+    if std::env::var_os("BW_ONLY").is_some() {
+        return;
+    }
     let l = TcpListener::bind("127.0.0.3:0").unwrap();
     let a = l.local_addr().unwrap();
     let rx = std::thread::spawn(move || {

@@ -292,7 +292,6 @@ impl Task {
                 ep: Endpoint::new(TaskId::new(job, rank), pcfg),
                 reqs: HashMap::new(),
                 mreqs: HashMap::new(),
-                out: Vec::with_capacity(2048),
                 rng: sys::random_u64() | 1,
                 batch: Vec::with_capacity(64 << 10),
                 gso: std::env::var_os("SSS_NO_GSO").is_none(),

@@ -56,7 +56,6 @@ pub(super) struct Net {
     pub(super) ep: Endpoint,
     pub(super) reqs: HashMap<OpId, Arc<ReqState>>,
     pub(super) mreqs: HashMap<McastId, Arc<ReqState>>,
-    pub(super) out: Vec<u8>,
     /// xorshift state of the fault injector.
     pub(super) rng: u64,
     /// Datagrams gathered for one GSO send.
@@ -138,18 +137,23 @@ impl Inner {
         let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
         net.held = 0;
         self.maybe_held.store(false, Ordering::Release);
+        // Datagrams are built in place at the end of the batch; one that
+        // does not belong to it is moved to the front of the next.
         let mut batch = std::mem::take(&mut net.batch);
         batch.clear();
         let mut to: Option<SocketAddr> = None;
         let mut seg = 0usize;
         let mut closed = false;
-        while let Some(dst) = net.ep.poll_transmit(now, &mut net.out) {
-            if dst.job != self.job {
-                continue;
-            }
-            let Some(p) = self.peers.get(dst.rank as usize) else {
-                continue;
+        loop {
+            let start = batch.len();
+            let Some(dst) = net.ep.poll_transmit_append(now, &mut batch) else {
+                break;
             };
+            let len = batch.len() - start;
+            let addr = (dst.job == self.job)
+                .then(|| self.peers.get(dst.rank as usize))
+                .flatten()
+                .map(|p| p.addr);
             let copies = if drop_p > 0.0 && net.draw() < drop_p {
                 0
             } else if dup_p > 0.0 && net.draw() < dup_p {
@@ -157,24 +161,29 @@ impl Inner {
             } else {
                 1
             };
-            for _ in 0..copies {
-                let len = net.out.len();
-                // One GSO send carries datagrams of one size to one peer;
-                // only the last may be shorter.
-                let fits = to == Some(p.addr)
-                    && !closed
-                    && len <= seg
-                    && batch.len() + len <= 60_000
-                    && batch.len() / seg.max(1) < 64;
-                if !fits {
-                    self.send_batch(net, &batch, to, seg);
-                    batch.clear();
-                    to = Some(p.addr);
-                    seg = len;
-                    closed = false;
-                }
-                closed |= len < seg;
-                batch.extend_from_slice(&net.out);
+            let Some(addr) = addr.filter(|_| len > 0 && copies > 0) else {
+                batch.truncate(start);
+                continue;
+            };
+            // One GSO send carries datagrams of one size to one peer; only
+            // the last may be shorter.
+            let fits = to == Some(addr)
+                && !closed
+                && len <= seg
+                && start + len <= 60_000
+                && start / seg.max(1) < 64;
+            if !fits {
+                self.send_batch(net, &batch[..start], to, seg);
+                batch.copy_within(start.., 0);
+                batch.truncate(len);
+                to = Some(addr);
+                seg = len;
+                closed = false;
+            }
+            closed |= len < seg;
+            if copies == 2 {
+                let last = batch.len() - len;
+                let _ = self.sock.send_to(&batch[last..], addr);
             }
         }
         self.send_batch(net, &batch, to, seg);

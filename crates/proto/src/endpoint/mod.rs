@@ -257,11 +257,19 @@ impl Endpoint {
     /// The next datagram to send, written into `out` (cleared first).
     /// Returns its destination task, or `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Time, out: &mut Vec<u8>) -> Option<TaskId> {
+        out.clear();
+        self.poll_transmit_append(now, out)
+    }
+
+    /// As [`Endpoint::poll_transmit`], appending the datagram to `out`
+    /// (its length is what `out` grew by): a sender gathering datagrams
+    /// for one GSO send builds them in place, with no copy.
+    pub fn poll_transmit_append(&mut self, now: Time, out: &mut Vec<u8>) -> Option<TaskId> {
+        let start = out.len();
         if let Some((dst, bytes)) = self.nofc_out.pop_front() {
-            out.clear();
             out.extend_from_slice(&bytes);
             self.stats.packets_sent += 1;
-            self.stats.bytes_sent += out.len() as u64;
+            self.stats.bytes_sent += bytes.len() as u64;
             self.stats.nofc_sent += 1;
             return Some(dst);
         }
@@ -280,7 +288,7 @@ impl Endpoint {
                     self.mark_ready(ci);
                 }
                 self.stats.packets_sent += 1;
-                self.stats.bytes_sent += out.len() as u64;
+                self.stats.bytes_sent += (out.len() - start) as u64;
                 return Some(peer);
             }
         }

@@ -7,14 +7,15 @@ use super::Endpoint;
 use crate::{Op, OpId, OpOptions, SubmitError, Time};
 use sss_wire::{Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
 
+/// Appends the datagram of `p` to `out`.
 pub(super) fn emit_into(p: &Packet<'_>, out: &mut Vec<u8>) {
-    out.clear();
-    out.resize(p.buffer_len(), 0);
+    let start = out.len();
+    out.resize(start + p.buffer_len(), 0);
     // Packets built here always satisfy emit's checks (fragment fields,
     // arity, payload sizes are validated at submit), so this cannot fail;
     // an empty datagram would merely be dropped by the peer.
-    if p.emit(out).is_err() {
-        out.clear();
+    if p.emit(&mut out[start..]).is_err() {
+        out.truncate(start);
     }
 }
 
