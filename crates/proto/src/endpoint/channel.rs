@@ -20,12 +20,59 @@ pub(super) fn unwrap_seq(reference: u64, wire: u32) -> u64 {
     (reference as i64).saturating_add(delta).max(0) as u64
 }
 
+/// A packet's payload: a range of its operation's bytes, which all the
+/// operation's fragments share, so that a large WRITE costs one
+/// allocation and one copy, not one per packet.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Chunk {
+    buf: Option<std::sync::Arc<[u8]>>,
+    lo: usize,
+    hi: usize,
+}
+
+impl Chunk {
+    /// `n` chunks of at most `size` bytes covering `data`, sharing one
+    /// copy of it (one empty chunk for empty data).
+    pub(super) fn split(data: &[u8], size: usize, n: usize) -> Vec<Chunk> {
+        let buf: Option<std::sync::Arc<[u8]>> = (!data.is_empty()).then(|| data.into());
+        let size = size.max(1);
+        (0..n.max(1))
+            .map(|i| {
+                let lo = (i * size).min(data.len());
+                Chunk {
+                    buf: buf.clone(),
+                    lo,
+                    hi: (lo + size).min(data.len()),
+                }
+            })
+            .collect()
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(v: Vec<u8>) -> Self {
+        let hi = v.len();
+        Chunk {
+            buf: (hi > 0).then(|| v.into()),
+            lo: 0,
+            hi,
+        }
+    }
+}
+
+impl std::ops::Deref for Chunk {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.buf.as_deref().map_or(&[], |b| &b[self.lo..self.hi])
+    }
+}
+
 /// A packet this side keeps until it is acknowledged.
 pub(super) struct Slot {
     /// Everything but the payload and the ack, which is filled in anew at
     /// every transmission.
     pub(super) meta: Packet<'static>,
-    pub(super) payload: Vec<u8>,
+    pub(super) payload: Chunk,
     /// Last transmission, `None` before the first.
     pub(super) sent_at: Option<Time>,
     /// Transmissions beyond the first.
@@ -147,7 +194,7 @@ impl Channel {
     }
 
     /// Appends a packet to the send stream and returns its sequence number.
-    pub(super) fn push(&mut self, mut meta: Packet<'static>, payload: Vec<u8>) -> u64 {
+    pub(super) fn push(&mut self, mut meta: Packet<'static>, payload: Chunk) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         meta.seq = seq as u32;

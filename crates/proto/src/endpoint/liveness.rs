@@ -111,7 +111,7 @@ impl Endpoint {
             for s in c.slots.iter_mut() {
                 if s.meta.body.is_request() {
                     c.buffered -= s.payload.len();
-                    s.payload = Vec::new();
+                    s.payload = Default::default();
                     s.meta = filler(local, peer, epoch, s.meta.seq);
                 }
                 s.queued = false;

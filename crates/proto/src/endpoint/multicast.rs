@@ -87,7 +87,7 @@ impl Endpoint {
         meta.key = key;
         meta.addr = addr;
         meta.op = c.next_seq as u32;
-        c.push(meta, data.to_vec());
+        c.push(meta, data.to_vec().into());
         self.mcast_out.insert(id, (group, root));
         self.mark_ready(ci);
         Ok(mcast)

@@ -1,7 +1,7 @@
 //! Operations cut into packets: submit (reliable and no-flow-control),
 //! fragmentation, packet headers, and encoding into datagrams.
 
-use super::channel::Slot;
+use super::channel::{Chunk, Slot};
 use super::reply::Pending;
 use super::Endpoint;
 use crate::{Op, OpId, OpOptions, SubmitError, Time};
@@ -22,7 +22,7 @@ pub(super) fn emit_into(p: &Packet<'_>, out: &mut Vec<u8>) {
 pub(super) fn emit_slot(slot: &Slot, ack: Option<u32>, out: &mut Vec<u8>) {
     let p = Packet {
         ack,
-        payload: &slot.payload,
+        payload: &slot.payload[..],
         ..slot.meta
     };
     emit_into(&p, out);
@@ -136,7 +136,7 @@ impl Endpoint {
         for (meta, payload) in build_packets(self.local, dst, self.cfg.epoch, id, flags, op, ps, 1)
         {
             let p = Packet {
-                payload: &payload,
+                payload: &payload[..],
                 ..meta
             };
             let mut out = Vec::new();
@@ -170,7 +170,7 @@ fn build_packets(
     op: Op<'_>,
     ps: usize,
     frags: u16,
-) -> Vec<(Packet<'static>, Vec<u8>)> {
+) -> Vec<(Packet<'static>, Chunk)> {
     let meta = |body: Body, key: u64, addr: u64| {
         let mut m = request_meta(local, dst, epoch, body);
         m.op = id;
@@ -187,10 +187,11 @@ fn build_packets(
             notify,
         } => {
             let ps = ps.max(1);
-            (0..frags as usize)
-                .map(|i| {
-                    let lo = (i * ps).min(data.len());
-                    let hi = (lo + ps).min(data.len());
+            Chunk::split(data, ps, frags as usize)
+                .into_iter()
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let lo = i * ps;
                     let last = i + 1 == frags as usize;
                     let mut m = meta(
                         Body::Write {
@@ -203,26 +204,34 @@ fn build_packets(
                         index: i as u16,
                         count: frags,
                     };
-                    (m, data[lo..hi].to_vec())
+                    (m, chunk)
                 })
                 .collect()
         }
-        Op::Read { key, addr, len } => vec![(meta(Body::Read { len }, key, addr), Vec::new())],
+        Op::Read { key, addr, len } => {
+            vec![(meta(Body::Read { len }, key, addr), Chunk::default())]
+        }
         Op::Swap { key, addr, operand } => {
-            vec![(meta(Body::Swap { operand }, key, addr), Vec::new())]
+            vec![(meta(Body::Swap { operand }, key, addr), Chunk::default())]
         }
         Op::Cas {
             key,
             addr,
             expected,
             new,
-        } => vec![(meta(Body::Cas { expected, new }, key, addr), Vec::new())],
+        } => vec![(
+            meta(Body::Cas { expected, new }, key, addr),
+            Chunk::default(),
+        )],
         Op::FetchAdd { key, addr, operand } => {
-            vec![(meta(Body::FetchAdd { operand }, key, addr), Vec::new())]
+            vec![(
+                meta(Body::FetchAdd { operand }, key, addr),
+                Chunk::default(),
+            )]
         }
-        Op::Fifo { key, addr, data } => vec![(meta(Body::Fifo, key, addr), data.to_vec())],
+        Op::Fifo { key, addr, data } => vec![(meta(Body::Fifo, key, addr), data.to_vec().into())],
         Op::Signal { key, handler, data } => {
-            vec![(meta(Body::Signal { handler }, key, 0), data.to_vec())]
+            vec![(meta(Body::Signal { handler }, key, 0), data.to_vec().into())]
         }
     }
 }

@@ -65,7 +65,7 @@ impl Endpoint {
             emit_into(&p, &mut out);
             self.nofc_out.push_back((meta.dst, out));
         } else {
-            self.chans[ci].push(meta, payload);
+            self.chans[ci].push(meta, payload.into());
             self.mark_ready(ci);
         }
     }
