@@ -1,6 +1,8 @@
-/* Ring pass and barrier under Open MPI, the baseline of `sss bench sswait`:
- * ring ROUNDS laps of a token, then ROUNDS/4 MPI_Barrier calls; rank 0
- * prints "ring mpi N US_PER_HOP" and "barrier mpi N US_PER_BARRIER". */
+/* Ring pass, barrier and pair ping-pong under Open MPI, the baseline of
+ * `sss bench sswait`: ring ROUNDS laps of a token, then ROUNDS/4
+ * MPI_Barrier calls, then every pair of ranks (0-1, 2-3, ...) ping-pongs
+ * ROUNDS 8-byte messages at once; rank 0 prints "ring mpi N US_PER_HOP",
+ * "barrier mpi N US_PER_BARRIER" and "pairs mpi N US_PER_ROUND_TRIP". */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +33,28 @@ int main(int argc, char **argv) {
     t0 = MPI_Wtime();
     for (long b = 0; b < brounds; b++) MPI_Barrier(MPI_COMM_WORLD);
     double bar = (MPI_Wtime() - t0) * 1e6 / (double)brounds;
+    int mate = me ^ 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    if (mate < n) {
+        for (long r = 1; r <= rounds; r++) {
+            if (me % 2 == 0) {
+                token = r;
+                MPI_Send(&token, 1, MPI_LONG, mate, 1, MPI_COMM_WORLD);
+                MPI_Recv(&token, 1, MPI_LONG, mate, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(&token, 1, MPI_LONG, mate, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&token, 1, MPI_LONG, mate, 1, MPI_COMM_WORLD);
+            }
+        }
+    }
+    /* Until every pair is done: one pair alone on the CPUs is fast. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    double pairs = (MPI_Wtime() - t0) * 1e6 / (double)rounds;
     if (me == 0) {
         printf("ring mpi %d %.2f\n", n, ring);
         printf("barrier mpi %d %.2f\n", n, bar);
+        printf("pairs mpi %d %.2f\n", n, pairs);
     }
     MPI_Finalize();
     return 0;

@@ -1,8 +1,8 @@
-//! `sss bench sswait`: a ring pass and a barrier among N tasks on one node
-//! with spin-only, block-only and SS-Wait waiting (the task program
-//! `sss-sswait-bench`), and the same ring under Open MPI, default and with
-//! `--mca mpi_yield_when_idle 1`; N = 2 (cores free) and N = 8 (4×
-//! oversubscribed on 2 cores).
+//! `sss bench sswait`: a ring pass, a barrier and pairs ping-ponging among
+//! N tasks on one node with spin-only, block-only, SS-Wait and the default
+//! wait (the task program `sss-sswait-bench`), and the same under Open
+//! MPI, default and with `--mca mpi_yield_when_idle 1`; N = 2 (cores free)
+//! and N = 8 (4× oversubscribed on 2 cores).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,12 +30,14 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// One measured row: (tasks, policy, µs per ring hop, µs per barrier).
-type Row = (u32, String, f64, f64);
+/// One measured row: (tasks, policy, µs per ring hop, µs per barrier, µs
+/// per pair round trip).
+type Row = (u32, String, f64, f64, f64);
 
 fn parse(out: &str, n: u32, policy: &str) -> Option<Row> {
     let mut ring = None;
     let mut bar = None;
+    let mut pairs = None;
     for l in out.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
         if f.len() == 4 {
@@ -43,11 +45,12 @@ fn parse(out: &str, n: u32, policy: &str) -> Option<Row> {
             match f[0] {
                 "ring" => ring = v,
                 "barrier" => bar = v,
+                "pairs" => pairs = v,
                 _ => {}
             }
         }
     }
-    Some((n, policy.to_string(), ring?, bar?))
+    Some((n, policy.to_string(), ring?, bar?, pairs?))
 }
 
 fn task_program(exe: &Path) -> Option<PathBuf> {
@@ -104,7 +107,7 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
             (false, 2) => 4000,
             (false, _) => 400,
         };
-        let mut names: Vec<&str> = vec!["spin", "block", "sswait"];
+        let mut names: Vec<&str> = vec!["spin", "block", "sswait", "default"];
         // Oversubscribed, our tasks bind to CPUs (SSS_BIND=auto): show
         // SS-Wait without it, and Open MPI with its own binding.
         if n > 2 {
@@ -116,7 +119,7 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
                 names.push("mpi-bind");
             }
         }
-        let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); names.len()];
+        let mut samples: Vec<[Vec<f64>; 3]> = vec![Default::default(); names.len()];
         for rep in 0..reps as usize {
             // Rotate the order so drift hits every contender alike.
             for k in 0..names.len() {
@@ -158,32 +161,33 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
                     .ok()
                     .and_then(|o| parse(&String::from_utf8_lossy(&o.stdout), n, name))
                 {
-                    Some((_, _, r, b)) => {
-                        samples[i].0.push(r);
-                        samples[i].1.push(b);
+                    Some((_, _, r, b, p)) => {
+                        samples[i][0].push(r);
+                        samples[i][1].push(b);
+                        samples[i][2].push(p);
                     }
                     None => notes.push(format!("{name} with {n} tasks failed (repetition {rep})")),
                 }
             }
         }
         for (i, name) in names.iter().enumerate() {
-            let (r, b) = &mut samples[i];
+            let [r, b, p] = &mut samples[i];
             if !r.is_empty() {
-                rows.push((n, name.to_string(), median(r), median(b)));
+                rows.push((n, name.to_string(), median(r), median(b), median(p)));
             }
         }
     }
     let mut md = format!(
-        "Medians of {reps} interleaved repetitions.\n\n| tasks | wait | ring hop (µs) | barrier (µs) |\n|---:|---|---:|---:|\n"
+        "Medians of {reps} interleaved repetitions.\n\n| tasks | wait | ring hop (µs) | barrier (µs) | pairs round trip (µs) |\n|---:|---|---:|---:|---:|\n"
     );
-    for (n, p, r, b) in &rows {
-        md.push_str(&format!("| {n} | {p} | {r:.2} | {b:.2} |\n"));
+    for (n, p, r, b, q) in &rows {
+        md.push_str(&format!("| {n} | {p} | {r:.2} | {b:.2} | {q:.2} |\n"));
     }
     for n in [2u32, 8] {
         let get = |p: &str| {
             rows.iter()
                 .find(|r| r.0 == n && r.1 == p)
-                .map(|r| (r.2, r.3))
+                .map(|r| (r.2, r.3, r.4))
         };
         if let (Some(s), Some(b), Some(w)) = (get("spin"), get("block"), get("sswait")) {
             let best = (s.0.min(b.0), s.1.min(b.1));
@@ -201,6 +205,22 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
                 md.push_str(&format!("; unbound SS-Wait / mpi ring = {:.2}", u.0 / x.0));
             }
             md.push('\n');
+            if let Some(d) = get("default") {
+                let best = (s.0.min(b.0), s.1.min(b.1), s.2.min(b.2));
+                md.push_str(&format!(
+                    "\nN = {n}: default wait / better of spin and block = {:.2} (ring), {:.2} (barrier), {:.2} (pairs); target ≤ 1.2",
+                    d.0 / best.0,
+                    d.1 / best.1,
+                    d.2 / best.2
+                ));
+                if let Some(x) = get("mpi") {
+                    md.push_str(&format!(
+                        "; default / mpi pairs = {:.2} (target ≤ 0.5 for N = 8)",
+                        d.2 / x.2
+                    ));
+                }
+                md.push('\n');
+            }
         }
     }
     for note in &notes {
@@ -209,7 +229,7 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
     if let Some(path) = &args.json {
         let v: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(n, p, r, b)| serde_json::json!({"tasks": n, "wait": p, "ring_us": r, "barrier_us": b}))
+            .map(|(n, p, r, b, q)| serde_json::json!({"tasks": n, "wait": p, "ring_us": r, "barrier_us": b, "pairs_us": q}))
             .collect();
         let doc = serde_json::json!({"sswait": v, "notes": notes});
         std::fs::write(
