@@ -13,7 +13,7 @@ pub struct TaskConfig {
     /// How long a waiter spins at least before it blocks (`SSS_SPIN_US`,
     /// default 50); 0 blocks at once.
     pub spin: Duration,
-    /// How long a waiter spins at most (`SSS_SPIN_MAX_US`, default 1000):
+    /// How long a waiter spins at most (`SSS_SPIN_MAX_US`, default 250):
     /// waits that blocked and were answered soon after lengthen the spin
     /// up to this, long waits shorten it again.
     pub spin_max: Duration,
@@ -109,7 +109,7 @@ impl Default for TaskConfig {
         Self {
             proto: Config::default(),
             spin: Duration::from_micros(50),
-            spin_max: Duration::from_micros(1000),
+            spin_max: Duration::from_micros(250),
             sockbuf: 4 << 20,
             transport: Transport::Auto,
             fault_drop: 0.0,

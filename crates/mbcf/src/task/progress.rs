@@ -91,12 +91,15 @@ pub(super) fn progress(inner: Arc<Inner>) {
         }
         // Looked whether the waiter left, and it has not: it receives and
         // runs due timers itself, so leave it the locks.
-        let due = inner
-            .lock_net()
-            .ep
-            .poll_timeout()
-            .is_some_and(|t| t <= inner.now());
-        if claimed && !rung && !due && inner.spinners.load(Ordering::SeqCst) > 0 {
+        if claimed
+            && !rung
+            && inner.spinners.load(Ordering::SeqCst) > 0
+            && inner
+                .lock_net()
+                .ep
+                .poll_timeout()
+                .is_none_or(|t| t > inner.now())
+        {
             continue;
         }
         inner.wake.drain();
