@@ -313,7 +313,6 @@ impl Task {
             sockless: AtomicBool::new(false),
             wakeups: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
-            progress_thread: std::sync::OnceLock::new(),
             deferred: Mutex::new(Vec::new()),
             idm: Mutex::new(None),
             idm_slots: Mutex::new(HashMap::new()),

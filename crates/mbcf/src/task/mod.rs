@@ -155,7 +155,6 @@ pub(crate) struct Inner {
     /// See [`TaskStats::progress_wakeups`].
     wakeups: AtomicU64,
     shutdown: AtomicBool,
-    progress_thread: std::sync::OnceLock<std::thread::ThreadId>,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
     deferred: Mutex<Vec<(u32, u32, Vec<u8>)>>,

@@ -25,7 +25,7 @@ const HAND_BACK: Duration = Duration::from_micros(200);
 /// The progress thread: receives, applies, acknowledges, retransmits, and
 /// runs signal handlers. Blocks in poll when there is nothing to do.
 pub(super) fn progress(inner: Arc<Inner>) {
-    let _ = inner.progress_thread.set(std::thread::current().id());
+    PROGRESS_OF.set(Arc::as_ptr(&inner));
     let sock_fd = inner.sock.as_raw_fd();
     let wake_fd = inner.wake.fd();
     // Room for a whole GRO-coalesced batch.
@@ -111,6 +111,8 @@ pub(super) fn progress(inner: Arc<Inner>) {
 }
 
 thread_local! {
+    /// The task whose progress thread this is (null elsewhere).
+    static PROGRESS_OF: std::cell::Cell<*const Inner> = const { std::cell::Cell::new(std::ptr::null()) };
     /// Receive buffer of application threads that make progress while they
     /// wait; large enough for any datagram.
     static RECV_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 1 << 17]);
@@ -328,7 +330,9 @@ impl Inner {
     }
 
     pub(super) fn on_progress_thread(&self) -> bool {
-        self.progress_thread.get() == Some(&std::thread::current().id())
+        // A thread-local compare: `thread::current()` costs an atomic
+        // reference count on every wait.
+        std::ptr::eq(PROGRESS_OF.get(), self)
     }
 
     /// Progress made by the progress thread itself while a signal handler

@@ -152,6 +152,10 @@ impl Inner {
         mut cond: impl FnMut() -> bool,
         deadline: Option<Instant>,
     ) -> bool {
+        // Already true: nothing to wait for, nothing held back matters.
+        if cond() {
+            return true;
+        }
         // Nothing held back for batching may wait on our waiting.
         if self.maybe_held.load(Ordering::Acquire) {
             let mut net = self.lock_net();
