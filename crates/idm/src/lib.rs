@@ -76,6 +76,8 @@ pub struct Daemon {
     /// Gossip writes accepted by the socket whose payload was not a page
     /// of its sender's node.
     bad_pages: u64,
+    /// Pages from addresses that are not our peers, dropped unanswered.
+    strangers: u64,
     peers: BTreeSet<SocketAddr>,
     sampler: sample::Sampler,
     start: Instant,
@@ -108,6 +110,7 @@ impl Daemon {
             idm,
             sock,
             bad_pages: 0,
+            strangers: 0,
             start: Instant::now(),
         })
     }
@@ -143,12 +146,12 @@ impl Daemon {
                 .recv(wait.max(Duration::from_micros(200)))
                 .map(|(from, w)| (from, gossip::page(&w)));
             match got {
-                Some((from, Some(page))) => {
-                    self.store_remote(page);
-                    // Answer gossip even from a daemon that was not on
-                    // our list: knowing one node is enough to join.
-                    self.peers.insert(from);
-                }
+                // Only the daemons we were told of: gossip is not
+                // authenticated yet, and a stranger's pages would fill
+                // the IDM file with nodes that do not exist and make us
+                // send to whatever address it claims (a reflector).
+                Some((from, Some(page))) if self.peers.contains(&from) => self.store_remote(page),
+                Some((_, Some(_))) => self.strangers += 1,
                 Some((_, None)) => self.bad_pages += 1,
                 None => {}
             }
@@ -157,9 +160,16 @@ impl Daemon {
     }
 
     /// Gossip datagrams refused so far: not gossip writes for a daemon
-    /// (counted by the socket), or not a page of their sender's node.
+    /// (counted by the socket), not a page of their sender's node, or a
+    /// page from an address that is not one of our peers.
     pub fn refused(&self) -> u64 {
-        self.sock.counters().refused() + self.bad_pages
+        self.sock.counters().refused() + self.bad_pages + self.strangers
+    }
+
+    /// Pages refused because they came from an address that is not one
+    /// of our peers (never stored, never answered).
+    pub fn strangers(&self) -> u64 {
+        self.strangers
     }
 
     /// The address gossip is received on.

@@ -16,9 +16,11 @@ fn hostile_datagrams_are_refused_and_counted_and_good_gossip_still_lands() {
     let pid = std::process::id();
     let node = format!("127.9.{}.{}", (pid >> 8) & 0xff, 1 + pid % 250);
     let peer = format!("gossip-test-peer-{pid}");
+    // The test speaks for a peer daemon from this socket.
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut d = Daemon::new(DaemonConfig {
         node: node.clone(),
-        peers: Vec::new(),
+        peers: vec![sock.local_addr().unwrap()],
         port: 0,
         sample: Duration::from_millis(5),
         gossip: Duration::from_millis(50),
@@ -60,7 +62,6 @@ fn hostile_datagrams_are_refused_and_counted_and_good_gossip_still_lands() {
             gossip::GOSSIP_KEY,
         ),
     ];
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     for b in &hostile {
         sock.send_to(b, to).unwrap();
     }
@@ -80,4 +81,52 @@ fn hostile_datagrams_are_refused_and_counted_and_good_gossip_still_lands() {
     assert_eq!(stored.map(|(_, p)| p.ncpus), Some(3), "good gossip stored");
     assert_eq!(d.refused(), hostile.len() as u64);
     assert!(Idm::open(&node).is_err(), "the daemon removed its IDM file");
+}
+
+/// Regression: a valid page from any address was stored and its sender
+/// added to the peers, so forged datagrams filled the IDM file with nodes
+/// that do not exist and turned the daemon into a reflector. A stranger's
+/// page is refused, counted, not stored and not answered.
+#[test]
+fn gossip_from_a_stranger_changes_nothing_and_is_not_answered() {
+    let pid = std::process::id();
+    let node = format!("127.10.{}.{}", (pid >> 8) & 0xff, 1 + pid % 250);
+    let fake = format!("fake-node-{pid}");
+    let mut d = Daemon::new(DaemonConfig {
+        node: node.clone(),
+        peers: Vec::new(),
+        port: 0,
+        sample: Duration::from_millis(5),
+        gossip: Duration::from_millis(20),
+        down_after: Duration::from_secs(60),
+    })
+    .expect("start the daemon");
+    let to = d.local_addr().expect("bound");
+    let stop = Arc::new(AtomicBool::new(false));
+    let daemon = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            d.run(|| stop.load(Ordering::Relaxed));
+            d
+        })
+    };
+    let mut page = NodeData::default();
+    page.set_name(&fake);
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    stranger
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    for _ in 0..20 {
+        stranger.send_to(&gossip::encode(&fake, &page), to).unwrap();
+    }
+    // Ten gossip periods: an answer would have come by now.
+    let mut buf = [0u8; 2048];
+    let answered = stranger.recv_from(&mut buf).is_ok();
+    let stored = Idm::open(&node).ok().and_then(|i| i.find(&fake));
+    stop.store(true, Ordering::Relaxed);
+    let d = daemon.join().expect("the daemon survived");
+    assert!(!answered, "the daemon gossiped to a stranger");
+    assert!(stored.is_none(), "a stranger's page was stored");
+    assert_eq!(d.strangers(), 20);
+    assert_eq!(d.refused(), 20);
 }

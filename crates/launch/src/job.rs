@@ -175,10 +175,11 @@ impl Job {
     /// was started is ended and cleaned up before returning.
     fn start(plan: Plan) -> Result<Job, RunError> {
         let id = job_id()?;
-        let (bind, advertised) = match plan.spawner {
-            Spawner::Local => ("127.0.0.1:0".to_string(), "127.0.0.1".to_string()),
-            Spawner::Ssh => ("0.0.0.0:0".to_string(), advertised_addr(&plan.hosts)),
+        let advertised = match plan.spawner {
+            Spawner::Local => "127.0.0.1".to_string(),
+            Spawner::Ssh => advertised_addr(&plan.hosts),
         };
+        let bind = rendezvous_bind(&advertised);
         let server = BootServer::bind(bind.as_str(), id, plan.np)?;
         let boot = format!("tcp:{advertised}:{}", server.addr().port());
         let server = server.spawn()?;
@@ -644,6 +645,12 @@ fn advertised_addr(hosts: &[Host]) -> String {
     }
 }
 
+/// Where the rendezvous listens: only the address the job's tasks are
+/// told to reach, never every interface of the machine.
+fn rendezvous_bind(advertised: &str) -> String {
+    format!("{advertised}:0")
+}
+
 /// The launcher's exit status for a task's status.
 fn status_code(st: ExitStatus) -> i32 {
     match (st.code(), st.signal()) {
@@ -681,6 +688,22 @@ fn tasks(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the ssh spawner's rendezvous listened on 0.0.0.0, so
+    /// anyone who could reach any interface of the machine could say
+    /// HELLO first.
+    #[test]
+    fn the_rendezvous_listens_only_where_tasks_are_told_to_connect() {
+        assert_eq!(rendezvous_bind("10.1.2.3"), "10.1.2.3:0");
+        assert_eq!(rendezvous_bind("[fd00::7]"), "[fd00::7]:0");
+        let hosts = [Host {
+            name: "127.0.0.5".into(),
+            slots: None,
+        }];
+        let bind = rendezvous_bind(&advertised_addr(&hosts));
+        assert!(!bind.starts_with("0.0.0.0"), "{bind}");
+        std::net::TcpListener::bind(bind.as_str()).expect("a local address");
+    }
 
     #[test]
     fn statuses() {
