@@ -30,7 +30,7 @@ fn main() {
     std::fs::create_dir_all(&out).expect("create output directory");
     let parts: [&[u8]; 2] = [b"addr-of-rank-0", b""];
     let seeds = [
-        ("hello", frame(HELLO, &hello(7, 1, 2))),
+        ("hello", frame(HELLO, &hello(7, 1, 2, &[0x5a; 32]))),
         ("welcome", frame(WELCOME, &[])),
         ("round", frame(ROUND, &round(0, b"addr-of-rank-1"))),
         (
@@ -41,7 +41,7 @@ fn main() {
         (
             "conversation",
             [
-                frame(HELLO, &hello(7, 1, 2)),
+                frame(HELLO, &hello(7, 1, 2, &[0x5a; 32])),
                 frame(WELCOME, &[]),
                 frame(ROUND, &round(0, b"x")),
                 frame(GATHERED, &gathered(0, parts.iter().copied())),

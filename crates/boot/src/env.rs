@@ -1,5 +1,6 @@
 //! Launcher detection from environment variables (rules in the crate docs).
 
+use crate::auth::JobSecret;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -184,7 +185,7 @@ fn ours(get: Get, timeout: Duration) -> Result<Boot, BootError> {
             var: vars::BOOT,
             context: "a job of several tasks needs a rendezvous",
         })?;
-        rendezvous(&spec, job, rank, size, timeout)?
+        rendezvous(get, &spec, job, rank, size, timeout)?
     };
     Ok(Boot {
         launcher: Launcher::Sss,
@@ -203,6 +204,7 @@ fn ours(get: Get, timeout: Duration) -> Result<Boot, BootError> {
 
 /// Parses `SSS_BOOT` and connects.
 fn rendezvous(
+    get: Get,
     spec: &str,
     job: u32,
     rank: u32,
@@ -210,8 +212,22 @@ fn rendezvous(
     timeout: Duration,
 ) -> Result<Rendezvous, BootError> {
     if let Some(addr) = spec.strip_prefix("tcp:") {
+        let secret = match get(vars::JOB_SECRET).filter(|v| !v.is_empty()) {
+            Some(v) => Some(JobSecret::from_hex(&v).ok_or_else(|| BootError::BadEnv {
+                var: vars::JOB_SECRET,
+                // Never echo a secret, even a malformed one.
+                value: "(hidden)".into(),
+                reason: "expected 64 hex digits".into(),
+            })?),
+            None => None,
+        };
         Ok(Rendezvous::Tcp(TcpClient::connect(
-            addr, job, rank, size, timeout,
+            addr,
+            job,
+            rank,
+            size,
+            timeout,
+            secret.as_ref(),
         )?))
     } else if let Some(dir) = spec.strip_prefix("file:").filter(|d| !d.is_empty()) {
         Ok(Rendezvous::File(FileClient::new(
@@ -271,7 +287,7 @@ fn foreign_boot(get: Get, f: Foreign, timeout: Duration) -> Result<Boot, BootErr
         return Ok(boot);
     }
     boot.rdv = match boot_spec {
-        Some(spec) => rendezvous(&spec, job, f.rank, f.size, timeout)?,
+        Some(spec) => rendezvous(get, &spec, job, f.rank, f.size, timeout)?,
         None => {
             let base = get(vars::BOOT_DIR)
                 .filter(|s| !s.is_empty())

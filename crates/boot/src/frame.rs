@@ -8,7 +8,7 @@ use std::io::{self, Read, Write};
 /// First bytes of a HELLO body.
 pub const MAGIC: [u8; 4] = *b"SSSB";
 /// Protocol version in a HELLO.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Frame kind: task to server, first frame.
 pub const HELLO: u8 = 1;
@@ -20,6 +20,9 @@ pub const ROUND: u8 = 3;
 pub const GATHERED: u8 = 4;
 /// Frame kind: server to task, a refusal with its reason.
 pub const ERROR: u8 = 5;
+/// Frame kind: server to task, first frame: the nonce the HELLO's tag
+/// covers.
+pub const CHALLENGE: u8 = 6;
 
 /// Largest frame the server reads: one contribution plus its header.
 pub const MAX_TO_SERVER: u64 = crate::MAX_CONTRIBUTION as u64 + 16;
@@ -73,14 +76,17 @@ pub fn read_frame(r: &mut impl Read, max: u64) -> io::Result<Frame> {
     })
 }
 
+const HELLO_LEN: usize = 17 + crate::auth::SECRET_LEN;
+
 /// The HELLO body.
-pub fn hello(job: u32, rank: u32, size: u32) -> Vec<u8> {
-    let mut b = Vec::with_capacity(17);
+pub fn hello(job: u32, rank: u32, size: u32, tag: &[u8; crate::auth::SECRET_LEN]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(HELLO_LEN);
     b.extend_from_slice(&MAGIC);
     b.push(VERSION);
     b.extend_from_slice(&job.to_le_bytes());
     b.extend_from_slice(&rank.to_le_bytes());
     b.extend_from_slice(&size.to_le_bytes());
+    b.extend_from_slice(tag);
     b
 }
 
@@ -93,11 +99,13 @@ pub struct Hello {
     pub rank: u32,
     /// Tasks in the job.
     pub size: u32,
+    /// Proof of the job secret (all zero without one).
+    pub tag: [u8; crate::auth::SECRET_LEN],
 }
 
 /// Parses a HELLO body.
 pub fn parse_hello(b: &[u8]) -> Result<Hello, String> {
-    if b.len() != 17 || b[..4] != MAGIC {
+    if b.len() < 5 || b[..4] != MAGIC {
         return Err("not an SSS boot hello".into());
     }
     if b[4] != VERSION {
@@ -106,10 +114,16 @@ pub fn parse_hello(b: &[u8]) -> Result<Hello, String> {
             b[4]
         ));
     }
+    if b.len() != HELLO_LEN {
+        return Err("not an SSS boot hello".into());
+    }
+    let mut tag = [0u8; crate::auth::SECRET_LEN];
+    tag.copy_from_slice(&b[17..]);
     Ok(Hello {
         job: le32(&b[5..9]),
         rank: le32(&b[9..13]),
         size: le32(&b[13..17]),
+        tag,
     })
 }
 
@@ -184,16 +198,17 @@ mod tests {
 
     #[test]
     fn hello_round_trip() {
-        let h = parse_hello(&hello(7, 2, 4)).unwrap();
+        let h = parse_hello(&hello(7, 2, 4, &[9; 32])).unwrap();
         assert_eq!(
             h,
             Hello {
                 job: 7,
                 rank: 2,
-                size: 4
+                size: 4,
+                tag: [9; 32]
             }
         );
-        let mut bad = hello(7, 2, 4);
+        let mut bad = hello(7, 2, 4, &[0; 32]);
         bad[4] = 9;
         assert!(parse_hello(&bad).unwrap_err().contains("version 9"));
         assert!(parse_hello(b"junk").is_err());

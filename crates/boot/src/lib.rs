@@ -87,13 +87,16 @@
 //!
 //! | kind | direction | body |
 //! |---|---|---|
-//! | 1 HELLO | task → server | magic `b"SSSB"`, version `u8` = 1, job `u32`, rank `u32`, size `u32` |
+//! | 6 CHALLENGE | server → task, first | a 32-byte nonce, fresh per connection |
+//! | 1 HELLO | task → server | magic `b"SSSB"`, version `u8` = 2, job `u32`, rank `u32`, size `u32`, 32-byte tag (see [`auth`]) |
 //! | 2 WELCOME | server → task | empty |
 //! | 3 ROUND | task → server | round `u32` (0, 1, … per task), the task's bytes |
 //! | 4 GATHERED | server → task | round `u32`, count `u32`, then per rank: length `u32`, bytes |
 //! | 5 ERROR | server → task | UTF-8 message; the server closes the connection |
 //!
-//! A task connects once, sends HELLO, waits for WELCOME, then sends one
+//! A task connects once, reads the CHALLENGE, sends HELLO, waits for
+//! WELCOME (a server given the job's secret refuses a HELLO whose tag does
+//! not prove it), then sends one
 //! ROUND per [`Boot::allgather`]; the server answers GATHERED to everybody
 //! once all `size` tasks sent that round. A contribution is at most
 //! [`MAX_CONTRIBUTION`] bytes. If a task disconnects before a round that
@@ -112,6 +115,7 @@
 //! claim one rank).
 #![forbid(unsafe_code)]
 
+pub mod auth;
 mod env;
 mod error;
 mod file;
@@ -122,6 +126,7 @@ mod tcp;
 
 use std::time::Duration;
 
+pub use auth::JobSecret;
 pub use error::BootError;
 pub use server::{BootServer, BootServerHandle, EarlyDisconnect, ServerReport};
 
@@ -149,6 +154,8 @@ pub mod vars {
     pub const BOOT_DIR: &str = "SSS_BOOT_DIR";
     /// Explicit job key under foreign launchers.
     pub const BOOT_KEY: &str = "SSS_BOOT_KEY";
+    /// The job's secret, 64 hex digits (see [`crate::auth`]).
+    pub const JOB_SECRET: &str = "SSS_JOB_SECRET";
 }
 
 /// Default rendezvous timeout when `SSS_BOOT_TIMEOUT` is not set.

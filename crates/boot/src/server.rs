@@ -5,6 +5,7 @@
 //! complete. Rendezvous traffic is a handful of rounds per job, so threads
 //! are simpler than an event loop at no real cost.
 
+use crate::auth::{self, JobSecret};
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::net::ToSocketAddrs;
@@ -26,6 +27,7 @@ pub struct BootServer {
     addr: SocketAddr,
     job: u32,
     size: u32,
+    secret: Option<JobSecret>,
 }
 
 /// A task that left the job before a round that another task entered, so
@@ -66,6 +68,7 @@ pub struct BootServerHandle {
 struct Shared {
     job: u32,
     size: u32,
+    secret: Option<JobSecret>,
     state: Mutex<State>,
     cond: Condvar,
 }
@@ -113,6 +116,7 @@ impl BootServer {
             addr,
             job,
             size,
+            secret: None,
         })
     }
 
@@ -121,12 +125,20 @@ impl BootServer {
         self.addr
     }
 
+    /// Admits only tasks that prove `secret` in their HELLO (see
+    /// [`crate::auth`]); without it any task that finds the port may join.
+    pub fn with_secret(mut self, secret: JobSecret) -> BootServer {
+        self.secret = Some(secret);
+        self
+    }
+
     /// Starts serving in background threads.
     pub fn spawn(self) -> Result<BootServerHandle, BootError> {
         let n = self.size as usize;
         let shared = Arc::new(Shared {
             job: self.job,
             size: self.size,
+            secret: self.secret,
             state: Mutex::new(State {
                 joined: vec![false; n],
                 sent: vec![0; n],
@@ -256,6 +268,11 @@ fn refuse(mut s: &TcpStream, msg: &str) {
 fn serve(sh: &Shared, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    let nonce = auth::nonce();
+    if frame::write_frame(&mut &stream, frame::CHALLENGE, &nonce).is_err() {
+        sh.lock().report.refused += 1;
+        return;
+    }
     let mut rd = &stream;
     let hello = match frame::read_frame(&mut rd, frame::MAX_TO_SERVER) {
         Ok(f) if f.kind == frame::HELLO => frame::parse_hello(&f.body),
@@ -268,7 +285,12 @@ fn serve(sh: &Shared, stream: TcpStream) {
     let rank = {
         let mut st = sh.lock();
         let checked = hello.and_then(|h| {
-            if h.job != sh.job {
+            let proven = sh.secret.as_ref().is_none_or(|s| {
+                auth::hello_ok(s, &nonce, h.job, h.rank, h.size, &h.tag)
+            });
+            if !proven {
+                Err("HELLO not authenticated: the task does not hold this job's secret (SSS_JOB_SECRET)".into())
+            } else if h.job != sh.job {
                 Err(format!(
                     "task claims job {} but this server runs job {}",
                     h.job, sh.job

@@ -27,6 +27,7 @@ impl TcpClient {
         rank: u32,
         size: u32,
         timeout: Duration,
+        secret: Option<&crate::auth::JobSecret>,
     ) -> Result<TcpClient, BootError> {
         let addrs: Vec<SocketAddr> = spec
             .to_socket_addrs()
@@ -77,7 +78,20 @@ impl TcpClient {
             size,
             timeout,
         };
-        let hello = frame::hello(job, rank, size);
+        let f = c.recv("waiting for the server's challenge")?;
+        let nonce: [u8; crate::auth::SECRET_LEN] = match f.kind {
+            frame::CHALLENGE => f.body.as_slice().try_into().map_err(|_| {
+                BootError::Protocol(format!("a challenge of {} bytes", f.body.len()))
+            })?,
+            frame::ERROR => return Err(BootError::Refused(lossy(&f.body))),
+            k => {
+                return Err(BootError::Protocol(format!(
+                    "expected CHALLENGE, got frame kind {k}"
+                )))
+            }
+        };
+        let tag = crate::auth::hello_tag(secret, &nonce, job, rank, size);
+        let hello = frame::hello(job, rank, size, &tag);
         c.send(frame::HELLO, &hello, "saying hello")?;
         let f = c.recv("waiting for the server's welcome")?;
         match f.kind {

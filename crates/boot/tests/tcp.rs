@@ -227,3 +227,57 @@ fn out_of_file_descriptors_fails_at_once() {
     assert!(took < Duration::from_secs(10), "took {took:?}: {msg}");
     h.shutdown();
 }
+
+/// Regression (the attack): anyone who found the rendezvous port
+/// (`/proc/net/tcp`) and the job id (`/dev/shm` names) could say HELLO as
+/// rank 1 before the real rank 1, receive rank 0's peer record, and make
+/// the real rank 1 fail with "rank 1 already joined". A server given the
+/// job's secret admits only HELLOs that prove it, for the nonce of their
+/// own connection, so a HELLO recorded from the network is no use either.
+#[test]
+fn only_tasks_holding_the_job_secret_join() {
+    use sss_boot::frame;
+    use std::io::Write;
+    let secret = sss_boot::JobSecret::generate().unwrap();
+    let h = BootServer::bind("127.0.0.1:0", 12, 2)
+        .unwrap()
+        .with_secret(secret.clone())
+        .spawn()
+        .unwrap();
+    let boot = spec(&h);
+    let with = |rank: u32, s: Option<String>| {
+        let mut v = vars(12, rank, 2, &boot, "5");
+        if let Some(s) = s {
+            v.push(("SSS_JOB_SECRET".into(), s));
+        }
+        v
+    };
+    // No secret, a wrong one, a malformed one.
+    let err = Boot::from_vars(with(1, None)).unwrap_err();
+    assert!(err.to_string().contains("not authenticated"), "{err}");
+    let wrong = sss_boot::JobSecret::generate().unwrap().to_hex();
+    let err = Boot::from_vars(with(1, Some(wrong))).unwrap_err();
+    assert!(err.to_string().contains("not authenticated"), "{err}");
+    let err = Boot::from_vars(with(1, Some("00".into()))).unwrap_err();
+    assert!(err.to_string().contains("SSS_JOB_SECRET"), "{err}");
+    assert!(!err.to_string().contains("00"), "the value is not echoed");
+    // A HELLO with a tag made for another connection's nonce.
+    let mut s = std::net::TcpStream::connect(h.addr()).unwrap();
+    let challenge = frame::read_frame(&mut s, 1 << 10).unwrap();
+    assert_eq!(challenge.kind, frame::CHALLENGE);
+    let stale = sss_boot::auth::hello_tag(Some(&secret), &[7; 32], 12, 1, 2);
+    frame::write_frame(&mut s, frame::HELLO, &frame::hello(12, 1, 2, &stale)).unwrap();
+    s.flush().unwrap();
+    let answer = frame::read_frame(&mut s, 1 << 10).unwrap();
+    assert_eq!(answer.kind, frame::ERROR);
+    // The real tasks still join and gather.
+    let t1 = {
+        let v = with(1, Some(secret.to_hex()));
+        thread::spawn(move || Boot::from_vars(v).unwrap().allgather(b"one").unwrap())
+    };
+    let mut b0 = Boot::from_vars(with(0, Some(secret.to_hex()))).unwrap();
+    let got = b0.allgather(b"zero").unwrap();
+    assert_eq!(got, vec![b"zero".to_vec(), b"one".to_vec()]);
+    assert_eq!(t1.join().unwrap(), got);
+    assert_eq!(h.shutdown().refused, 3);
+}

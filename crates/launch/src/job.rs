@@ -1,7 +1,7 @@
 //! One job from start to end: plan, spawn, watch, terminate, clean up.
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Write as _};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -155,6 +155,9 @@ struct Job {
     events: Receiver<Event>,
     tx: Sender<Event>,
     server: Option<sss_boot::BootServerHandle>,
+    /// The job's secret: in the environment of local tasks, on the ssh
+    /// connection's stdin for remote ones (never on a command line).
+    secret: sss_boot::JobSecret,
     signals: signal_hook::iterator::Handle,
     signal_thread: Option<std::thread::JoinHandle<()>>,
     guardian: Option<Guardian>,
@@ -180,7 +183,12 @@ impl Job {
             Spawner::Ssh => advertised_addr(&plan.hosts),
         };
         let bind = rendezvous_bind(&advertised);
-        let server = BootServer::bind(bind.as_str(), id, plan.np)?;
+        // Only the job's tasks may join: they get this secret, nobody else.
+        let secret = sss_boot::JobSecret::generate().map_err(|e| RunError::Io {
+            what: "cannot draw the job's secret from the OS",
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let server = BootServer::bind(bind.as_str(), id, plan.np)?.with_secret(secret.clone());
         let boot = format!("tcp:{advertised}:{}", server.addr().port());
         let server = server.spawn()?;
 
@@ -221,6 +229,7 @@ impl Job {
             events,
             tx,
             server: Some(server),
+            secret,
             signals: handle,
             signal_thread: Some(signal_thread),
             guardian,
@@ -268,12 +277,18 @@ impl Job {
         .collect::<Vec<_>>();
         if self.plan.spawner == Spawner::Ssh {
             // Remote tasks get the login environment; pass on our SSS_*
-            // settings (transport overrides, timeouts) explicitly.
+            // settings (transport overrides, timeouts) explicitly. Never a
+            // secret: this goes on the remote command line.
             for (k, v) in std::env::vars() {
-                if k.starts_with("SSS_") && !env.iter().any(|(e, _)| *e == k) {
+                if k.starts_with("SSS_")
+                    && k != vars::JOB_SECRET
+                    && !env.iter().any(|(e, _)| *e == k)
+                {
                     env.push((k, v));
                 }
             }
+        } else {
+            env.push((vars::JOB_SECRET.to_string(), self.secret.to_hex()));
         }
         env
     }
@@ -340,7 +355,13 @@ impl Job {
                 }
             }
         }
-        let stdin = child.stdin.take();
+        let mut stdin = child.stdin.take();
+        if let Some(s) = stdin.as_mut() {
+            // The remote wrapper reads the secret from the connection's
+            // first line (see `ssh::REMOTE_WRAPPER`). A failed write shows
+            // as the task's refused HELLO.
+            let _ = writeln!(s, "{}", self.secret.to_hex());
+        }
         let tx = self.tx.clone();
         let waiter = std::thread::Builder::new()
             .name("sss-run-wait".into())

@@ -9,13 +9,17 @@
 
 use std::ffi::OsString;
 
-/// The remote wrapper. `"$@"` is the task (`env VAR=… PROGRAM ARGS`); the
-/// watcher in the background waits for end of file on the connection's
-/// stdin, then sends SIGTERM and, 2 s later, SIGKILL. The wrapper exits
+/// The remote wrapper. `"$@"` is the task (`env VAR=… PROGRAM ARGS`). The
+/// first line of the connection's stdin is the job's secret, put in the
+/// task's environment as `SSS_JOB_SECRET` (a command line is visible to
+/// every user of the remote host, an environment only to its owner); the
+/// watcher in the background then waits for end of file on the stdin,
+/// then sends SIGTERM and, 2 s later, SIGKILL. The wrapper exits
 /// with the task's status (128+S for a task killed by signal S, as sh
 /// reports it). A shell without job control gives background jobs
 /// `/dev/null` as stdin, so the watcher reads a copy of stdin on fd 3.
 pub(crate) const REMOTE_WRAPPER: &str = "exec 3<&0; \
+IFS= read -r SSS_JOB_SECRET <&3; export SSS_JOB_SECRET; \
 \"$@\" </dev/null 3<&- & p=$!; \
 (cat <&3 >/dev/null; kill -TERM $p; sleep 2; kill -KILL $p) >/dev/null 2>&1 & w=$!; \
 exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; exit $s";
@@ -135,10 +139,11 @@ mod tests {
 
     #[test]
     fn wrapper_runs_the_task_and_passes_its_status() {
-        use std::io::Read;
+        use std::io::{Read, Write};
         // The wrapper itself, run by the local sh: the task's words arrive
-        // as "$@" and its status comes back. Stdin stays open, as the
-        // launcher keeps it, so the watcher does not fire.
+        // as "$@", the secret on the first line of stdin, and its status
+        // comes back. Stdin stays open, as the launcher keeps it, so the
+        // watcher does not fire.
         let mut child = std::process::Command::new("sh")
             .args([
                 "-c",
@@ -146,13 +151,14 @@ mod tests {
                 "sss-task",
                 "sh",
                 "-c",
-                "echo hi; exit 7",
+                "echo hi $SSS_JOB_SECRET; exit 7",
             ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"5ec7e7\n").unwrap();
         let mut out = String::new();
         child
             .stdout
@@ -162,7 +168,7 @@ mod tests {
             .unwrap();
         let status = child.wait().unwrap();
         drop(stdin);
-        assert_eq!(out, "hi\n");
+        assert_eq!(out, "hi 5ec7e7\n");
         assert_eq!(status.code(), Some(7));
     }
 

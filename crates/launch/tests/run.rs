@@ -595,6 +595,7 @@ while [ $# -gt 0 ]; do
 done
 echo "$1" >> "$(dirname "$0")/hosts.log"
 shift
+echo "$*" >> "$(dirname "$0")/commands.log"
 exec setsid -w sh -c "$*"
 "#;
 
@@ -633,6 +634,10 @@ fn ssh_spawner_runs_tasks_through_the_remote_command_line() {
         "{}",
         o.stdout
     );
+    // The job's secret reached the tasks (they joined) but never a remote
+    // command line, which every user of the remote host can read.
+    let commands = std::fs::read_to_string(dir.path().join("commands.log")).unwrap();
+    assert!(!commands.contains("SSS_JOB_SECRET="), "{commands}");
     // Four tasks, then one shared-memory cleanup per host.
     let log = std::fs::read_to_string(dir.path().join("hosts.log")).unwrap();
     let mut hosts: Vec<&str> = log.lines().collect();
