@@ -124,8 +124,10 @@ impl Lane for UdpLane {
         } else {
             task.maybe_held.store(true, Ordering::Release);
         }
+        // Read under the lock already held, not a second one.
+        let next = net.ep.poll_timeout();
         drop(net);
-        task.wake_if_needed();
+        task.wake_before(next);
         Ok(Carried::Pending(state))
     }
 }
@@ -215,8 +217,14 @@ impl Inner {
     /// Wakes the progress thread when the endpoint's next timer is earlier
     /// than the one it sleeps on.
     pub(super) fn wake_if_needed(&self) {
-        let t = self.lock_net().ep.poll_timeout().unwrap_or(u64::MAX);
-        if t < self.next_wake.load(Ordering::Acquire) {
+        let next = self.lock_net().ep.poll_timeout();
+        self.wake_before(next);
+    }
+
+    /// Wakes the progress thread when `next` (the endpoint's next timer,
+    /// read under the net lock) is earlier than the one it sleeps on.
+    pub(super) fn wake_before(&self, next: Option<u64>) {
+        if next.unwrap_or(u64::MAX) < self.next_wake.load(Ordering::Acquire) {
             self.wake.notify();
         }
     }
