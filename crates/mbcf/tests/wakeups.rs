@@ -11,9 +11,19 @@ use std::time::Duration;
 const HOSTS: &[&str] = &["127.0.0.2", "127.0.0.3"];
 const ROUNDS: u64 = 2000;
 
+/// One job at a time: two spinning tasks already fill a 2-CPU machine,
+/// and a waiter preempted outside its wait leaves the socket to the
+/// progress thread, which the counts would then see.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Two tasks on two hosts ping-pong `ROUNDS` 8-byte WRITEs with notify,
 /// each waiting with `wait`; returns each task's progress wake-ups.
 fn pingpong(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64, u64)) -> Vec<u64> {
+    let _one = serial();
     let tasks: Vec<Task> = ThreadBoot::join_all(2, HOSTS, cfg)
         .into_iter()
         .map(|t| t.expect("join"))
@@ -107,6 +117,7 @@ fn blocking_waiters_are_served_by_the_progress_thread() {
 /// echoes it; both sides spin on their count. Returns each task's
 /// progress wake-ups.
 fn signal_pingpong(nodes: &[&str]) -> Vec<u64> {
+    let _one = serial();
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     let tasks: Vec<Task> = ThreadBoot::join_all(2, nodes, &spinning())
