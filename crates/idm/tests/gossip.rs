@@ -11,6 +11,36 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A daemon for `node` with `peers`, running in a thread until the flag
+/// is set; its gossip address.
+fn start(
+    node: &str,
+    peers: Vec<std::net::SocketAddr>,
+    gossip: Duration,
+) -> (
+    std::net::SocketAddr,
+    Arc<AtomicBool>,
+    std::thread::JoinHandle<Daemon>,
+) {
+    let mut d = Daemon::new(DaemonConfig {
+        node: node.to_string(),
+        peers,
+        port: 0,
+        sample: Duration::from_millis(5),
+        gossip,
+        down_after: Duration::from_secs(60),
+    })
+    .expect("start the daemon");
+    let to = d.local_addr().expect("bound");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let h = std::thread::spawn(move || {
+        d.run(|| flag.load(Ordering::Relaxed));
+        d
+    });
+    (to, stop, h)
+}
+
 #[test]
 fn hostile_datagrams_are_refused_and_counted_and_good_gossip_still_lands() {
     let pid = std::process::id();
@@ -18,24 +48,11 @@ fn hostile_datagrams_are_refused_and_counted_and_good_gossip_still_lands() {
     let peer = format!("gossip-test-peer-{pid}");
     // The test speaks for a peer daemon from this socket.
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut d = Daemon::new(DaemonConfig {
-        node: node.clone(),
-        peers: vec![sock.local_addr().unwrap()],
-        port: 0,
-        sample: Duration::from_millis(5),
-        gossip: Duration::from_millis(50),
-        down_after: Duration::from_secs(60),
-    })
-    .expect("start the daemon");
-    let to = d.local_addr().expect("bound");
-    let stop = Arc::new(AtomicBool::new(false));
-    let daemon = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            d.run(|| stop.load(Ordering::Relaxed));
-            d
-        })
-    };
+    let (to, stop, daemon) = start(
+        &node,
+        vec![sock.local_addr().unwrap()],
+        Duration::from_millis(50),
+    );
     let mut page = NodeData::default();
     page.set_name(&peer);
     page.ncpus = 3;
@@ -92,24 +109,7 @@ fn gossip_from_a_stranger_changes_nothing_and_is_not_answered() {
     let pid = std::process::id();
     let node = format!("127.10.{}.{}", (pid >> 8) & 0xff, 1 + pid % 250);
     let fake = format!("fake-node-{pid}");
-    let mut d = Daemon::new(DaemonConfig {
-        node: node.clone(),
-        peers: Vec::new(),
-        port: 0,
-        sample: Duration::from_millis(5),
-        gossip: Duration::from_millis(20),
-        down_after: Duration::from_secs(60),
-    })
-    .expect("start the daemon");
-    let to = d.local_addr().expect("bound");
-    let stop = Arc::new(AtomicBool::new(false));
-    let daemon = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            d.run(|| stop.load(Ordering::Relaxed));
-            d
-        })
-    };
+    let (to, stop, daemon) = start(&node, Vec::new(), Duration::from_millis(20));
     let mut page = NodeData::default();
     page.set_name(&fake);
     let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -66,37 +66,23 @@ impl Mapping {
     /// Maps `len` bytes of `fd` shared, readable and writable; the file
     /// must already hold them.
     pub fn shared(fd: RawFd, len: usize) -> io::Result<Self> {
-        check_covers(fd, len)?;
-        // SAFETY: a fresh mapping chosen by the kernel aliases nothing.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len.max(1),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Self {
-            ptr: p.cast(),
-            len: len.max(1),
-        })
+        Self::map(fd, len, libc::PROT_READ | libc::PROT_WRITE)
     }
 
     /// Maps `len` bytes of `fd` shared and read-only (an observer's view
     /// of another process's file); the file must already hold them.
     pub fn read_only(fd: RawFd, len: usize) -> io::Result<Self> {
+        Self::map(fd, len, libc::PROT_READ)
+    }
+
+    fn map(fd: RawFd, len: usize, prot: libc::c_int) -> io::Result<Self> {
         check_covers(fd, len)?;
         // SAFETY: a fresh mapping chosen by the kernel aliases nothing.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len.max(1),
-                libc::PROT_READ,
+                prot,
                 libc::MAP_SHARED,
                 fd,
                 0,

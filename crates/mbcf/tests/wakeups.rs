@@ -23,38 +23,45 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// Two tasks on two hosts ping-pong `ROUNDS` 8-byte WRITEs with notify,
 /// each waiting with `wait`; returns each task's progress wake-ups.
 fn pingpong(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64, u64)) -> Vec<u64> {
+    on_both(HOSTS, cfg, move |t| {
+        let seg = t.alloc(4096, Perm::ALL).unwrap();
+        let all = t.exchange(&seg).unwrap();
+        let peer = all[1 - t.rank() as usize];
+        let flag = seg.word(0).unwrap();
+        t.barrier().unwrap();
+        let before = t.stats().progress_wakeups;
+        for i in 1..=ROUNDS {
+            let ping = |t: &Task| {
+                t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
+                    .unwrap()
+            };
+            if t.rank() == 0 {
+                ping(&t);
+                wait(&t, flag, i);
+            } else {
+                wait(&t, flag, i);
+                ping(&t);
+            }
+        }
+        let woke = t.stats().progress_wakeups - before;
+        t.barrier().unwrap();
+        woke
+    })
+}
+
+/// Runs `body` on each task of a two-task job on `nodes`, one job at a
+/// time; what each returned, in rank order.
+fn on_both(
+    nodes: &[&str],
+    cfg: &TaskConfig,
+    body: impl Fn(Task) -> u64 + Send + Copy + 'static,
+) -> Vec<u64> {
     let _one = serial();
-    let tasks: Vec<Task> = ThreadBoot::join_all(2, HOSTS, cfg)
-        .into_iter()
-        .map(|t| t.expect("join"))
-        .collect();
-    let hs: Vec<_> = tasks
+    let hs: Vec<_> = ThreadBoot::join_all(2, nodes, cfg)
         .into_iter()
         .map(|t| {
-            std::thread::spawn(move || {
-                let seg = t.alloc(4096, Perm::ALL).unwrap();
-                let all = t.exchange(&seg).unwrap();
-                let peer = all[1 - t.rank() as usize];
-                let flag = seg.word(0).unwrap();
-                t.barrier().unwrap();
-                let before = t.stats().progress_wakeups;
-                for i in 1..=ROUNDS {
-                    let ping = |t: &Task| {
-                        t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
-                            .unwrap()
-                    };
-                    if t.rank() == 0 {
-                        ping(&t);
-                        wait(&t, flag, i);
-                    } else {
-                        wait(&t, flag, i);
-                        ping(&t);
-                    }
-                }
-                let woke = t.stats().progress_wakeups - before;
-                t.barrier().unwrap();
-                woke
-            })
+            let t = t.expect("join");
+            std::thread::spawn(move || body(t))
         })
         .collect();
     hs.into_iter().map(|h| h.join().unwrap()).collect()
@@ -117,47 +124,36 @@ fn blocking_waiters_are_served_by_the_progress_thread() {
 /// echoes it; both sides spin on their count. Returns each task's
 /// progress wake-ups.
 fn signal_pingpong(nodes: &[&str]) -> Vec<u64> {
-    let _one = serial();
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    let tasks: Vec<Task> = ThreadBoot::join_all(2, nodes, &spinning())
-        .into_iter()
-        .map(|t| t.expect("join"))
-        .collect();
-    let hs: Vec<_> = tasks
-        .into_iter()
-        .map(|t| {
-            std::thread::spawn(move || {
-                let count = Arc::new(AtomicU64::new(0));
-                let c = count.clone();
-                let echo = t.rank() == 1;
-                t.set_handler(
-                    0,
-                    Arc::new(move |ctx, data| {
-                        if echo {
-                            ctx.task
-                                .signal(ctx.from, 0, data, Options::default())
-                                .unwrap();
-                        }
-                        c.fetch_add(1, Ordering::Release);
-                    }),
-                )
-                .unwrap();
-                t.barrier().unwrap();
-                let before = t.stats().progress_wakeups;
-                for i in 1..=ROUNDS {
-                    if t.rank() == 0 {
-                        t.signal(1, 0, &[7; 8], Options::default()).unwrap();
-                    }
-                    t.wait_word(&count, |v| v >= i);
+    on_both(nodes, &spinning(), |t| {
+        let count = Arc::new(AtomicU64::new(0));
+        let c = count.clone();
+        let echo = t.rank() == 1;
+        t.set_handler(
+            0,
+            Arc::new(move |ctx, data| {
+                if echo {
+                    ctx.task
+                        .signal(ctx.from, 0, data, Options::default())
+                        .unwrap();
                 }
-                let woke = t.stats().progress_wakeups - before;
-                t.barrier().unwrap();
-                woke
-            })
-        })
-        .collect();
-    hs.into_iter().map(|h| h.join().unwrap()).collect()
+                c.fetch_add(1, Ordering::Release);
+            }),
+        )
+        .unwrap();
+        t.barrier().unwrap();
+        let before = t.stats().progress_wakeups;
+        for i in 1..=ROUNDS {
+            if t.rank() == 0 {
+                t.signal(1, 0, &[7; 8], Options::default()).unwrap();
+            }
+            t.wait_word(&count, |v| v >= i);
+        }
+        let woke = t.stats().progress_wakeups - before;
+        t.barrier().unwrap();
+        woke
+    })
 }
 
 /// A signal to a task that waits runs in the waiter's thread: neither a
