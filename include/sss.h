@@ -83,8 +83,9 @@
  * except: sss_finalize() must not race with any other call on the task
  * (nor be followed by one); one request handle must not be used by two
  * threads at once; pops of one FIFO are serialized (one consumer at a
- * time). Signal handlers run on the task's progress thread (see
- * sss_signal_set_handler()). Calls marked "a collective" must be made by
+ * time). Signal handlers run one at a time, in arrival order, on the
+ * task's progress thread or on a thread of the task that is waiting in the
+ * library (see sss_signal_set_handler()). Calls marked "a collective" must be made by
  * every task of the job, in the same order.
  *
  * Build: `pkg-config --cflags --libs sss` (shared) or
@@ -353,8 +354,9 @@ sss_status_t sss_quiet(sss_task_h task);
 /**
  * Waits until (*addr CMP value) holds for an 8-byte aligned local word
  * that remote operations (or an operation's counter, or a handler with
- * atomics) update. Spins briefly, then sleeps until the progress thread
- * applies something; the load has acquire order, so data written before
+ * atomics) update. Spins for a while (receiving, applying and running
+ * signal handlers itself), then sleeps until the progress thread applies
+ * something; the load has acquire order, so data written before
  * a notify is visible once the counter is seen. Blocking.
  */
 sss_status_t sss_wait_u64(sss_task_h task, const uint64_t *addr, sss_cmp_t cmp,
@@ -601,12 +603,15 @@ sss_status_t sss_fifo_wait_pop(sss_task_h task, sss_fifo_h fifo, void *buf, size
 
 /**
  * Registers @p handler at @p index (replacing an earlier one), called with
- * @p arg for every SIGNAL to that index. Handlers run one at a time on the
- * task's progress thread: keep them short. A handler may issue operations
- * with its temporary task handle (to reply, for instance) and wait for
- * them (sss_request_wait, sss_fence, sss_quiet, sss_wait_u64): while it
- * waits, the progress thread keeps applying incoming operations inline,
- * but runs no other handler, so never wait for something only another
+ * @p arg for every SIGNAL to that index. Handlers run one at a time, in
+ * arrival order: on a thread of the task that is waiting in the library
+ * (sss_wait_u64, sss_request_wait, sss_fence, sss_quiet, ...) when one
+ * received the SIGNAL, so no other thread is woken, else on the task's
+ * progress thread. Keep them short, and do not take a lock in a handler
+ * that a waiting thread of the task may hold. A handler may issue
+ * operations with its temporary task handle (to reply, for instance) and
+ * wait for them: while it waits, incoming operations keep being applied,
+ * but no other handler runs, so never wait for something only another
  * handler would do. Collectives and sss_finalize return
  * SSS_ERR_IN_HANDLER there.
  * @p arg must stay valid (and be safe to use from that thread) until

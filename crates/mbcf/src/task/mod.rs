@@ -48,8 +48,11 @@ use request::{keep_error, status_error, ReqState, ERRORS_KEPT};
 use transport::{Lane, Route};
 use udp::{Net, Senders};
 
-/// A signal handler: runs in the receiving task's progress thread with the
-/// sender's rank and payload, and may issue operations through the context.
+/// A signal handler: called with the sender's rank and payload, one at a
+/// time in arrival order, on a thread of the receiving task that is
+/// waiting (the one that received the signal) or else on its progress
+/// thread; it may issue operations through the context. It must not take
+/// a lock that a waiting thread of the task may hold.
 pub type Handler = Arc<dyn Fn(&SignalContext<'_>, &[u8]) + Send + Sync>;
 
 /// What a signal handler gets besides the payload.
