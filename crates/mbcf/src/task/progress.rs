@@ -192,6 +192,11 @@ impl Inner {
     /// does a waiter that received them: a signal to a task that waits
     /// runs where the waiter already is, with no thread woken.
     pub(super) fn run_signals(&self) {
+        // The progress loop calls this every round: nothing queued costs
+        // one uncontended lock, not a reference count and the runner.
+        if self.deferred.lock().map_or(true, |d| d.is_empty()) {
+            return;
+        }
         let Some(me) = self.me.upgrade() else {
             return;
         };
