@@ -222,11 +222,10 @@ impl Inner {
             if cond() {
                 return Some(true);
             }
-            if self.all_local && ring.len() != 0 {
-                self.take_ring_signals();
-            }
             spins = spins.wrapping_add(1);
-            // A yield costs more than a look at the socket and the clock.
+            // A yield costs more than a look at the socket and the clock;
+            // the signal ring is looked at as seldom (every turn showed
+            // in the shm round trip).
             if !yielding && spins % 16 != 1 {
                 std::hint::spin_loop();
                 continue;
@@ -241,6 +240,8 @@ impl Inner {
             }
             if !self.all_local {
                 self.try_step();
+            } else if ring.len() != 0 {
+                self.take_ring_signals();
             }
             if yielding {
                 std::thread::yield_now();
