@@ -188,6 +188,7 @@ fn ours(get: Get, timeout: Duration) -> Result<Boot, BootError> {
         rendezvous(get, &spec, job, rank, size, timeout)?
     };
     Ok(Boot {
+        secret: job_secret(get)?,
         launcher: Launcher::Sss,
         job,
         rank,
@@ -202,6 +203,21 @@ fn ours(get: Get, timeout: Duration) -> Result<Boot, BootError> {
     })
 }
 
+/// `SSS_JOB_SECRET`, if set.
+fn job_secret(get: Get) -> Result<Option<JobSecret>, BootError> {
+    match get(vars::JOB_SECRET).filter(|v| !v.is_empty()) {
+        Some(v) => Ok(Some(JobSecret::from_hex(&v).ok_or_else(|| {
+            BootError::BadEnv {
+                var: vars::JOB_SECRET,
+                // Never echo a secret, even a malformed one.
+                value: "(hidden)".into(),
+                reason: "expected 64 hex digits".into(),
+            }
+        })?)),
+        None => Ok(None),
+    }
+}
+
 /// Parses `SSS_BOOT` and connects.
 fn rendezvous(
     get: Get,
@@ -212,15 +228,7 @@ fn rendezvous(
     timeout: Duration,
 ) -> Result<Rendezvous, BootError> {
     if let Some(addr) = spec.strip_prefix("tcp:") {
-        let secret = match get(vars::JOB_SECRET).filter(|v| !v.is_empty()) {
-            Some(v) => Some(JobSecret::from_hex(&v).ok_or_else(|| BootError::BadEnv {
-                var: vars::JOB_SECRET,
-                // Never echo a secret, even a malformed one.
-                value: "(hidden)".into(),
-                reason: "expected 64 hex digits".into(),
-            })?),
-            None => None,
-        };
+        let secret = job_secret(get)?;
         Ok(Rendezvous::Tcp(TcpClient::connect(
             addr,
             job,
@@ -271,6 +279,7 @@ fn foreign_boot(get: Get, f: Foreign, timeout: Duration) -> Result<Boot, BootErr
         .or(f.node)
         .unwrap_or_else(hostname);
     let mut boot = Boot {
+        secret: job_secret(get)?,
         launcher: f.launcher,
         job,
         rank: f.rank,
@@ -344,6 +353,7 @@ fn singleton(get: Get, timeout: Duration) -> Result<Boot, BootError> {
         .unwrap_or_else(|_| std::process::id())
         .max(1);
     Ok(Boot {
+        secret: None,
         launcher: Launcher::Singleton,
         job,
         rank: 0,

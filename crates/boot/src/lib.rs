@@ -212,6 +212,9 @@ pub struct Boot {
     timeout: Duration,
     rdv: Rendezvous,
     poisoned: bool,
+    /// The job's secret, when the launcher gave one (keys of MBCF's
+    /// authenticated datagrams are derived from it).
+    secret: Option<JobSecret>,
 }
 
 /// How allgather rounds travel.
@@ -251,6 +254,13 @@ impl Boot {
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
         env::detect(&|name: &str| map.get(name).cloned())
+    }
+
+    /// The job's secret: from `SSS_JOB_SECRET` under `sss run`, drawn by
+    /// rank 0 and shared in the first allgather under foreign launchers;
+    /// `None` for a task alone.
+    pub fn secret(&self) -> Option<&JobSecret> {
+        self.secret.as_ref()
     }
 
     /// Job id, the same in every task of the job.
