@@ -104,7 +104,7 @@ mod config_tests {
         assert_eq!(wild.clamped().validate(), Ok(()));
     }
 }
-pub use sss_wire::{Body, Frag, Notify, Packet, Status, TaskId};
+pub use sss_wire::{Body, Format, Frag, Notify, Packet, Status, TaskId};
 
 /// Time in nanoseconds from an origin the caller picks (virtual time in
 /// simulations, a monotonic clock in the runtime).
@@ -162,6 +162,10 @@ pub struct Config {
     pub ooo_bytes: usize,
     /// Bytes held in out-of-order buffers over all peers.
     pub ooo_total: usize,
+    /// The datagram format emitted and accepted. A sealed format leaves
+    /// the tag to the caller: it seals what `poll_transmit` gives and
+    /// opens what it hands `handle_datagram` (see `sss-seal`).
+    pub format: Format,
 }
 
 impl Default for Config {
@@ -187,6 +191,7 @@ impl Default for Config {
             members: None,
             ooo_bytes: 512 << 10,
             ooo_total: 64 << 20,
+            format: Format::Checksummed,
         }
     }
 }

@@ -52,8 +52,9 @@
 //! Fields:
 //!
 //! - **magic** (0–1): `0x5353` ("SS"). Anything else is not MBCF.
-//! - **version** (2): format version, [`VERSION`] = 1. Other versions are
-//!   rejected, not guessed at.
+//! - **version** (2): the [`Format`]: 1 checksummed, 2 authenticated,
+//!   3 encrypted. A receiver takes only the format its job uses; others
+//!   are rejected, not guessed at.
 //! - **kind** (3): the packet kind, see [`Kind`] for the values.
 //! - **flags** (4): bit 0 `ACK` — the acknowledgement number is valid
 //!   (piggybacked ack); bit 1 `NOFC` — no flow control: the packet is not
@@ -95,9 +96,13 @@
 //! - **fragment index / count** (56–59): a large WRITE or READ_REPLY is cut
 //!   into `count` packets, each with consecutive sequence numbers; index
 //!   runs from 0 to count − 1. Unfragmented packets carry 0 / 1.
-//! - **checksum** (60–63): CRC-32C (Castagnoli) over the whole datagram
-//!   with these four bytes taken as zero. It catches every burst error up to
-//!   32 bits and all odd numbers of bit flips; a mismatch drops the packet.
+//! - **checksum** (60–63): in format 1, CRC-32C (Castagnoli) over the
+//!   whole datagram with these four bytes taken as zero. It catches every
+//!   burst error up to 32 bits and all odd numbers of bit flips; a
+//!   mismatch drops the packet. In formats 2 and 3, the low 32 bits of the
+//!   sender's transmission counter toward this destination (the AEAD
+//!   nonce; the receiver infers the high bits), and a 16-byte tag follows
+//!   the payload (see `sss-seal`).
 //!
 //! # Extensions
 //!
@@ -128,8 +133,43 @@ use thiserror::Error;
 
 /// The magic number at offset 0.
 pub const MAGIC: u16 = 0x5353;
-/// The format version this crate speaks.
+/// The format version of checksummed datagrams ([`Format::Checksummed`]).
 pub const VERSION: u8 = 1;
+
+/// How a datagram is protected, written in its version byte (offset 2).
+///
+/// A checksummed datagram carries a CRC-32C at offset 60. A sealed one
+/// (authenticated or encrypted) carries instead the low 32 bits of its
+/// transmission counter there and is followed by a 16-byte AEAD tag,
+/// which `sss-seal` checks and removes before [`Packet::parse_as`] sees
+/// it; the tag replaces the checksum, so none is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Format {
+    /// Version 1: CRC-32C at offset 60, no authentication.
+    #[default]
+    Checksummed = 1,
+    /// Version 2: header, extension and payload authenticated.
+    Authenticated = 2,
+    /// Version 3: as 2, and extension and payload encrypted.
+    Encrypted = 3,
+}
+
+impl Format {
+    /// The format a version byte names.
+    pub fn from_u8(v: u8) -> Option<Format> {
+        match v {
+            1 => Some(Format::Checksummed),
+            2 => Some(Format::Authenticated),
+            3 => Some(Format::Encrypted),
+            _ => None,
+        }
+    }
+}
+
+/// Offset of the checksum field, which carries the low 32 bits of the
+/// transmission counter in sealed formats.
+pub const CHECK_FIELD: usize = 60;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
 /// Largest datagram this format describes (payload length is 16 bits).
@@ -612,16 +652,24 @@ fn checksum(buf: &[u8]) -> u32 {
 }
 
 impl<'a> Packet<'a> {
-    /// Decodes a datagram. Checks the length once against the header's
-    /// claims, then every field; never panics.
+    /// Decodes a checksummed datagram ([`Format::Checksummed`]). Checks the
+    /// length once against the header's claims, then every field; never
+    /// panics.
     pub fn parse(buf: &'a [u8]) -> Result<Self, ParseError> {
+        Self::parse_as(buf, Format::Checksummed)
+    }
+
+    /// Decodes a datagram of format `format`, refusing any other. A sealed
+    /// datagram comes here opened (tag checked and removed, payload
+    /// decrypted): its checksum field is not checked.
+    pub fn parse_as(buf: &'a [u8], format: Format) -> Result<Self, ParseError> {
         if buf.len() < HEADER_LEN {
             return Err(ParseError::Truncated);
         }
         if be16(buf, 0) != MAGIC {
             return Err(ParseError::BadMagic);
         }
-        if buf[2] != VERSION {
+        if buf[2] != format as u8 {
             return Err(ParseError::BadVersion(buf[2]));
         }
         let kind = Kind::from_u8(buf[3]).ok_or(ParseError::BadKind(buf[3]))?;
@@ -650,7 +698,7 @@ impl<'a> Packet<'a> {
         if buf.len() > total {
             return Err(ParseError::Trailing);
         }
-        if be32(buf, 60) != checksum(buf) {
+        if format == Format::Checksummed && be32(buf, CHECK_FIELD) != checksum(buf) {
             return Err(ParseError::BadChecksum);
         }
         let frag = Frag {
@@ -759,8 +807,16 @@ impl<'a> Packet<'a> {
         HEADER_LEN + self.body.ext_len() + self.payload.len()
     }
 
-    /// Encodes into the front of `buf` and returns the bytes written.
+    /// Encodes into the front of `buf` as a checksummed datagram and
+    /// returns the bytes written.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, EmitError> {
+        self.emit_as(buf, Format::Checksummed)
+    }
+
+    /// Encodes into the front of `buf` in `format` and returns the bytes
+    /// written. A sealed format leaves the checksum field zero and no room
+    /// for the tag: the sealer fills both.
+    pub fn emit_as(&self, buf: &mut [u8], format: Format) -> Result<usize, EmitError> {
         let payload_len =
             u16::try_from(self.payload.len()).map_err(|_| EmitError::PayloadTooLarge)?;
         if self.frag.count == 0
@@ -774,7 +830,7 @@ impl<'a> Packet<'a> {
         let total = self.buffer_len();
         let buf = buf.get_mut(..total).ok_or(EmitError::BufferTooSmall)?;
         put16(buf, 0, MAGIC);
-        buf[2] = VERSION;
+        buf[2] = format as u8;
         buf[3] = self.body.kind() as u8;
         let mut flags = 0;
         if self.ack.is_some() {
@@ -859,9 +915,11 @@ impl<'a> Packet<'a> {
         }
         let pe = e + self.body.ext_len();
         buf[pe..].copy_from_slice(self.payload);
-        put32(buf, 60, 0);
-        let c = checksum(buf);
-        put32(buf, 60, c);
+        put32(buf, CHECK_FIELD, 0);
+        if format == Format::Checksummed {
+            let c = checksum(buf);
+            put32(buf, CHECK_FIELD, c);
+        }
         Ok(total)
     }
 
@@ -884,7 +942,8 @@ impl<'a> Packet<'a> {
 }
 
 /// Rewrites the piggybacked acknowledgement of an encoded packet in place
-/// and refreshes its checksum, so a stored packet can be retransmitted with
+/// and refreshes its checksum (checksummed format only: a sealed one is
+/// sealed afresh when sent), so a stored packet can be retransmitted with
 /// the current ack without re-encoding. Returns false (leaving `buf` alone)
 /// when `buf` is shorter than a header.
 pub fn patch_ack(buf: &mut [u8], ack: Option<u32>) -> bool {
@@ -901,8 +960,10 @@ pub fn patch_ack(buf: &mut [u8], ack: Option<u32>) -> bool {
             put32(buf, 32, 0);
         }
     }
-    let c = checksum(buf);
-    put32(buf, 60, c);
+    if buf[2] == Format::Checksummed as u8 {
+        let c = checksum(buf);
+        put32(buf, CHECK_FIELD, c);
+    }
     true
 }
 

@@ -9,7 +9,7 @@ use super::Endpoint;
 use crate::reorder::{self, Reorder};
 use crate::rtt::Rtt;
 use crate::{Config, Stats, Time};
-use sss_wire::{encode_sack, Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
+use sss_wire::{encode_sack, Body, Flags, Format, Frag, Packet, Status, TaskId, HEADER_LEN};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Sequence numbers are 32 bits on the wire and 64 bits here, so ordering
@@ -97,6 +97,8 @@ impl Slot {
 pub(super) struct Channel {
     pub(super) peer: TaskId,
     pub(super) down: bool,
+    /// The datagram format of the job ([`Config::format`]).
+    pub(super) format: Format,
 
     // Send side: slots hold sequence numbers base .. next_seq.
     pub(super) next_seq: u64,
@@ -154,6 +156,7 @@ impl Channel {
         Self {
             peer,
             down: false,
+            format: cfg.format,
             next_seq: 1,
             base: 1,
             slots: VecDeque::new(),
@@ -334,7 +337,7 @@ impl Channel {
             }
             let ack = self.piggybacked();
             let slot = &mut self.slots[i];
-            emit_slot(slot, ack, out);
+            emit_slot(slot, ack, self.format, out);
             slot.sent_at = Some(now);
             slot.retx += 1;
             stats.retransmissions += 1;
@@ -344,7 +347,7 @@ impl Channel {
         if !self.down && self.may_send_new(window) {
             let ack = self.piggybacked();
             let slot = &mut self.slots[(self.next_send - self.base) as usize];
-            emit_slot(slot, ack, out);
+            emit_slot(slot, ack, self.format, out);
             slot.sent_at = Some(now);
             self.next_send += 1;
             self.arm_rto(now);
@@ -387,7 +390,7 @@ impl Channel {
                 body: Body::Ack,
                 payload: &payload,
             };
-            emit_into(&p, out);
+            emit_into(&p, self.format, out);
             stats.acks_sent += 1;
             return true;
         }

@@ -320,7 +320,7 @@ impl Endpoint {
         self.now = self.now.max(now);
         self.stats.packets_received += 1;
         self.stats.bytes_received += data.len() as u64;
-        let pkt = match Packet::parse(data) {
+        let pkt = match Packet::parse_as(data, self.cfg.format) {
             Ok(p) => p,
             Err(_) => {
                 self.stats.bad_packets += 1;
@@ -432,7 +432,7 @@ impl Endpoint {
             c.recv_next += 1;
             n += 1;
             // Stored packets were parsed before; parse cannot fail now.
-            if let Ok(p) = Packet::parse(&buf) {
+            if let Ok(p) = Packet::parse_as(&buf, self.cfg.format) {
                 self.deliver(ci, now, &p, target);
             }
         }

@@ -5,27 +5,27 @@ use super::channel::{Chunk, Slot};
 use super::reply::Pending;
 use super::Endpoint;
 use crate::{Op, OpId, OpOptions, SubmitError, Time};
-use sss_wire::{Body, Flags, Frag, Packet, Status, TaskId, HEADER_LEN};
+use sss_wire::{Body, Flags, Format, Frag, Packet, Status, TaskId, HEADER_LEN};
 
-/// Appends the datagram of `p` to `out`.
-pub(super) fn emit_into(p: &Packet<'_>, out: &mut Vec<u8>) {
+/// Appends the datagram of `p` to `out`, in `format`.
+pub(super) fn emit_into(p: &Packet<'_>, format: Format, out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + p.buffer_len(), 0);
     // Packets built here always satisfy emit's checks (fragment fields,
     // arity, payload sizes are validated at submit), so this cannot fail;
     // an empty datagram would merely be dropped by the peer.
-    if p.emit(&mut out[start..]).is_err() {
+    if p.emit_as(&mut out[start..], format).is_err() {
         out.truncate(start);
     }
 }
 
-pub(super) fn emit_slot(slot: &Slot, ack: Option<u32>, out: &mut Vec<u8>) {
+pub(super) fn emit_slot(slot: &Slot, ack: Option<u32>, format: Format, out: &mut Vec<u8>) {
     let p = Packet {
         ack,
         payload: &slot.payload[..],
         ..slot.meta
     };
-    emit_into(&p, out);
+    emit_into(&p, format, out);
 }
 
 pub(super) fn request_meta(local: TaskId, dst: TaskId, epoch: u32, body: Body) -> Packet<'static> {
@@ -140,7 +140,7 @@ impl Endpoint {
                 ..meta
             };
             let mut out = Vec::new();
-            emit_into(&p, &mut out);
+            emit_into(&p, self.cfg.format, &mut out);
             self.nofc_out.push_back((dst, out));
         }
         if op.has_reply() || opts.status_return {

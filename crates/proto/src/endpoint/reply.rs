@@ -62,7 +62,7 @@ impl Endpoint {
                 ..meta
             };
             let mut out = Vec::new();
-            emit_into(&p, &mut out);
+            emit_into(&p, self.cfg.format, &mut out);
             self.nofc_out.push_back((meta.dst, out));
         } else {
             self.chans[ci].push(meta, payload.into());
