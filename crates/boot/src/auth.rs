@@ -47,6 +47,11 @@ impl JobSecret {
         Some(JobSecret(b))
     }
 
+    /// The secret's bytes, for keys derived from it.
+    pub fn as_bytes(&self) -> &[u8; SECRET_LEN] {
+        &self.0
+    }
+
     /// The hex form, for `SSS_JOB_SECRET`.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()

@@ -218,13 +218,13 @@ pub fn status_table(node: &str) -> Option<String> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let mut out = String::from(
-        "| node | state | age (ms) | cpus | runnable | load 1m | mem free / total (MiB) | tasks | packets | bytes | retrans | rejected |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
+        "| node | state | age (ms) | cpus | runnable | load 1m | mem free / total (MiB) | tasks | packets | bytes | retrans | rejected | refused |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut tasks = String::new();
     for d in idm.nodes() {
         let age = now.saturating_sub(d.updated_ns) / 1_000_000;
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} / {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.2} | {} / {} | {} | {} | {} | {} | {} | {} |\n",
             d.name(),
             if d.is_up() { "up" } else { "down" },
             age,
@@ -237,7 +237,8 @@ pub fn status_table(node: &str) -> Option<String> {
             d.packets,
             d.bytes,
             d.retransmissions,
-            d.rejected
+            d.rejected,
+            d.refused
         ));
         for t in &d.tasks[..(d.ntasks as usize).min(sss_mbcf::idm::IDM_TASKS)] {
             tasks.push_str(&format!(

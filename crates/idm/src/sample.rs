@@ -143,6 +143,7 @@ impl Sampler {
             d.bytes = d.bytes.wrapping_add(v.bytes());
             d.retransmissions = d.retransmissions.wrapping_add(v.retransmissions());
             d.rejected = d.rejected.wrapping_add(v.rejected());
+            d.refused = d.refused.wrapping_add(v.refused() as u32);
             if n < IDM_TASKS {
                 d.tasks[n] = TaskEntry {
                     job: v.job(),

@@ -102,8 +102,9 @@ pub struct NodeData {
     pub ntasks: u32,
     /// Load averages over 1, 5 and 15 minutes, times 1000.
     pub load: [u32; 3],
-    /// Padding.
-    pub _pad: u32,
+    /// Datagrams the node's tasks refused before parsing them (forged,
+    /// modified, replayed, another job's), modulo 2^32.
+    pub refused: u32,
     /// Memory in total, KiB.
     pub mem_total_kb: u64,
     /// Memory available, KiB.
@@ -138,7 +139,7 @@ impl Default for NodeData {
             runnable: 0,
             ntasks: 0,
             load: [0; 3],
-            _pad: 0,
+            refused: 0,
             mem_total_kb: 0,
             mem_free_kb: 0,
             packets: 0,

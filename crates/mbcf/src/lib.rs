@@ -46,6 +46,7 @@ pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
 pub use segment::{Perm, Segment, SegmentInfo};
 pub use seqlock::Stale;
 pub use settings::{parse_choice, parse_in, raw as env_value, SettingError};
+pub use sss_seal::Security;
 pub use sss_wire::{Notify, Status, TaskId};
 pub use sys::shm_dir;
 pub use task::{

@@ -120,6 +120,12 @@ impl TaskView {
             .wrapping_add(c.rejected.load(Ordering::Relaxed))
     }
 
+    /// Datagrams the task refused before parsing them (see
+    /// [`crate::TaskStats::refused`]).
+    pub fn refused(&self) -> u64 {
+        self.ctl().refused.load(Ordering::Relaxed)
+    }
+
     /// Operations same-node senders applied to the task's memory.
     pub fn applied_by_peers(&self) -> u64 {
         self.ctl().applied.load(Ordering::Relaxed)

@@ -4,6 +4,7 @@
 
 use crate::task::{Bind, TaskConfig, Transport};
 use sss_proto::MAX_TIME_SETTING;
+use sss_seal::Security;
 use std::fmt::Display;
 use std::ops::RangeInclusive;
 use std::str::FromStr;
@@ -97,7 +98,8 @@ impl TaskConfig {
     /// `SSS_WINDOW`, `SSS_PAYLOAD` (bytes per packet), SS-Wait's
     /// `SSS_SSWAIT_SPIN_US`, `SSS_SSWAIT_BLOCK_US`, `SSS_SSWAIT_YIELDS`,
     /// `SSS_SSWAIT_YIELD_US`, `SSS_SSWAIT_CPUS` ([`crate::SsWaitTuning`]),
-    /// `SSS_BIND` ([`Bind`]: `auto`, `core` or `none`), and the fault
+    /// `SSS_BIND` ([`Bind`]: `auto`, `core` or `none`), `SSS_SECURITY`
+    /// ([`Security`]: `auth`, `encrypt` or `none`), and the fault
     /// injector's `SSS_FAULT_DROP` / `SSS_FAULT_DUP` (fractions of outgoing
     /// udp datagrams dropped / duplicated). Unset or empty variables keep
     /// the default; any other value out of range is an error.
@@ -171,6 +173,15 @@ impl TaskConfig {
         c.proto.initial_rto = c.proto.initial_rto.clamp(c.proto.min_rto, c.proto.max_rto);
         if let Some(v) = number("SSS_WINDOW", 1..=1 << 16)? {
             c.proto.window = v;
+        }
+        if let Some(v) = raw("SSS_SECURITY")? {
+            let choices = [
+                ("auth", Security::Auth),
+                ("encrypt", Security::Encrypt),
+                ("none", Security::None),
+            ];
+            c.security = parse_choice("SSS_SECURITY", &v, &choices)?;
+            c.proto.payload_size = crate::task::default_payload(c.security);
         }
         if let Some(v) = number("SSS_PAYLOAD", 64..=sss_proto::MAX_PAYLOAD)? {
             c.proto.payload_size = v;

@@ -117,8 +117,11 @@ pub(crate) struct Ctl {
     pub _pad3: u32,
     /// Bitmap of registered signal handlers 0–255. Owner: the task.
     pub handlers: [AtomicU64; 4],
+    /// Datagrams the task's udp receive path refused unopened: not sealed
+    /// with the job's keys, replayed, or of an older incarnation.
+    pub refused: AtomicU64,
     /// Padding.
-    pub _pad4: [u8; 32],
+    pub _pad4: [u8; 24],
     /// Published segments. Owner: the task.
     pub segs: [SegEntry; CTL_SEGMENTS],
 }
@@ -161,9 +164,9 @@ pub(crate) const DOORBELL: [u8; 1] = [0xdb];
 /// when GRO coalesced several) and hands every datagram but doorbells to
 /// `handle`. Returns (some datagram handled, some doorbell seen).
 pub(crate) fn split_received(
-    bytes: &[u8],
+    bytes: &mut [u8],
     seg: usize,
-    mut handle: impl FnMut(&[u8]),
+    mut handle: impl FnMut(&mut [u8]),
 ) -> (bool, bool) {
     if bytes.is_empty() {
         // A zero-length datagram: not ours, a bad packet.
@@ -171,7 +174,7 @@ pub(crate) fn split_received(
         return (true, false);
     }
     let (mut handled, mut bell) = (false, false);
-    for d in bytes.chunks(seg.max(1)) {
+    for d in bytes.chunks_mut(seg.max(1)) {
         if d == DOORBELL {
             bell = true;
         } else {

@@ -2,7 +2,7 @@
 //! CPU binding, and [`Task::join`] itself.
 
 use super::shm::ShmLane;
-use super::transport::Route;
+use super::transport::{Lane, Route, TransportKind};
 use super::udp::UdpLane;
 use super::{progress, Bind, Inner, Net, Owner, PeerInfo, Senders, Task, TaskConfig, Transport};
 use crate::segment::SegTable;
@@ -10,6 +10,7 @@ use crate::shm::{CtlMap, Peer};
 use crate::sys::{self, EventFd};
 use crate::Error;
 use sss_proto::Endpoint;
+use sss_seal::{Seals, Security};
 use sss_wire::TaskId;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
@@ -32,6 +33,11 @@ pub trait Bootstrap: Send {
     fn node(&self) -> String;
     /// Every task's bytes, by rank; a barrier too.
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String>;
+    /// The job's secret, equal in every task, from which the keys of
+    /// sealed datagrams are derived; `None` when the launcher gave none.
+    fn secret(&self) -> Option<[u8; sss_seal::SECRET_LEN]> {
+        None
+    }
 }
 
 struct TbState {
@@ -49,6 +55,7 @@ struct TbShared {
 /// A bootstrap for tasks that are threads of one process.
 pub struct ThreadBoot {
     shared: Arc<TbShared>,
+    secret: [u8; sss_seal::SECRET_LEN],
     job: u32,
     rank: u32,
     size: u32,
@@ -85,9 +92,14 @@ impl ThreadBoot {
             cv: Condvar::new(),
         });
         let job = (sys::random_u64() as u32).max(1);
+        let mut secret = [0u8; sss_seal::SECRET_LEN];
+        for c in secret.chunks_mut(8) {
+            c.copy_from_slice(&sys::random_u64().to_le_bytes());
+        }
         (0..n)
             .map(|r| ThreadBoot {
                 shared: shared.clone(),
+                secret,
                 job,
                 rank: r,
                 size: n,
@@ -131,6 +143,9 @@ impl Bootstrap for ThreadBoot {
         }
         Ok((*st.result).clone())
     }
+    fn secret(&self) -> Option<[u8; sss_seal::SECRET_LEN]> {
+        Some(self.secret)
+    }
 }
 
 impl Bootstrap for sss_boot::Boot {
@@ -149,10 +164,27 @@ impl Bootstrap for sss_boot::Boot {
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         sss_boot::Boot::allgather(self, data).map_err(|e| e.to_string())
     }
+    fn secret(&self) -> Option<[u8; sss_seal::SECRET_LEN]> {
+        sss_boot::Boot::secret(self).map(|s| *s.as_bytes())
+    }
 }
 
-fn encode_peer(addr: SocketAddr, node: &str, pid: u32, sk: u64) -> Vec<u8> {
-    format!("{addr}\n{node}\n{pid}\n{sk}").into_bytes()
+fn encode_peer(addr: SocketAddr, node: &str, pid: u32, sk: u64, salt: &[u8]) -> Vec<u8> {
+    let salt: String = salt.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{addr}\n{node}\n{pid}\n{sk}\n{salt}").into_bytes()
+}
+
+fn decode_salt(s: &str) -> Option<[u8; sss_seal::SALT_LEN]> {
+    let s = s.as_bytes();
+    if s.len() != 2 * sss_seal::SALT_LEN {
+        return None;
+    }
+    let mut out = [0u8; sss_seal::SALT_LEN];
+    for (o, pair) in out.iter_mut().zip(s.chunks(2)) {
+        let hex = |c: u8| (c as char).to_digit(16);
+        *o = (hex(pair[0])? * 16 + hex(pair[1])?) as u8;
+    }
+    Some(out)
 }
 
 fn decode_peer(b: &[u8]) -> Option<PeerInfo> {
@@ -163,6 +195,7 @@ fn decode_peer(b: &[u8]) -> Option<PeerInfo> {
         node: it.next()?.to_string(),
         pid: it.next()?.parse().ok()?,
         signal_key: it.next()?.parse().ok()?,
+        salt: decode_salt(it.next()?)?,
     })
 }
 
@@ -235,7 +268,17 @@ impl Task {
         sys::enable_gro(sock.as_raw_fd());
         let signal_key = sys::random_u64();
         let ctl = CtlMap::create(job, rank, &node)?;
-        let me = encode_peer(sock.local_addr()?, &node, std::process::id(), signal_key);
+        let mut salt = [0u8; sss_seal::SALT_LEN];
+        for c in salt.chunks_mut(8) {
+            c.copy_from_slice(&sys::random_u64().to_le_bytes());
+        }
+        let me = encode_peer(
+            sock.local_addr()?,
+            &node,
+            std::process::id(),
+            signal_key,
+            &salt,
+        );
         let all = boot.allgather(&me).map_err(Error::Boot)?;
         if all.len() != size as usize {
             return Err(Error::Boot(format!(
@@ -268,8 +311,29 @@ impl Task {
             .count();
         let local_size = peers.iter().filter(|p| p.node == node).count();
         bind(cfg.bind, local_rank, local_size);
+        let udp_peers = routes
+            .iter()
+            .enumerate()
+            .any(|(r, x)| r != rank as usize && x.kind() == TransportKind::Udp);
+        let seals = match boot.secret() {
+            Some(secret) => {
+                let salts = peers.iter().map(|p| p.salt).collect();
+                Seals::new(cfg.security, &secret, job, rank, salts)
+            }
+            None if cfg.security != Security::None && udp_peers => {
+                return Err(Error::Boot(format!(
+                    "SSS_SECURITY={} needs the job's secret, which the launcher did not \
+                     give: start the job with `sss run`, or set SSS_JOB_SECRET to the same \
+                     64 hex digits in every task, or set SSS_SECURITY=none to run without \
+                     protection",
+                    cfg.security
+                )));
+            }
+            None => None,
+        };
         let mut pcfg = cfg.proto.clone();
         pcfg.members = Some(size);
+        pcfg.format = cfg.security.format();
         pcfg.epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_secs() as u32);
@@ -283,6 +347,7 @@ impl Task {
             node,
             senders: Senders::new(&peers),
             foreign: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
             peers,
             segs: RwLock::new(SegTable::new(job, rank)),
             handlers: RwLock::new(HashMap::new()),
@@ -296,6 +361,7 @@ impl Task {
                 batch: Vec::with_capacity(64 << 10),
                 gso: std::env::var_os("SSS_NO_GSO").is_none(),
                 held: 0,
+                seals,
             }),
             sock,
             wake,

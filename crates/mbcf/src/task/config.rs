@@ -1,6 +1,7 @@
 //! A task's tunables ([`TaskConfig`]) and their defaults; reading them
 //! from the environment is in `settings.rs`.
 
+use sss_seal::Security;
 use sss_proto::Config;
 use std::time::Duration;
 
@@ -31,6 +32,18 @@ pub struct TaskConfig {
     pub sswait: SsWaitTuning,
     /// CPU binding of the task (`SSS_BIND=auto|core|none`).
     pub bind: Bind,
+    /// Protection of udp datagrams (`SSS_SECURITY=auth|encrypt|none`,
+    /// default `auth`). Every task of a job must use the same.
+    pub security: Security,
+}
+
+/// Payload per packet by default under `security`: what keeps a datagram
+/// within a 1500-byte Ethernet MTU (a sealed one carries a tag more).
+pub(crate) fn default_payload(security: Security) -> usize {
+    match security {
+        Security::None => sss_wire::DEFAULT_PAYLOAD,
+        _ => sss_wire::DEFAULT_PAYLOAD - sss_seal::TAG_LEN,
+    }
 }
 
 /// Whether a task binds itself to one CPU when it joins its job.
@@ -107,7 +120,10 @@ pub enum Transport {
 impl Default for TaskConfig {
     fn default() -> Self {
         Self {
-            proto: Config::default(),
+            proto: Config {
+                payload_size: default_payload(Security::Auth),
+                ..Config::default()
+            },
             spin: Duration::from_micros(50),
             spin_max: Duration::from_micros(250),
             sockbuf: 4 << 20,
@@ -116,6 +132,7 @@ impl Default for TaskConfig {
             fault_dup: 0.0,
             sswait: SsWaitTuning::default(),
             bind: Bind::Auto,
+            security: Security::Auth,
         }
     }
 }

@@ -36,6 +36,7 @@ mod udp;
 mod wait;
 
 pub use boot::{Bootstrap, ThreadBoot};
+pub(crate) use config::default_payload;
 pub use config::{Bind, SsWaitTuning, TaskConfig, Transport};
 pub use queue::Fifo;
 pub use request::{Options, Reply, Request, Sink};
@@ -97,6 +98,11 @@ pub struct TaskStats {
     /// Out-of-order datagrams dropped over the reorder budget (they come
     /// again).
     pub reorder_dropped: u64,
+    /// Datagrams refused before anything parsed them: not sealed with the
+    /// job's keys (forged, modified, another job's or another mode's),
+    /// replayed, or of an older incarnation of their sender
+    /// (`SSS_SECURITY=auth|encrypt`). Never answered.
+    pub refused: u64,
     /// Times the progress thread was woken by a datagram or a ring (a
     /// doorbell, a hand-back, an earlier timer), not counting its own
     /// timers. While a waiter spins it receives for itself and the
@@ -111,6 +117,8 @@ struct PeerInfo {
     node: String,
     pid: u32,
     signal_key: u64,
+    /// Random bytes of this incarnation, in the keys of its datagrams.
+    salt: [u8; sss_seal::SALT_LEN],
 }
 
 pub(crate) struct Inner {
@@ -122,6 +130,8 @@ pub(crate) struct Inner {
     senders: Senders,
     /// Datagrams from addresses of no task ([`TaskStats::foreign`]).
     foreign: AtomicU64,
+    /// Datagrams refused unopened ([`TaskStats::refused`]).
+    refused: AtomicU64,
     segs: RwLock<SegTable>,
     handlers: RwLock<HashMap<u32, Handler>>,
     groups: Mutex<HashMap<u32, Vec<u32>>>,
@@ -333,6 +343,7 @@ impl Task {
             prewakes: self.inner.prewakes.load(Ordering::Relaxed),
             foreign: s.not_member + self.inner.foreign.load(Ordering::Relaxed),
             reorder_dropped: s.reorder_dropped,
+            refused: self.inner.refused.load(Ordering::Relaxed),
             progress_wakeups: self.inner.wakeups.load(Ordering::Relaxed),
         }
     }

@@ -7,8 +7,8 @@ use super::{
 };
 use crate::sys::{self};
 use crate::Error;
-use sss_proto::{Completion, Endpoint, Event};
-use sss_wire::TaskId;
+use sss_proto::{Completion, Event};
+use sss_wire::{Format, TaskId};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -138,7 +138,7 @@ impl Inner {
             for _ in 0..256 {
                 match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                     Ok((n, seg, from)) => {
-                        self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
+                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from);
                     }
                     Err(_) => break,
                 }
@@ -263,7 +263,7 @@ impl Inner {
                             // A doorbell needs nothing more: the ring is
                             // drained below.
                             let (handled, _bell) =
-                                self.receive(&mut net.ep, &mut applier, &buf[..n], seg, from);
+                                self.receive(&mut net, &mut applier, &mut buf[..n], seg, from);
                             any |= handled;
                         }
                         Err(_) => break,
@@ -304,18 +304,17 @@ impl Inner {
         }
     }
 
-    /// Hands the datagrams of one receive (`seg` bytes each) from `from`
-    /// to the endpoint, as coming from the task at that address; drops and
-    /// counts them when no task of the job has it.
-    /// Hands a received batch of datagrams to the endpoint, each with the
-    /// rank its source address belongs to; a datagram from an address of
-    /// no member creates no state and is counted. Returns (any datagram
-    /// handled, a doorbell rang).
+    /// Hands a received batch of datagrams (`seg` bytes each, from
+    /// `from`) to the endpoint, each with the rank its source address
+    /// belongs to. A datagram from an address of no member creates no
+    /// state and is counted; under sealing, one that does not open (forged,
+    /// modified, replayed, another job's) is dropped and counted before
+    /// anything parses it. Returns (any datagram handled, a doorbell rang).
     fn receive(
         &self,
-        ep: &mut Endpoint,
+        net: &mut Net,
         applier: &mut Applier<'_>,
-        data: &[u8],
+        data: &mut [u8],
         seg: usize,
         from: Option<SocketAddr>,
     ) -> (bool, bool) {
@@ -324,12 +323,24 @@ impl Inner {
             .map(|r| TaskId::new(self.job, r));
         let now = self.now();
         let mut foreign = 0;
-        let r = crate::shm::split_received(data, seg, |d| match src {
-            Some(_) => ep.handle_datagram_from(now, src, d, applier),
-            None => foreign += 1,
+        let mut refused = 0;
+        let sealed = net.ep.config().format != Format::Checksummed;
+        let (ep, seals) = (&mut net.ep, &mut net.seals);
+        let r = crate::shm::split_received(data, seg, |d| match (src, seals.as_mut()) {
+            (None, _) => foreign += 1,
+            (Some(_), Some(s)) => match s.open(d) {
+                Ok(n) => ep.handle_datagram_from(now, src, &d[..n], applier),
+                Err(_) => refused += 1,
+            },
+            (Some(_), None) if sealed => refused += 1,
+            (Some(_), None) => ep.handle_datagram_from(now, src, d, applier),
         });
         if foreign > 0 {
             self.foreign.fetch_add(foreign, Ordering::Relaxed);
+        }
+        if refused > 0 {
+            self.refused.fetch_add(refused, Ordering::Relaxed);
+            self.ctl.ctl().refused.fetch_add(refused, Ordering::Relaxed);
         }
         r
     }

@@ -14,6 +14,7 @@ use super::{Inner, PeerInfo, ReqState};
 use crate::sys::{self};
 use crate::Error;
 use sss_proto::{Endpoint, McastId, OpId, SubmitError};
+use sss_seal::Seals;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -65,6 +66,9 @@ pub(super) struct Net {
     /// Operations submitted since the last flush (held back while earlier
     /// ones are in flight, so they leave in batches).
     pub(super) held: usize,
+    /// Keys, counters and replay windows of sealed datagrams; `None`
+    /// under `SSS_SECURITY=none`.
+    pub(super) seals: Option<Seals>,
 }
 
 impl Net {
@@ -151,6 +155,14 @@ impl Inner {
             let Some(dst) = net.ep.poll_transmit_append(now, &mut batch) else {
                 break;
             };
+            // Sealed here, at transmission: a retransmission is a new
+            // transmission, with a counter of its own.
+            if let Some(s) = net.seals.as_mut() {
+                if s.seal(&mut batch, start).is_err() {
+                    batch.truncate(start);
+                    continue;
+                }
+            }
             let len = batch.len() - start;
             let addr = (dst.job == self.job)
                 .then(|| self.peers.get(dst.rank as usize))
