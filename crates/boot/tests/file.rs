@@ -372,3 +372,33 @@ fn a_missing_or_malformed_secret_from_rank_0_is_refused() {
         assert!(!msg.contains(&bad), "never echoed: {msg}");
     }
 }
+
+#[test]
+fn tasks_must_agree_on_an_exported_secret() {
+    let exported = JobSecret::generate().unwrap();
+    let env = [("SSS_JOB_SECRET", exported.to_hex())];
+    // Task 0 exported one and task 1 did not.
+    let err = beside_rank_1("slurm-4242.0\n2\n=00\na", &[]);
+    assert!(err.to_string().contains("export it for all"), "{err}");
+    // Task 1 exported one and task 0 drew its own.
+    let drawn = JobSecret::generate().unwrap().to_hex();
+    let err = beside_rank_1(&format!("slurm-4242.0\n2\n{drawn}\na"), &env);
+    assert!(err.to_string().contains("export it for all"), "{err}");
+    assert!(!err.to_string().contains(&drawn), "{err}");
+    // Both exported one, but not the same: real tasks.
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks: Vec<_> = (0..2u32)
+        .map(|rank| {
+            let mut v = slurm(tmp.path(), rank, 2, &["a", "a"]);
+            let s = JobSecret::generate().unwrap();
+            v.push(("SSS_JOB_SECRET".into(), s.to_hex()));
+            thread::spawn(move || Boot::from_vars(v).map(|_| ()))
+        })
+        .collect();
+    let res: Vec<_> = tasks.into_iter().map(|t| t.join().unwrap()).collect();
+    let err = res[1].as_ref().unwrap_err();
+    assert!(
+        err.to_string().contains("different SSS_JOB_SECRET"),
+        "{err}"
+    );
+}
