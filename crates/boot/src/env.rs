@@ -307,14 +307,31 @@ fn foreign_boot(get: Get, f: Foreign, timeout: Duration) -> Result<Boot, BootErr
     };
 
     // One round: everybody's key, size and node, to check agreement and
-    // to place tasks on nodes.
-    let mine = format!("{key}\n{}\n{}", f.size, boot.node);
+    // to place tasks on nodes; rank 0 adds the job's secret.
+    let exported = boot.secret.take();
+    let drawn = match (&exported, f.rank) {
+        (None, 0) => Some(JobSecret::generate().map_err(|e| {
+            BootError::io(
+                "drawing the job secret",
+                std::io::Error::other(e.to_string()),
+            )
+        })?),
+        _ => None,
+    };
+    let offer = match (&exported, &drawn) {
+        // Not the secret itself, only enough to see that all tasks agree.
+        (Some(s), _) => format!("={}", s.fingerprint()),
+        (None, Some(s)) => s.to_hex(),
+        (None, None) => String::new(),
+    };
+    let mine = format!("{key}\n{}\n{offer}\n{}", f.size, boot.node);
     let all = boot.allgather(mine.as_bytes())?;
     let mut nodes: Vec<String> = Vec::with_capacity(all.len());
+    let mut rank0_offer = None;
     for (k, rec) in all.iter().enumerate() {
         let rec = String::from_utf8_lossy(rec);
-        let mut it = rec.splitn(3, '\n');
-        let (kk, ks, kn) = (it.next(), it.next(), it.next());
+        let mut it = rec.splitn(4, '\n');
+        let (kk, ks, ko, kn) = (it.next(), it.next(), it.next(), it.next());
         if kk != Some(key.as_str()) || ks != Some(f.size.to_string().as_str()) {
             return Err(BootError::Inconsistent(format!(
                 "task {k} has job key {:?} and size {:?}, task {} has {key:?} and {}",
@@ -324,8 +341,19 @@ fn foreign_boot(get: Get, f: Foreign, timeout: Duration) -> Result<Boot, BootErr
                 f.size
             )));
         }
+        if k == 0 {
+            rank0_offer = ko.map(str::to_string);
+        }
         nodes.push(kn.unwrap_or("").to_string());
     }
+    boot.secret = Some(match (exported, drawn) {
+        (Some(s), _) => {
+            check_exported(&s, rank0_offer.as_deref(), f.rank)?;
+            s
+        }
+        (None, Some(s)) => s,
+        (None, None) => shared_secret(rank0_offer.as_deref(), f.rank)?,
+    });
     let me = &boot.node;
     let mut firsts: Vec<&str> = Vec::new();
     for n in &nodes {
@@ -345,6 +373,37 @@ fn foreign_boot(get: Get, f: Foreign, timeout: Duration) -> Result<Boot, BootErr
         )));
     }
     Ok(boot)
+}
+
+/// The secret rank 0 drew, from its round-0 `offer`; `rank` is ours.
+/// Errors never show the offer: it may be a secret.
+fn shared_secret(offer: Option<&str>, rank: u32) -> Result<JobSecret, BootError> {
+    let why = match offer {
+        Some(o) if o.starts_with('=') => {
+            "task 0 uses an exported SSS_JOB_SECRET and this task has none; \
+             export it for all tasks of the job or for none"
+        }
+        None | Some("") => "task 0 shared no job secret",
+        Some(o) => match JobSecret::from_hex(o) {
+            Some(s) => return Ok(s),
+            None => "the job secret shared by task 0 is not 64 hex digits",
+        },
+    };
+    Err(BootError::Inconsistent(format!("{why} (task {rank})")))
+}
+
+/// Checks that rank 0 uses the same exported secret as this task.
+fn check_exported(mine: &JobSecret, offer: Option<&str>, rank: u32) -> Result<(), BootError> {
+    match offer.and_then(|o| o.strip_prefix('=')) {
+        Some(fp) if fp == mine.fingerprint() => Ok(()),
+        Some(_) => Err(BootError::Inconsistent(format!(
+            "tasks 0 and {rank} have different SSS_JOB_SECRET values"
+        ))),
+        None => Err(BootError::Inconsistent(format!(
+            "task {rank} has an exported SSS_JOB_SECRET and task 0 has none; \
+             export it for all tasks of the job or for none"
+        ))),
+    }
 }
 
 /// No launcher: a job of one task with a random id.

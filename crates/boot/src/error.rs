@@ -69,6 +69,17 @@ pub enum BootError {
         /// The limit.
         max: usize,
     },
+    /// The rendezvous directory could be read or changed by another user.
+    #[error(
+        "the rendezvous directory {path} is not private: {problem}; remove it, or set \
+         SSS_BOOT_DIR (or SSS_BOOT=file:) to a directory only you can reach"
+    )]
+    UnsafeDir {
+        /// The directory.
+        path: String,
+        /// What is wrong: a link, another owner, group or other access.
+        problem: String,
+    },
     /// An earlier rendezvous failed, which leaves the tasks out of step.
     #[error("an earlier boot rendezvous failed; the job cannot continue")]
     Poisoned,

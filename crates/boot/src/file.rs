@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -37,11 +37,7 @@ impl FileClient {
     /// One allgather round.
     pub(crate) fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         let rdir = self.dir.join(self.round.to_string());
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&rdir)
-            .map_err(|e| BootError::io(format!("creating {}", rdir.display()), e))?;
+        self.make_round_dir(&rdir)?;
         let own = rdir.join(self.rank.to_string());
         if self.round == 0 && own.exists() {
             return Err(BootError::Inconsistent(format!(
@@ -71,8 +67,19 @@ impl FileClient {
         // completes the set removes the round (ours is written first, so the
         // last task to finish always sees a complete set).
         let done = rdir.join(format!("done.{}", self.rank));
-        fs::File::create(&done)
-            .map_err(|e| BootError::io(format!("creating {}", done.display()), e))?;
+        match new_file(&done) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                return Err(BootError::Inconsistent(format!(
+                    "{} already exists: two tasks claim rank {}, or {} is left over from \
+                     a job that died with the same key; remove the directory",
+                    done.display(),
+                    self.rank,
+                    self.dir.display()
+                )))
+            }
+            Err(e) => return Err(BootError::io(format!("creating {}", done.display()), e)),
+        }
         if (0..self.size).all(|k| rdir.join(format!("done.{k}")).exists()) {
             // Two tasks may both see the complete set and race here; the
             // loser's errors mean "already gone" and are harmless.
@@ -82,6 +89,41 @@ impl FileClient {
         }
         self.round += 1;
         Ok(parts)
+    }
+
+    /// Creates `<dir>/<round>`, making sure first and after that `<dir>` is
+    /// private: the job's secret travels there, and its name is predictable
+    /// (another user may have made it first, to read or plant records).
+    fn make_round_dir(&self, rdir: &Path) -> Result<(), BootError> {
+        // The last task out of the previous round removes `<dir>` when it is
+        // empty, which may happen between our mkdirs: then start over.
+        for _ in 0..1000 {
+            if let Err(e) = fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)
+            {
+                // A link or a file in its place: say so rather than EEXIST.
+                check_private(&self.dir)?;
+                return Err(BootError::io(format!("creating {}", self.dir.display()), e));
+            }
+            // Before anything of ours goes through it.
+            check_private(&self.dir)?;
+            match fs::DirBuilder::new().mode(0o700).create(rdir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(BootError::io(format!("creating {}", rdir.display()), e)),
+            }
+            // Again, now that `<dir>` holds our round and is not removed
+            // before we are done with it: it is still the one we checked.
+            check_private(&self.dir)?;
+            return check_private(rdir);
+        }
+        Err(BootError::io(
+            format!("creating {}", rdir.display()),
+            std::io::Error::new(ErrorKind::NotFound, "its parent keeps disappearing"),
+        ))
     }
 
     fn wait_for_all(&self, rdir: &Path) -> Result<(), BootError> {
@@ -111,8 +153,49 @@ impl FileClient {
     }
 }
 
+/// Whether `path` (not following a link) is a directory of our user that
+/// nobody else may enter.
+fn check_private(path: &Path) -> Result<(), BootError> {
+    let m = fs::symlink_metadata(path)
+        .map_err(|e| BootError::io(format!("examining {}", path.display()), e))?;
+    let uid = nix::unistd::geteuid().as_raw();
+    let problem = if m.file_type().is_symlink() {
+        "it is a symbolic link".to_string()
+    } else if !m.is_dir() {
+        "it is not a directory".to_string()
+    } else if m.uid() != uid {
+        format!(
+            "it is owned by uid {}, not by this task's uid {uid}",
+            m.uid()
+        )
+    } else if m.mode() & 0o077 != 0 {
+        format!(
+            "its mode is {:04o}, which lets group or others in (0700 is required)",
+            m.mode() & 0o7777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(BootError::UnsafeDir {
+        path: path.display().to_string(),
+        problem,
+    })
+}
+
+/// A new file only our user can read (it may hold the job's secret).
+fn new_file(path: &Path) -> std::io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
 fn write_file(path: &Path, data: &[u8]) -> Result<(), BootError> {
-    let res = fs::File::create(path).and_then(|mut f| f.write_all(data));
+    // A task that died between writing and renaming may have left one; the
+    // directory is private, so it can only be ours.
+    let _ = fs::remove_file(path);
+    let res = new_file(path).and_then(|mut f| f.write_all(data));
     match res {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(BootError::io(

@@ -56,6 +56,7 @@
 //! | `SSS_BOOT` | under a foreign launcher: `file:/dir` picks the shared directory (it must be the same for all tasks) |
 //! | `SSS_BOOT_DIR` | base of the default directory, default `/tmp` (use a shared file system across nodes) |
 //! | `SSS_BOOT_KEY` | overrides the job key derived from the foreign launcher |
+//! | `SSS_JOB_SECRET` | under a foreign launcher: the job's secret, if the user exported one (the same in every task); otherwise rank 0 draws one (below) |
 //!
 //! # Job key and id under foreign launchers
 //!
@@ -113,6 +114,20 @@
 //! file already present stops with [`BootError::Inconsistent`]: the
 //! directory is left over from a dead job with the same key (or two tasks
 //! claim one rank).
+//!
+//! `<dir>` must be private: a directory (not a link) owned by the task's
+//! user with no group or other permission bits; it is created so, and
+//! anything else, such as a directory another user made first under the
+//! predictable name, is refused with [`BootError::UnsafeDir`] before
+//! anything is written. Records are created with `O_EXCL` and mode 0600.
+//!
+//! Under a foreign launcher the first round (in [`Boot::from_env`]) carries
+//! `key\nsize\noffer\nnode` from every task. Without `SSS_JOB_SECRET`,
+//! rank 0's offer is a fresh secret in hex, which every task takes as
+//! [`Boot::secret`]; with it, every task uses its own and rank 0 offers
+//! only `=` and a fingerprint (an HMAC of a fixed message) so that tasks
+//! with different or missing exports stop with [`BootError::Inconsistent`].
+//! Other ranks offer nothing.
 #![forbid(unsafe_code)]
 
 pub mod auth;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use sss_boot::{job_id_from_key, Boot, BootError, Launcher};
+use sss_boot::{job_id_from_key, Boot, BootError, JobSecret, Launcher};
 
 fn owned(v: &[(&str, String)]) -> Vec<(String, String)> {
     v.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
@@ -140,7 +140,9 @@ fn stale_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let v = slurm(tmp.path(), 1, 2, &["a", "a"]);
     let stale = tmp.path().join("sss-boot-slurm-4242.0").join("0");
-    std::fs::create_dir_all(&stale).unwrap();
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&stale)
+        .unwrap();
     std::fs::write(stale.join("1"), b"old").unwrap();
     let err = Boot::from_vars(v).unwrap_err();
     assert!(matches!(err, BootError::Inconsistent(_)), "{err}");
@@ -150,7 +152,7 @@ fn stale_directory_is_refused() {
 #[test]
 fn tasks_that_disagree_on_the_size_are_told() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = format!("file:{}", tmp.path().display());
+    let dir = format!("file:{}", tmp.path().join("rdv").display());
     let mk = |rank: u32, size: u32| {
         owned(&[
             ("PMI_RANK", rank.to_string()),
@@ -173,4 +175,230 @@ fn tasks_that_disagree_on_the_size_are_told() {
     let err = a.join().unwrap().unwrap_err();
     assert!(err.to_string().contains("size"), "{err}");
     let _ = b.join().unwrap();
+}
+
+/// The default rendezvous directory of the Slurm job of [`slurm`].
+fn top(base: &Path) -> std::path::PathBuf {
+    base.join("sss-boot-slurm-4242.0")
+}
+
+/// Rank 0 of 2 booting under `base`, with a short timeout: a refusal must
+/// come at once, a wait would be a failure.
+fn boot_alone(base: &Path) -> BootError {
+    let mut v = slurm(base, 0, 2, &["a", "a"]);
+    v.push(("SSS_BOOT_TIMEOUT".into(), "1".into()));
+    Boot::from_vars(v).unwrap_err()
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
+}
+
+#[test]
+fn a_world_open_rendezvous_directory_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = top(tmp.path());
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = boot_alone(tmp.path());
+    let msg = err.to_string();
+    assert!(matches!(err, BootError::UnsafeDir { .. }), "{msg}");
+    assert!(msg.contains(&dir.display().to_string()), "{msg}");
+    assert!(msg.contains("0777"), "{msg}");
+    assert!(msg.contains("SSS_BOOT_DIR"), "{msg}");
+    // Nothing of ours was put into it.
+    assert!(is_empty_dir(&dir));
+
+    // A directory named by SSS_BOOT=file: must be private too.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut v = slurm(tmp.path(), 0, 2, &["a", "a"]);
+    v.push(("SSS_BOOT".into(), format!("file:{}", dir.display())));
+    v.push(("SSS_BOOT_TIMEOUT".into(), "1".into()));
+    let err = Boot::from_vars(v).unwrap_err();
+    assert!(err.to_string().contains("0755"), "{err}");
+    assert!(is_empty_dir(&dir));
+}
+
+#[test]
+fn a_rendezvous_directory_of_another_user_is_refused() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    if std::fs::metadata(tmp.path()).unwrap().uid() != 0 {
+        eprintln!("skipped: only root can give a directory to another user");
+        return;
+    }
+    let dir = top(tmp.path());
+    std::fs::DirBuilder::new().create(&dir).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    let err = boot_alone(tmp.path());
+    let msg = err.to_string();
+    assert!(matches!(err, BootError::UnsafeDir { .. }), "{msg}");
+    assert!(msg.contains("uid 65534"), "{msg}");
+    assert!(is_empty_dir(&dir));
+}
+
+#[test]
+fn a_symlink_in_place_of_the_rendezvous_directory_is_refused() {
+    use std::os::unix::fs::DirBuilderExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&elsewhere)
+        .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, top(tmp.path())).unwrap();
+    let err = boot_alone(tmp.path());
+    let msg = err.to_string();
+    assert!(matches!(err, BootError::UnsafeDir { .. }), "{msg}");
+    assert!(msg.contains("symbolic link"), "{msg}");
+    assert!(is_empty_dir(&elsewhere), "nothing went through the link");
+}
+
+/// Runs a Slurm job of `n` tasks (threads) with extra variables; returns
+/// every task's secret.
+fn secrets_of_job(
+    base: &Path,
+    job: &str,
+    n: u32,
+    extra: &[(&str, String)],
+) -> Vec<Option<JobSecret>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|rank| {
+            let mut v = slurm(base, rank, n, &["a", "a", "b"]);
+            v.retain(|(k, _)| k != "SLURM_JOB_ID");
+            v.push(("SLURM_JOB_ID".into(), job.into()));
+            v.extend(owned(extra));
+            thread::spawn(move || {
+                let mut b = Boot::from_vars(v).unwrap();
+                b.barrier().unwrap();
+                b.secret().cloned()
+            })
+        })
+        .collect();
+    tasks.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn foreign_tasks_share_a_fresh_secret_per_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = secrets_of_job(tmp.path(), "1", 3, &[]);
+    let b = secrets_of_job(tmp.path(), "2", 3, &[]);
+    assert!(a[0].is_some() && b[0].is_some());
+    assert!(a.iter().all(|s| *s == a[0]), "one secret per job");
+    assert!(b.iter().all(|s| *s == b[0]), "one secret per job");
+    assert_ne!(a[0], b[0], "fresh for every job");
+    // An exported secret is used by everybody.
+    let mine = JobSecret::generate().unwrap();
+    let c = secrets_of_job(tmp.path(), "3", 3, &[("SSS_JOB_SECRET", mine.to_hex())]);
+    assert!(c.iter().all(|s| s.as_ref() == Some(&mine)));
+    assert!(is_empty_dir(tmp.path()));
+}
+
+/// Plays rank 1 of 2 beside a real rank 0 (with `extra` variables): waits
+/// for rank 0's round-0 record, checks its mode, and answers with `mine`.
+/// Returns rank 0's record and its result.
+fn beside_rank_0(
+    base: &Path,
+    extra: &[(&str, String)],
+    mine: &str,
+) -> (String, Result<Boot, BootError>) {
+    let mut v = slurm(base, 0, 2, &["a", "a"]);
+    v.extend(owned(extra));
+    let rank0 = thread::spawn(move || Boot::from_vars(v));
+    let rdir = top(base).join("0");
+    let rec = rdir.join("0");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !rec.exists() {
+        assert!(Instant::now() < deadline, "rank 0 wrote nothing");
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(mode(&top(base)), 0o700);
+    assert_eq!(mode(&rdir), 0o700);
+    assert_eq!(mode(&rec), 0o600, "only its user may read the record");
+    let theirs = String::from_utf8(std::fs::read(&rec).unwrap()).unwrap();
+    std::fs::write(rdir.join("1"), mine).unwrap();
+    (theirs, rank0.join().unwrap())
+}
+
+#[test]
+fn rank_0_shares_its_secret_in_a_private_file_and_an_exported_one_not_at_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rec, b) = beside_rank_0(tmp.path(), &[], "slurm-4242.0\n2\n\na");
+    let b = b.unwrap();
+    let hex = b.secret().expect("a secret was drawn").to_hex();
+    assert_eq!(rec.lines().nth(2), Some(hex.as_str()));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let exported = JobSecret::generate().unwrap();
+    let (rec, b) = beside_rank_0(
+        tmp.path(),
+        &[("SSS_JOB_SECRET", exported.to_hex())],
+        "slurm-4242.0\n2\n\na",
+    );
+    assert_eq!(b.unwrap().secret(), Some(&exported));
+    assert!(!rec.contains(&exported.to_hex()), "{rec}");
+}
+
+/// Plays rank 0 of 2 with the round-0 record `rec` beside a real rank 1.
+fn beside_rank_1(rec: &str, extra: &[(&str, String)]) -> BootError {
+    use std::os::unix::fs::DirBuilderExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let rdir = top(tmp.path()).join("0");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&rdir)
+        .unwrap();
+    std::fs::write(rdir.join("0"), rec).unwrap();
+    let mut v = slurm(tmp.path(), 1, 2, &["a", "a"]);
+    v.extend(owned(extra));
+    Boot::from_vars(v).unwrap_err()
+}
+
+#[test]
+fn a_missing_or_malformed_secret_from_rank_0_is_refused() {
+    let bad = "g".repeat(64);
+    for rec in [
+        "slurm-4242.0\n2\n\na".to_string(),
+        format!("slurm-4242.0\n2\n{bad}\na"),
+        "slurm-4242.0\n2".to_string(),
+    ] {
+        let err = beside_rank_1(&rec, &[]);
+        let msg = err.to_string();
+        assert!(matches!(err, BootError::Inconsistent(_)), "{msg}");
+        assert!(msg.contains("secret"), "{msg}");
+        assert!(!msg.contains(&bad), "never echoed: {msg}");
+    }
+}
+
+#[test]
+fn tasks_must_agree_on_an_exported_secret() {
+    let exported = JobSecret::generate().unwrap();
+    let env = [("SSS_JOB_SECRET", exported.to_hex())];
+    // Task 0 exported one and task 1 did not.
+    let err = beside_rank_1("slurm-4242.0\n2\n=00\na", &[]);
+    assert!(err.to_string().contains("export it for all"), "{err}");
+    // Task 1 exported one and task 0 drew its own.
+    let drawn = JobSecret::generate().unwrap().to_hex();
+    let err = beside_rank_1(&format!("slurm-4242.0\n2\n{drawn}\na"), &env);
+    assert!(err.to_string().contains("export it for all"), "{err}");
+    assert!(!err.to_string().contains(&drawn), "{err}");
+    // Both exported one, but not the same: real tasks.
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks: Vec<_> = (0..2u32)
+        .map(|rank| {
+            let mut v = slurm(tmp.path(), rank, 2, &["a", "a"]);
+            let s = JobSecret::generate().unwrap();
+            v.push(("SSS_JOB_SECRET".into(), s.to_hex()));
+            thread::spawn(move || Boot::from_vars(v).map(|_| ()))
+        })
+        .collect();
+    let res: Vec<_> = tasks.into_iter().map(|t| t.join().unwrap()).collect();
+    let err = res[1].as_ref().unwrap_err();
+    assert!(
+        err.to_string().contains("different SSS_JOB_SECRET"),
+        "{err}"
+    );
 }
