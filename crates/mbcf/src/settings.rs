@@ -181,7 +181,6 @@ impl TaskConfig {
                 ("none", Security::None),
             ];
             c.security = parse_choice("SSS_SECURITY", &v, &choices)?;
-            c.proto.payload_size = crate::task::default_payload(c.security);
         }
         if let Some(v) = number("SSS_PAYLOAD", 64..=sss_proto::MAX_PAYLOAD)? {
             c.proto.payload_size = v;

@@ -251,7 +251,13 @@ impl Seals {
     /// The key of datagrams from `src` to `dst` sent in `src`'s `epoch`.
     fn key(&self, src: u32, dst: u32, epoch: u32) -> Option<LessSafeKey> {
         let salt = self.salts.get(src as usize)?;
-        let (f, job, s, d, e) = ([self.format as u8], be(self.job), be(src), be(dst), be(epoch));
+        let (f, job, s, d, e) = (
+            [self.format as u8],
+            be(self.job),
+            be(src),
+            be(dst),
+            be(epoch),
+        );
         let info: [&[u8]; 6] = [&f, &job, &s, &d, &e, salt];
         let okm = self.prk.expand(&info, &AES_256_GCM).ok()?;
         Some(LessSafeKey::new(UnboundKey::from(okm)))

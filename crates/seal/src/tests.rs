@@ -140,7 +140,10 @@ fn a_new_incarnation_is_taken_only_once_verified_and_old_ones_are_stale() {
     // The genuine restart: a new key, counters from 1 again.
     let mut a2 = Seals::new(Security::Auth, &SECRET, JOB, 0, salts(2)).unwrap();
     assert!(b.open(&mut sealed(&mut a2, 6, b"z")).is_ok());
-    assert_eq!(b.open(&mut sealed(&mut a, 5, b"old")), Err(OpenError::Stale));
+    assert_eq!(
+        b.open(&mut sealed(&mut a, 5, b"old")),
+        Err(OpenError::Stale)
+    );
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! A task's tunables ([`TaskConfig`]) and their defaults; reading them
 //! from the environment is in `settings.rs`.
 
-use sss_seal::Security;
 use sss_proto::Config;
+use sss_seal::Security;
 use std::time::Duration;
 
 /// Tunables of a task, read from the environment by [`TaskConfig::from_env`]
@@ -35,15 +35,6 @@ pub struct TaskConfig {
     /// Protection of udp datagrams (`SSS_SECURITY=auth|encrypt|none`,
     /// default `auth`). Every task of a job must use the same.
     pub security: Security,
-}
-
-/// Payload per packet by default under `security`: what keeps a datagram
-/// within a 1500-byte Ethernet MTU (a sealed one carries a tag more).
-pub(crate) fn default_payload(security: Security) -> usize {
-    match security {
-        Security::None => sss_wire::DEFAULT_PAYLOAD,
-        _ => sss_wire::DEFAULT_PAYLOAD - sss_seal::TAG_LEN,
-    }
 }
 
 /// Whether a task binds itself to one CPU when it joins its job.
@@ -120,10 +111,7 @@ pub enum Transport {
 impl Default for TaskConfig {
     fn default() -> Self {
         Self {
-            proto: Config {
-                payload_size: default_payload(Security::Auth),
-                ..Config::default()
-            },
+            proto: Config::default(),
             spin: Duration::from_micros(50),
             spin_max: Duration::from_micros(250),
             sockbuf: 4 << 20,

@@ -36,7 +36,6 @@ mod udp;
 mod wait;
 
 pub use boot::{Bootstrap, ThreadBoot};
-pub(crate) use config::default_payload;
 pub use config::{Bind, SsWaitTuning, TaskConfig, Transport};
 pub use queue::Fifo;
 pub use request::{Options, Reply, Request, Sink};
