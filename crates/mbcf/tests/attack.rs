@@ -21,6 +21,7 @@ use sss_mbcf::{Options, Perm, Security, Task, TaskConfig, ThreadBoot};
 use sss_seal::Seals;
 use sss_wire::{Body, Flags, Format, Frag, Packet, Status, TaskId};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -385,4 +386,84 @@ fn network_attacks_are_refused_counted_and_harmless_under_auth() {
 #[test]
 fn network_attacks_are_refused_counted_and_harmless_under_encrypt() {
     attack(Security::Encrypt);
+}
+
+/// Set in the environment of this binary run again as another user: the
+/// job's files, a task's udp address, and the datagrams to send.
+const CHILD: &str = "SSS_ATTACK_CHILD";
+
+#[test]
+fn another_user_can_neither_open_the_jobs_files_nor_reach_its_tasks() {
+    if !is_root() {
+        eprintln!("skipped: running as another user needs root");
+        return;
+    }
+    // One node: control blocks, segments and the shm lane's files exist.
+    let boots = ThreadBoot::group(2, &["127.0.0.1"]);
+    let hs: Vec<_> = boots
+        .into_iter()
+        .map(|b| std::thread::spawn(move || Task::join(Box::new(b), TaskConfig::default())))
+        .collect();
+    let t: Vec<Task> = hs
+        .into_iter()
+        .map(|h| h.join().unwrap().expect("join"))
+        .collect();
+    let seg = t[0].alloc(4096, Perm::ALL).unwrap();
+    let prefix = format!("sss-{}-", t[0].job());
+    let files: Vec<String> = std::fs::read_dir(sss_mbcf::shm_dir().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().display().to_string())
+        .filter(|p| p.rsplit('/').next().is_some_and(|n| n.starts_with(&prefix)))
+        .collect();
+    assert!(files.len() >= 3, "job files: {files:?}");
+    let addr = t[0].udp_addr_of(0).unwrap();
+    let before = t[0].stats().foreign;
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "local_attacker_child", "--nocapture"])
+        .env(CHILD, format!("{addr}\n{}", files.join("\n")))
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "attacker: {log}");
+    assert!(log.contains("attacker done"), "{log}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while t[0].stats().foreign - before < 100 {
+        assert!(Instant::now() < deadline, "foreign datagrams not counted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(t[0].stats().applied, 0);
+    assert_eq!(seg.word(0).unwrap().load(Ordering::Acquire), 0);
+}
+
+/// The other user's side (does nothing unless [`CHILD`] is set).
+#[test]
+fn local_attacker_child() {
+    let Ok(spec) = std::env::var(CHILD) else {
+        return;
+    };
+    let mut lines = spec.lines();
+    let addr: SocketAddr = lines.next().unwrap().parse().unwrap();
+    for f in lines {
+        for write in [false, true] {
+            let r = std::fs::OpenOptions::new().read(true).write(write).open(f);
+            let e = r.expect_err(&format!("opened {f} (write {write})"));
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{f}");
+        }
+    }
+    let sock = std::net::UdpSocket::bind("127.0.0.9:0").unwrap();
+    let junk = forged(
+        Format::Authenticated,
+        TaskId::new(1, 1),
+        TaskId::new(1, 0),
+        1,
+        1,
+        (1, 0, Body::Write { notify: None }, &[0xee; 64]),
+    );
+    for _ in 0..100 {
+        sock.send_to(&junk, addr).unwrap();
+    }
+    eprintln!("attacker done");
 }
