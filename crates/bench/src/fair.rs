@@ -65,7 +65,8 @@ impl Limit {
         }
     }
 
-    fn text(self) -> String {
+    /// As printed in the tables (`≤ 1.3`).
+    pub fn text(self) -> String {
         match self {
             Limit::AtMost(l) => format!("≤ {l}"),
             Limit::Below(l) => format!("< {l}"),

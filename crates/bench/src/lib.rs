@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub mod cost;
 pub mod fair;
 pub mod load;
 pub mod mpi;
@@ -183,6 +184,16 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
     )
     .map_err(|e| BenchError::Io("cannot write plan".into(), e))?;
 
+    // The cost of SSS_SECURITY, on the paths that carry udp.
+    let cost_plan = (args.mode != Mode::Node).then(|| cost::plan(&plan));
+    let cost_path = tmp.0.join("cost-plan.json");
+    if let Some(p) = &cost_plan {
+        std::fs::write(
+            &cost_path,
+            serde_json::to_vec(p).map_err(|e| BenchError::Parse(e.to_string()))?,
+        )
+        .map_err(|e| BenchError::Io("cannot write plan".into(), e))?;
+    }
     let items = plan.items.len() as u64;
     let per_rep = items + u64::from(mpi.is_ok());
     let bar = ProgressBar::new(per_rep * u64::from(reps));
@@ -201,6 +212,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
     };
     let mut mpi_ok = mpi.is_ok();
     let mut failures: Vec<String> = Vec::new();
+    let mut failed_reps = 0u32;
     // SIGINT/SIGTERM end the running job and clean up (namespaces, temp
     // files) instead of leaving them behind.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -225,6 +237,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
             &progress,
             start,
             &stop,
+            None,
             |n| bar.set_position(base + n.min(items)),
         );
         let res = match res {
@@ -234,6 +247,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
                 // One bad repetition (a hang, a crash) must not lose the
                 // others: it is reported and the medians use the rest.
                 let msg = format!("repetition {rep}: {e}");
+                failed_reps += 1;
                 bar.suspend(|| eprintln!("sss bench: {msg}"));
                 failures.push(msg);
                 Default::default()
@@ -251,6 +265,39 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
             }
         }
         bar.set_position(base + items);
+        if cost_plan.is_some() {
+            for mode in cost::MODES {
+                let out = tmp.0.join(format!("rep{rep}-{mode}.json"));
+                let progress = tmp.0.join(format!("progress{rep}-{mode}"));
+                let res = run_job(
+                    args,
+                    exe,
+                    ns.as_ref(),
+                    &cost_path,
+                    &out,
+                    &progress,
+                    0,
+                    &stop,
+                    Some(("SSS_SECURITY", mode)),
+                    |_| {},
+                );
+                match res {
+                    Ok(r) => {
+                        for (k, v) in r {
+                            if let (Some(k), Some(f)) = (cost::key(&k, mode), v.as_f64()) {
+                                samples.entry(k).or_default().push(f);
+                            }
+                        }
+                    }
+                    Err(BenchError::Interrupted) => return Err(BenchError::Interrupted),
+                    Err(e) => {
+                        let msg = format!("repetition {rep}, SSS_SECURITY={mode}: {e}");
+                        bar.suspend(|| eprintln!("sss bench: {msg}"));
+                        failures.push(msg);
+                    }
+                }
+            }
+        }
         if let (Ok(m), true) = (&mpi, mpi_ok) {
             match run_mpi(m, args.mode, ns.as_ref(), &plan) {
                 Ok(figs) => {
@@ -271,7 +318,7 @@ pub fn run(args: &BenchArgs, exe: &Path) -> Result<String, BenchError> {
     bar.finish_and_clear();
     let load = monitor.finish();
     drop(ns);
-    if failures.len() == reps as usize {
+    if failed_reps == reps {
         return Err(BenchError::Usage(format!(
             "every repetition failed:\n{}",
             failures.join("\n")
@@ -312,6 +359,7 @@ fn run_job(
     progress: &Path,
     start: usize,
     stop: &std::sync::atomic::AtomicBool,
+    env: Option<(&str, &str)>,
     mut on_progress: impl FnMut(u64),
 ) -> Result<serde_json::Map<String, serde_json::Value>, BenchError> {
     let hosts = match args.mode {
@@ -327,6 +375,9 @@ fn run_job(
         }
         None => Command::new(exe),
     };
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
     // Generous: a hung job must end, a slow shared machine must not fail.
     let timeout = if args.quick { 120 } else { 900 };
     cmd.args(["run", "-n", "2", "--hosts", &hosts, "--timeout"])

@@ -355,6 +355,13 @@ impl Report {
             let _ = writeln!(o, "**Failed:** {}\n", fail.lines().next().unwrap_or(""));
         }
         let _ = writeln!(o, "{}", self.fair().markdown());
+        if self.mode != crate::Mode::Node {
+            let _ = writeln!(
+                o,
+                "{}",
+                crate::cost::markdown(&self.samples, self.fair().busy())
+            );
+        }
 
         // Seed 000 Table 3.
         let _ = writeln!(o, "### One-way latency (µs, half the round trip)\n");
