@@ -9,7 +9,7 @@ use std::time::Instant;
 /// Remembers the control blocks of local tasks between samples.
 pub struct Sampler {
     node: String,
-    views: BTreeMap<(u32, u32), TaskView>,
+    views: BTreeMap<(u32, u32, u64), TaskView>,
     rescanned: Option<Instant>,
     /// The last few counts of runnable threads, to publish their least.
     recent: [u32; RECENT],
@@ -84,13 +84,13 @@ impl Sampler {
         let Ok(tasks) = node::tasks() else {
             return;
         };
-        for &(job, rank) in &tasks {
-            if self.views.contains_key(&(job, rank)) {
+        for &(job, rank, tag) in &tasks {
+            if self.views.contains_key(&(job, rank, tag)) {
                 continue;
             }
-            if let Ok(v) = TaskView::open(job, rank) {
+            if let Ok(v) = TaskView::open(job, rank, tag) {
                 if v.node() == self.node {
-                    self.views.insert((job, rank), v);
+                    self.views.insert((job, rank, tag), v);
                 }
             }
         }

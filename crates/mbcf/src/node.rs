@@ -36,10 +36,11 @@ impl std::fmt::Debug for TaskView {
 }
 
 impl TaskView {
-    /// Maps task (`job`, `rank`)'s control block. Fails when there is
+    /// Maps the control block of task (`job`, `rank`) in the incarnation
+    /// named by `tag` (see [`tasks`], [`crate::Task::ctl_tag`]). Fails when there is
     /// none, or it is too short, not initialized or of another layout.
-    pub fn open(job: u32, rank: u32) -> std::io::Result<Self> {
-        let fd = sys::shm_file_read(&shm::ctl_name(job, rank))?;
+    pub fn open(job: u32, rank: u32, tag: u64) -> std::io::Result<Self> {
+        let fd = sys::shm_file_read(&shm::ctl_name(job, rank, tag))?;
         let map = Mapping::read_only(fd.as_raw_fd(), std::mem::size_of::<Ctl>())?;
         let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
         let mut v = TaskView {
@@ -142,10 +143,10 @@ impl TaskView {
     }
 }
 
-/// The (job, rank) of every task with a control block in the
+/// The (job, rank, tag) of every task with a control block in the
 /// shared-memory directory, whatever its node (see [`TaskView::node`]).
-pub fn tasks() -> std::io::Result<Vec<(u32, u32)>> {
-    let mut v: Vec<(u32, u32)> = std::fs::read_dir(sys::shm_dir()?)?
+pub fn tasks() -> std::io::Result<Vec<(u32, u32, u64)>> {
+    let mut v: Vec<(u32, u32, u64)> = std::fs::read_dir(sys::shm_dir()?)?
         .flatten()
         .filter_map(|e| shm::parse_ctl_name(e.file_name().to_str()?))
         .collect();
@@ -160,8 +161,8 @@ pub mod testing {
     use crate::shm::{Ctl, SegEntry};
 
     /// Path of task (`job`, `rank`)'s control block.
-    pub fn ctl_path(job: u32, rank: u32) -> std::io::Result<std::path::PathBuf> {
-        Ok(crate::shm_dir()?.join(crate::shm::ctl_name(job, rank)))
+    pub fn ctl_path(job: u32, rank: u32, tag: u64) -> std::io::Result<std::path::PathBuf> {
+        Ok(crate::shm_dir()?.join(crate::shm::ctl_name(job, rank, tag)))
     }
 
     /// Offset of the published segment table in the control block.
@@ -178,10 +179,17 @@ mod tests {
 
     #[test]
     fn control_block_names_parse_strictly() {
-        assert_eq!(shm::parse_ctl_name(&shm::ctl_name(7, 3)), Some((7, 3)));
+        let tag = 0x0123_4567_89ab_cdef;
+        assert_eq!(
+            shm::parse_ctl_name(&shm::ctl_name(7, 3, tag)),
+            Some((7, 3, tag))
+        );
         for bad in [
             "sss-7-ctl",
+            "sss-7-3-ctl",
             "sss-7-3-4-ctl",
+            "sss-7-3-0123456789abcdeg-ctl",
+            "sss-7-3-0123456789abcdef-1-ctl",
             "sss-x-3-ctl",
             "sss-7-3-seg",
             "sss--3-ctl",
@@ -193,12 +201,12 @@ mod tests {
     #[test]
     fn a_missing_or_short_control_block_does_not_open() {
         let job = 0x7000_0000 | std::process::id();
-        assert!(TaskView::open(job, 0).is_err());
-        let path = testing::ctl_path(job, 1).unwrap();
+        assert!(TaskView::open(job, 0, 5).is_err());
+        let path = testing::ctl_path(job, 1, 5).unwrap();
         std::fs::write(&path, [0u8; 64]).unwrap();
-        let short = TaskView::open(job, 1);
+        let short = TaskView::open(job, 1, 5);
         std::fs::write(&path, vec![0u8; shm::ctl_bytes()]).unwrap();
-        let unset = TaskView::open(job, 1);
+        let unset = TaskView::open(job, 1, 5);
         let _ = std::fs::remove_file(&path);
         assert_eq!(short.unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
         assert_eq!(unset.unwrap_err().kind(), std::io::ErrorKind::InvalidData);

@@ -255,14 +255,25 @@ impl SegTable {
         if key.is_some_and(|k| k == 0 || self.by_key.contains_key(&k)) {
             return Err(Error::Invalid("key in use"));
         }
-        let id = self.next_id;
-        let name = Self::shm_name(self.job, self.rank, id);
-        let fd = if reserve {
-            sys::shm_file(&name, len.max(8), true)
-        } else {
-            sys::shm_file_sparse(&name, len.max(8))
-        }
-        .map_err(Error::Io)?;
+        // Random ids: names another user cannot guess and pre-create. A
+        // name taken anyway (by anyone) is skipped, not failed on.
+        let mut tries = 0;
+        let (id, name, fd) = loop {
+            let id = (sys::random_u64() as u32).max(1);
+            let name = Self::shm_name(self.job, self.rank, id);
+            let fd = if reserve {
+                sys::shm_file(&name, len.max(8), true)
+            } else {
+                sys::shm_file_sparse(&name, len.max(8))
+            };
+            match fd {
+                Ok(fd) => break (id, name, fd),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 16 => {
+                    tries += 1;
+                }
+                Err(e) => return Err(Error::Io(e)),
+            }
+        };
         let mapped = match at {
             Some(a) => Mapping::shared_at(fd.as_raw_fd(), len.max(8), a),
             None => Mapping::shared(fd.as_raw_fd(), len.max(8)),
@@ -271,7 +282,6 @@ impl SegTable {
             sys::shm_unlink(&name);
             Error::Io(e)
         })?);
-        self.next_id += 1;
         let info = SegmentInfo {
             rank: self.rank,
             id,

@@ -134,25 +134,28 @@ pub fn ctl_bytes() -> usize {
     SIGNAL_RING_AT + crate::fifo::fifo_bytes(SIGNAL_SLOTS, 4 + SIGNAL_MAX)
 }
 
-/// Name of a task's control file.
-pub(crate) fn ctl_name(job: u32, rank: u32) -> String {
-    format!("sss-{job}-{rank}-ctl")
+/// Name of a task's control file. The tag is random per incarnation and
+/// published only to the job's tasks: another user cannot pre-create the
+/// name to make the task fail at start.
+pub(crate) fn ctl_name(job: u32, rank: u32, tag: u64) -> String {
+    format!("sss-{job}-{rank}-{tag:016x}-ctl")
 }
 
-/// The (job, rank) a control file's name stands for; `None` for any
+/// The (job, rank, tag) a control file's name stands for; `None` for any
 /// other name.
-pub(crate) fn parse_ctl_name(name: &str) -> Option<(u32, u32)> {
-    let (job, rank) = name
-        .strip_prefix("sss-")?
-        .strip_suffix("-ctl")?
-        .split_once('-')?;
+pub(crate) fn parse_ctl_name(name: &str) -> Option<(u32, u32, u64)> {
+    let mut it = name.strip_prefix("sss-")?.strip_suffix("-ctl")?.split('-');
+    let (job, rank, tag) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || tag.len() != 16 || !tag.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
     let num = |s: &str| {
         s.bytes()
             .all(|b| b.is_ascii_digit())
             .then(|| s.parse().ok())
             .flatten()
     };
-    Some((num(job)?, num(rank)?))
+    Some((num(job)?, num(rank)?, u64::from_str_radix(tag, 16).ok()?))
 }
 
 /// The doorbell datagram. No MBCF packet is one byte long, so it cannot
@@ -196,8 +199,8 @@ pub(crate) struct CtlMap {
 impl CtlMap {
     /// Creates and initializes this task's control block.
     #[allow(unsafe_code)]
-    pub(crate) fn create(job: u32, rank: u32, node: &str) -> std::io::Result<Self> {
-        let name = ctl_name(job, rank);
+    pub(crate) fn create(job: u32, rank: u32, tag: u64, node: &str) -> std::io::Result<Self> {
+        let name = ctl_name(job, rank, tag);
         sys::shm_unlink(&name);
         let fd = sys::shm_file(&name, ctl_bytes(), true)?;
         let map = Mapping::shared(fd.as_raw_fd(), ctl_bytes())?;
@@ -228,8 +231,8 @@ impl CtlMap {
     }
 
     /// Maps a peer's control block.
-    pub(crate) fn open(job: u32, rank: u32) -> std::io::Result<Self> {
-        let fd = sys::shm_file(&ctl_name(job, rank), 0, false)?;
+    pub(crate) fn open(job: u32, rank: u32, tag: u64) -> std::io::Result<Self> {
+        let fd = sys::shm_file(&ctl_name(job, rank, tag), 0, false)?;
         Self::map_existing(fd)
     }
 
@@ -369,12 +372,12 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    pub fn open(job: u32, rank: u32, pid: u32) -> std::io::Result<Self> {
+    pub fn open(job: u32, rank: u32, tag: u64, pid: u32) -> std::io::Result<Self> {
         Ok(Self {
             job,
             rank,
             pid: pid as i32,
-            ctl: Arc::new(CtlMap::open(job, rank)?),
+            ctl: Arc::new(CtlMap::open(job, rank, tag)?),
             maps: HashMap::new(),
             hints: [(0, 0); 4],
             next_hint: 0,

@@ -803,7 +803,7 @@ fn sswait_blocks_while_the_partner_is_blocked() {
             );
         });
         // Until its control block counts it blocked (what SS-Wait reads).
-        let ctl = sss_mbcf::node::TaskView::open(t[1].job(), 1).unwrap();
+        let ctl = sss_mbcf::node::TaskView::open(t[1].job(), 1, t[1].ctl_tag(1).unwrap()).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while ctl.blocked() == 0 {
             assert!(std::time::Instant::now() < deadline, "task 1 never blocked");
@@ -856,7 +856,7 @@ fn sswait_two_handovers_away_blocks_and_is_woken_ahead() {
         });
         // Task 2 starts only once task 1 is seen waiting for its partner
         // (what task 2's SS-Wait reads), however late the scheduler runs it.
-        let ctl1 = sss_mbcf::node::TaskView::open(t[1].job(), 1).unwrap();
+        let ctl1 = sss_mbcf::node::TaskView::open(t[1].job(), 1, t[1].ctl_tag(1).unwrap()).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while ctl1.waiting_for().is_none() {
             assert!(std::time::Instant::now() < deadline, "task 1 never waited");

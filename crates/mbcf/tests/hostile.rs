@@ -199,7 +199,7 @@ fn a_segment_table_left_mid_update_sends_over_udp_instead_of_spinning() {
         .unwrap()
         .wait()
         .unwrap();
-    let path = ctl_path(t[1].job(), 1).unwrap();
+    let path = ctl_path(t[1].job(), 1, t[1].ctl_tag(1).unwrap()).unwrap();
     for i in 0..SEG_ENTRIES {
         // An odd sequence word: the entry is mid-update.
         let off = SEG_TABLE_AT + i * SEG_ENTRY_BYTES;

@@ -174,6 +174,13 @@ fn encode_peer(addr: SocketAddr, node: &str, pid: u32, sk: u64, salt: &[u8]) -> 
     format!("{addr}\n{node}\n{pid}\n{sk}\n{salt}").into_bytes()
 }
 
+/// The tag in the name of the control block of the task with `salt`.
+pub(super) fn tag_of(salt: &[u8; sss_seal::SALT_LEN]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&salt[..8]);
+    u64::from_le_bytes(b)
+}
+
 fn decode_salt(s: &str) -> Option<[u8; sss_seal::SALT_LEN]> {
     let s = s.as_bytes();
     if s.len() != 2 * sss_seal::SALT_LEN {
@@ -267,11 +274,11 @@ impl Task {
         sys::set_socket_buffers(sock.as_raw_fd(), cfg.sockbuf);
         sys::enable_gro(sock.as_raw_fd());
         let signal_key = sys::random_u64();
-        let ctl = CtlMap::create(job, rank, &node)?;
         let mut salt = [0u8; sss_seal::SALT_LEN];
         for c in salt.chunks_mut(8) {
             c.copy_from_slice(&sys::random_u64().to_le_bytes());
         }
+        let ctl = CtlMap::create(job, rank, tag_of(&salt), &node)?;
         let me = encode_peer(
             sock.local_addr()?,
             &node,
@@ -295,7 +302,7 @@ impl Task {
         for (r, p) in peers.iter().enumerate() {
             let local = cfg.transport == Transport::Auto && p.node == node;
             if local {
-                let peer = Peer::open(job, r as u32, p.pid)?;
+                let peer = Peer::open(job, r as u32, tag_of(&p.salt), p.pid)?;
                 peer_ctls.push(Some(peer.ctl()));
                 routes.push(Route::Shm(ShmLane::new(peer)));
             } else {

@@ -232,7 +232,12 @@ impl Drop for Owner {
         if let Ok(s) = self.inner.segs.read() {
             s.unlink_all();
         }
-        sys::shm_unlink(&ctl_name(self.inner.job, self.inner.rank));
+        let tag = self
+            .inner
+            .peers
+            .get(self.inner.rank as usize)
+            .map_or(0, |p| boot::tag_of(&p.salt));
+        sys::shm_unlink(&ctl_name(self.inner.job, self.inner.rank, tag));
         // Failures nobody collected (no FENCE or QUIET after them) would
         // otherwise vanish with the task: say so where the launcher shows it.
         if let Ok(e) = self.inner.errors.lock() {
@@ -323,6 +328,15 @@ impl Task {
     /// `shm` cannot apply still go over `udp`).
     pub fn transport_to(&self, rank: u32) -> Option<TransportKind> {
         self.inner.routes.get(rank as usize).map(Route::kind)
+    }
+
+    /// The random tag in the name of task `rank`'s control block (see
+    /// [`crate::node::TaskView::open`]); `None` past the job.
+    pub fn ctl_tag(&self, rank: u32) -> Option<u64> {
+        self.inner
+            .peers
+            .get(rank as usize)
+            .map(|p| boot::tag_of(&p.salt))
     }
 
     /// Counters so far.
