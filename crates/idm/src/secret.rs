@@ -47,7 +47,7 @@ pub enum SecretError {
         source: std::io::Error,
     },
     /// A secret file that anyone but its user could change or read.
-    #[error("{path}: {why}; a cluster secret file must be a regular file owned by this user with mode 0600 or 0400")]
+    #[error("{path}: {why}; a cluster secret file must be a regular file owned by this user with no group or other permission bits (e.g. mode 0600)")]
     Unsafe {
         /// The file.
         path: PathBuf,

@@ -33,7 +33,7 @@ struct Args {
     #[arg(long, default_value_t = 1000)]
     down_ms: u64,
     /// File holding the cluster secret: 64 hex digits, a regular file
-    /// owned by this user with mode 0600 or 0400 (see below).
+    /// owned by this user with no group or other permission bits (see below).
     #[arg(long, value_name = "PATH")]
     secret_file: Option<PathBuf>,
 }
@@ -52,8 +52,8 @@ Cluster secret:
        (same checks as 1; created with a random secret, mode 0600, on
        first start)
   Every node's daemon must have the same secret: copy the file to each
-  node (e.g. `openssl rand -hex 32 > cluster.key; chmod 600 cluster.key`)
-  or share the home directory.";
+  node, or make one with `(umask 077; openssl rand -hex 32 > cluster.key)`
+  and copy that, or share the home directory.";
 
 fn main() -> std::process::ExitCode {
     let a = Args::parse();
