@@ -152,10 +152,13 @@ pub fn open<'a>(key: &GossipKey, datagram: &'a [u8]) -> Result<Authentic<'a>, Re
         .len()
         .checked_sub(TRAILER_LEN)
         .ok_or(Refusal::NoTrailer)?;
-    // The payload is the datagram's tail (the wire refuses trailing bytes),
-    // so the tag is the datagram's last bytes.
     let c = tag_context(key, datagram).ok_or(Refusal::NoTrailer)?;
     let (rest, t) = w.payload.split_at(body + 8);
+    // The tag covers the datagram up to its last bytes: the payload must
+    // end it (the wire refuses trailing bytes; checked, not assumed).
+    if !std::ptr::eq(t.as_ptr(), datagram[datagram.len() - TAG_LEN..].as_ptr()) {
+        return Err(Refusal::NoTrailer);
+    }
     let expected = c.sign();
     // Constant time: no early exit on the first differing byte.
     let diff = expected
