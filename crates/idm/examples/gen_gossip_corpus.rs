@@ -5,13 +5,15 @@
 //! ```
 //!
 //! Gossip datagrams of a few node pages (empty, busy with tasks, down, a
-//! name of the full 32 bytes), each also as a bare page behind the `P`
-//! prefix the target reads as "page in a well-formed datagram". `OUT_DIR`
-//! defaults to `fuzz/corpus/gossip` at the workspace root.
+//! name of the full 32 bytes), tagged under the target's fixed secret (32
+//! bytes of 0x5a), each also as a bare page behind the `P` prefix the
+//! target reads as "page in a well-formed datagram". `OUT_DIR` defaults to
+//! `fuzz/corpus/gossip` at the workspace root.
 
 use std::path::PathBuf;
 
-use sss_idm::gossip::encode;
+use sss_idm::gossip::{encode, GossipKey};
+use sss_idm::secret::ClusterSecret;
 use sss_mbcf::idm::{NodeData, TaskEntry, NODE_DOWN, NODE_VALID};
 
 fn main() {
@@ -58,7 +60,9 @@ fn main() {
             std::fs::write(&path, bytes)
                 .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
         };
-        write("datagram", encode(page.name(), page));
+        // The fuzz target's secret (fuzz_targets/gossip.rs).
+        let key = GossipKey::new(&ClusterSecret::from_bytes([0x5a; 32]));
+        write("datagram", encode(&key, page.name(), page, 1 << 60));
         let mut p = b"P".to_vec();
         p.extend_from_slice(&page.to_bytes());
         write("page", p);

@@ -1,23 +1,27 @@
 //! The node daemon (`sssd`), the user-level SSS-MC of seed 000 §6: it
 //! publishes this node's IDM status page in shared memory, gossips it to
 //! the other nodes' daemons with no-flow-control MBCF writes, keeps their
-//! pages, and marks a node down when its gossip stops.
+//! pages, and marks a node down when its gossip stops. Gossip is
+//! authenticated with a key derived from the cluster secret ([`secret`]).
 //!
 //! The page layout and the lock-free reader live in `sss_mbcf::idm`, so
 //! tasks read pages without this crate, and the packets and their socket
 //! in `sss_mbcf::nofc`. Here: sampling `/proc` and the local tasks
-//! ([`sample`]), what gossip carries ([`gossip`]), and the daemon loop
+//! ([`sample`]), what gossip carries and how it is tagged ([`gossip`]),
+//! where the cluster secret comes from ([`secret`]), and the daemon loop
 //! ([`Daemon`]).
 
 #![deny(unsafe_code)]
 
 pub mod gossip;
 pub mod sample;
+pub mod secret;
 
+use gossip::{GossipKey, Refusal};
+use secret::ClusterSecret;
 use sss_mbcf::idm::{Idm, IdmWriter, NodeData, IDM_NODES, NODE_DOWN, NODE_VALID};
-use sss_mbcf::nofc;
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 /// Default UDP port of the daemons.
@@ -38,6 +42,8 @@ pub struct DaemonConfig {
     pub gossip: Duration,
     /// Silence after which a node is marked down.
     pub down_after: Duration,
+    /// The cluster's secret: gossip is taken only from daemons holding it.
+    pub secret: ClusterSecret,
 }
 
 /// Why the daemon stopped or could not start.
@@ -68,16 +74,50 @@ pub fn running_daemon(node: &str) -> Option<u32> {
     alive(pid).then_some(pid)
 }
 
+/// What a daemon's gossip socket sent, took and refused. A refused
+/// datagram is dropped before anything else looks at it and never
+/// answered; each class is checked in this order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GossipStats {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Sends that failed (full buffer, no route).
+    pub send_failed: u64,
+    /// Datagrams received.
+    pub received: u64,
+    /// Pages stored.
+    pub accepted: u64,
+    /// From an address that is not one of our peers.
+    pub strangers: u64,
+    /// Not a gossip write for a daemon, or with no counter and tag.
+    pub malformed: u64,
+    /// A wrong tag: forged, modified, or from another cluster.
+    pub forged: u64,
+    /// Authentic, but its counter is not above the highest taken from its
+    /// sender: a replay.
+    pub replayed: u64,
+    /// Authentic and fresh, but not a page of its sender's node.
+    pub bad_pages: u64,
+}
+
+impl GossipStats {
+    /// Every datagram refused.
+    pub fn refused(&self) -> u64 {
+        self.strangers + self.malformed + self.forged + self.replayed + self.bad_pages
+    }
+}
+
 /// The daemon state.
 pub struct Daemon {
     cfg: DaemonConfig,
     idm: IdmWriter,
-    sock: nofc::Socket,
-    /// Gossip writes accepted by the socket whose payload was not a page
-    /// of its sender's node.
-    bad_pages: u64,
-    /// Pages from addresses that are not our peers, dropped unanswered.
-    strangers: u64,
+    sock: UdpSocket,
+    /// Room for the largest MBCF packet, allocated once.
+    buf: Vec<u8>,
+    key: GossipKey,
+    counter: gossip::Counter,
+    replay: gossip::Replay,
+    stats: GossipStats,
     peers: BTreeSet<SocketAddr>,
     sampler: sample::Sampler,
     start: Instant,
@@ -95,22 +135,23 @@ impl Daemon {
             let what = what.to_string();
             move |source| DaemonError::Io { what, source }
         };
-        let sock = nofc::Socket::bind(
-            (cfg.node.as_str(), cfg.port),
-            gossip::daemon_id(&cfg.node),
-            gossip::INBOX,
-        )
-        .map_err(io("binding the gossip socket"))?;
+        let sock = UdpSocket::bind((cfg.node.as_str(), cfg.port))
+            .map_err(io("binding the gossip socket"))?;
         let idm = IdmWriter::create(&cfg.node).map_err(io("creating the IDM file"))?;
         idm.set_self_slot(0);
         Ok(Self {
             peers: cfg.peers.iter().copied().collect(),
             sampler: sample::Sampler::new(&cfg.node),
+            key: GossipKey::new(&cfg.secret),
+            counter: gossip::Counter::new(),
+            // Only peers get past the address check, and a node has room
+            // for no more pages than the IDM file holds.
+            replay: gossip::Replay::new(cfg.peers.len().max(IDM_NODES)),
             cfg,
             idm,
             sock,
-            bad_pages: 0,
-            strangers: 0,
+            buf: vec![0; sss_wire::MAX_PACKET_LEN],
+            stats: GossipStats::default(),
             start: Instant::now(),
         })
     }
@@ -121,55 +162,101 @@ impl Daemon {
 
     /// Runs until `stop` returns true (checked every sample period).
     pub fn run(&mut self, stop: impl Fn() -> bool) {
-        let mut last_gossip = Instant::now() - self.cfg.gossip;
-        let mut last_sample = Instant::now() - self.cfg.sample;
-        while !stop() {
-            if last_sample.elapsed() >= self.cfg.sample {
-                last_sample = Instant::now();
+        self.run_with(|_| stop());
+    }
+
+    /// Runs until `stop`, shown the stats so far, returns true (checked
+    /// after every datagram and every sample period).
+    pub fn run_with(&mut self, mut stop: impl FnMut(&GossipStats) -> bool) {
+        // `None`: due now (`Instant::now() - period` can underflow).
+        let mut last_gossip: Option<Instant> = None;
+        let mut last_sample: Option<Instant> = None;
+        let due = |last: Option<Instant>, period| last.is_none_or(|t| t.elapsed() >= period);
+        while !stop(&self.stats) {
+            if due(last_sample, self.cfg.sample) {
+                last_sample = Some(Instant::now());
                 let mut page = self.sampler.sample();
                 page.received_ns = self.local_ns();
                 self.idm.write(0, &page);
                 self.mark_silent_nodes();
-                if last_gossip.elapsed() >= self.cfg.gossip {
-                    last_gossip = Instant::now();
-                    let payload = page.to_bytes();
-                    let (dst, key) = (gossip::INBOX.dst, gossip::INBOX.key);
+                if due(last_gossip, self.cfg.gossip) {
+                    last_gossip = Some(Instant::now());
+                    // One datagram for all peers: a copy replayed to
+                    // another peer has a counter it has already seen.
+                    let b = gossip::encode(&self.key, &self.cfg.node, &page, self.counter.take());
                     for &p in &self.peers {
                         // Lost gossip is fine: the next round repeats it.
-                        let _ = self.sock.send(p, dst, key, 0, &payload);
+                        match self.sock.send_to(&b, p) {
+                            Ok(_) => self.stats.sent += 1,
+                            Err(_) => self.stats.send_failed += 1,
+                        }
                     }
                 }
             }
-            let wait = self.cfg.sample.saturating_sub(last_sample.elapsed());
-            let got = self
-                .sock
-                .recv(wait.max(Duration::from_micros(200)))
-                .map(|(from, w)| (from, gossip::page(&w)));
-            match got {
-                // Only the daemons we were told of: gossip is not
-                // authenticated yet, and a stranger's pages would fill
-                // the IDM file with nodes that do not exist and make us
-                // send to whatever address it claims (a reflector).
-                Some((from, Some(page))) if self.peers.contains(&from) => self.store_remote(page),
-                Some((_, Some(_))) => self.strangers += 1,
-                Some((_, None)) => self.bad_pages += 1,
-                None => {}
-            }
+            let since = last_sample.map_or(Duration::ZERO, |t| t.elapsed());
+            let wait = self.cfg.sample.saturating_sub(since);
+            self.receive(wait.max(Duration::from_micros(200)));
         }
         IdmWriter::unlink(&self.cfg.node);
     }
 
-    /// Gossip datagrams refused so far: not gossip writes for a daemon
-    /// (counted by the socket), not a page of their sender's node, or a
-    /// page from an address that is not one of our peers.
-    pub fn refused(&self) -> u64 {
-        self.sock.counters().refused() + self.bad_pages + self.strangers
+    /// Waits up to `timeout` for one datagram and stores the page in it if
+    /// it passes every check; counts it either way. Never answers.
+    fn receive(&mut self, timeout: Duration) {
+        // A zero timeout would mean "block forever".
+        let t = timeout.max(Duration::from_micros(1));
+        if self.sock.set_read_timeout(Some(t)).is_err() {
+            return;
+        }
+        let Ok((n, from)) = self.sock.recv_from(&mut self.buf) else {
+            return;
+        };
+        self.stats.received += 1;
+        // Only the daemons we were told of, checked before any work: a
+        // stranger's pages would fill the IDM file with nodes that do not
+        // exist and make us send to whatever address it claims.
+        if !self.peers.contains(&from) {
+            self.stats.strangers += 1;
+            return;
+        }
+        let a = match gossip::open(&self.key, &self.buf[..n]) {
+            Ok(a) => a,
+            Err(Refusal::Forged) => {
+                self.stats.forged += 1;
+                return;
+            }
+            Err(Refusal::NotGossip(_) | Refusal::NoTrailer) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if !self.replay.fresh(a.write.src, a.counter) {
+            self.stats.replayed += 1;
+            return;
+        }
+        match gossip::page(&a.write) {
+            Some(page) => {
+                self.stats.accepted += 1;
+                self.store_remote(page);
+            }
+            None => self.stats.bad_pages += 1,
+        }
     }
 
-    /// Pages refused because they came from an address that is not one
-    /// of our peers (never stored, never answered).
+    /// Gossip datagrams refused so far, all classes (see [`GossipStats`]).
+    pub fn refused(&self) -> u64 {
+        self.stats.refused()
+    }
+
+    /// Datagrams refused because they came from an address that is not
+    /// one of our peers (never looked at further, never answered).
     pub fn strangers(&self) -> u64 {
-        self.strangers
+        self.stats.strangers
+    }
+
+    /// What the gossip socket sent, took and refused, by class.
+    pub fn stats(&self) -> GossipStats {
+        self.stats
     }
 
     /// The address gossip is received on.

@@ -4,6 +4,7 @@
 //! node-down, and nothing may hang.
 
 use sss_boot::BootServer;
+use sss_idm::secret::ENV as SECRET_ENV;
 use sss_testkit::node::{one_per_node, sssd};
 use sss_testkit::process::forward_lines;
 use sss_testkit::{unique_job, unique_port, Cleanup};
@@ -29,6 +30,7 @@ fn a_killed_node_is_seen_down_within_the_bound_and_nothing_hangs() {
     for n in NODES {
         g.children.push(
             sssd(env!("CARGO_BIN_EXE_sssd"), n, &NODES, port, DOWN_MS)
+                .env(SECRET_ENV, "11".repeat(32))
                 .spawn()
                 .expect("start sssd"),
         );

@@ -6,6 +6,7 @@
 //! hangs.
 
 use sss_boot::BootServer;
+use sss_idm::secret::ENV as SECRET_ENV;
 use sss_testkit::node::{one_per_node, sssd};
 use sss_testkit::process::forward_lines;
 use sss_testkit::{signal, unique_job, unique_port, Cleanup};
@@ -25,6 +26,8 @@ fn now_ns() -> u128 {
 
 fn daemon(n: &str, port: u16) -> Child {
     sssd(env!("CARGO_BIN_EXE_sssd"), n, &NODES, port, DOWN_MS)
+        // The same secret after a restart: its gossip must be taken again.
+        .env(SECRET_ENV, "22".repeat(32))
         .stderr(Stdio::null())
         .spawn()
         .expect("start sssd")

@@ -1,9 +1,12 @@
 //! Node daemons (`sssd`) for the hosts of a local job: started where none
-//! runs, watched for nodes going down, stopped when the job ends.
+//! runs, watched for nodes going down, stopped when the job ends. They
+//! share a cluster secret drawn afresh for the job, handed to them in
+//! their environment (never on a command line, which every user can read).
 
 use crate::output::say;
 use crate::sys;
 use nix::sys::signal::Signal;
+use sss_idm::secret::{self, ClusterSecret};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +47,16 @@ impl Daemons {
     pub(crate) fn start(hosts: &[String]) -> Daemons {
         let mut children = Vec::new();
         let off = std::env::var_os("SSS_NO_DAEMON").is_some();
-        if let (false, Some(bin)) = (off, sssd_path()) {
+        // Daemons running already (`sss up`, another job's) keep their own
+        // secret: gossip between them and these is refused and counted.
+        let secret = match ClusterSecret::generate() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                say!("starting no node daemons: {e}");
+                None
+            }
+        };
+        if let (false, Some(bin), Some(secret)) = (off, sssd_path(), secret) {
             let peers = hosts.join(",");
             for h in hosts {
                 if sss_idm::running_daemon(h).is_some() {
@@ -52,6 +64,7 @@ impl Daemons {
                 }
                 let mut cmd = Command::new(&bin);
                 cmd.args(["--node", h, "--peers", &peers])
+                    .env(secret::ENV, secret.to_hex())
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null());
@@ -134,6 +147,79 @@ fn watch(hosts: &[String], stop: &AtomicBool) {
                 say!("node {h} is up again");
                 down.retain(|x| x != h);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc_file(pid: u32, what: &str) -> Vec<u8> {
+        std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default()
+    }
+
+    fn secret_in_env(pid: u32) -> Option<String> {
+        let env = proc_file(pid, "environ");
+        env.split(|&b| b == 0)
+            .filter_map(|kv| std::str::from_utf8(kv).ok())
+            .find_map(|kv| kv.strip_prefix("SSS_CLUSTER_SECRET=").map(String::from))
+    }
+
+    /// The daemons of a job get one fresh secret, in their environment and
+    /// not on their command line, and take each other's gossip with it.
+    #[test]
+    fn a_jobs_daemons_share_a_fresh_secret_from_their_environment() {
+        if sssd_path().is_none() || std::env::var_os("SSS_NO_DAEMON").is_some() {
+            eprintln!("no sssd built (cargo build -p sss-idm): nothing to test");
+            return;
+        }
+        let pid = std::process::id();
+        let hosts = |a: u32| -> Vec<String> {
+            (1..=2)
+                .map(|i| format!("127.{a}.{}.{}", (pid >> 8) & 0xff, (pid & 0x3f) * 4 + i))
+                .collect()
+        };
+        let (h, other) = (hosts(13), hosts(14));
+        let mut d = Daemons::start(&h);
+        let mut o = Daemons::start(&other);
+        assert_eq!((d.children.len(), o.children.len()), (2, 2));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let sees = |a: &str, b: &str| {
+            sss_mbcf::idm::Idm::open(a)
+                .ok()
+                .is_some_and(|i| i.find(b).is_some())
+        };
+        while !(sees(&h[0], &h[1]) && sees(&h[1], &h[0])) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let exchanged = sees(&h[0], &h[1]) && sees(&h[1], &h[0]);
+        let secrets: Vec<Option<String>> = d
+            .children
+            .iter()
+            .chain(&o.children)
+            .map(|c| secret_in_env(c.id()))
+            .collect();
+        let cmdlines: Vec<Vec<u8>> = d
+            .children
+            .iter()
+            .map(|c| proc_file(c.id(), "cmdline"))
+            .collect();
+        d.stop();
+        o.stop();
+        assert!(exchanged, "the job's daemons took each other's gossip");
+        let s: Vec<&str> = secrets.iter().map(|s| s.as_deref().unwrap_or("")).collect();
+        assert!(
+            s.iter().all(|s| s.len() == 64),
+            "a secret in each environment"
+        );
+        assert_eq!(s[0], s[1], "one secret per job");
+        assert_eq!(s[2], s[3]);
+        assert_ne!(s[0], s[2], "a fresh secret for every job");
+        for c in &cmdlines {
+            assert!(!c.is_empty(), "the daemon ran");
+            let c = String::from_utf8_lossy(c);
+            assert!(!c.contains(s[0]), "the secret on a command line: {c}");
         }
     }
 }
