@@ -47,7 +47,15 @@ impl TaskEnv<'_> {
             .env("SSS_LOCAL_RANK", self.local_rank.to_string())
             .env("SSS_LOCAL_SIZE", self.local_size.to_string())
             .env("SSS_BOOT", format!("tcp:{}", self.boot))
+            .env("SSS_JOB_SECRET", test_secret(self.job))
     }
+}
+
+/// The job secret of a hand-made job (its tasks seal their datagrams with
+/// keys derived from it): fixed per job id, which is fine for tests and
+/// nothing else.
+pub fn test_secret(job: u32) -> String {
+    format!("{job:08x}").repeat(8)
 }
 
 /// Rank `rank` of `size` tasks, one on each node (node id = rank), its
