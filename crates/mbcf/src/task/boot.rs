@@ -322,7 +322,16 @@ impl Task {
             .iter()
             .enumerate()
             .any(|(r, x)| r != rank as usize && x.kind() == TransportKind::Udp);
-        let seals = match boot.secret() {
+        // With no peer over udp, only this task's datagrams to itself
+        // (`SSS_TRANSPORT=udp`) need keys: a secret of its own will do.
+        let secret = boot.secret().or_else(|| {
+            let mut s = [0u8; sss_seal::SECRET_LEN];
+            for c in s.chunks_mut(8) {
+                c.copy_from_slice(&sys::random_u64().to_le_bytes());
+            }
+            (!udp_peers).then_some(s)
+        });
+        let seals = match secret {
             Some(secret) => {
                 let salts = peers.iter().map(|p| p.salt).collect();
                 Seals::new(cfg.security, &secret, job, rank, salts)
