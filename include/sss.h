@@ -264,9 +264,10 @@ typedef enum sss_cmp {
 #define SSS_STATS_FIELD_APPLIED          (UINT64_C(1) << 5)
 #define SSS_STATS_FIELD_REJECTED         (UINT64_C(1) << 6)
 #define SSS_STATS_FIELD_BAD_PACKETS      (UINT64_C(1) << 7)
-#define SSS_STATS_FIELD_ALL              (UINT64_C(0xff))
+#define SSS_STATS_FIELD_REFUSED          (UINT64_C(1) << 8)
+#define SSS_STATS_FIELD_ALL              (UINT64_C(0x1ff))
 
-/** Counters of a task (72 bytes). */
+/** Counters of a task (80 bytes). */
 typedef struct sss_stats {
     uint64_t field_mask;       /**< SSS_STATS_FIELD_* bits to fill. */
     uint64_t packets_sent;     /**< Datagrams sent. */
@@ -277,6 +278,9 @@ typedef struct sss_stats {
     uint64_t applied;          /**< Incoming operations applied. */
     uint64_t rejected;         /**< Incoming operations refused. */
     uint64_t bad_packets;      /**< Corrupted datagrams dropped. */
+    uint64_t refused;          /**< Datagrams refused unopened under
+                                    SSS_SECURITY=auth|encrypt: forged,
+                                    modified, replayed, another job's. */
 } sss_stats_t;
 
 /**

@@ -177,6 +177,9 @@ pub struct Stats {
     pub rejected: u64,
     /// Corrupted or malformed datagrams dropped.
     pub bad_packets: u64,
+    /// Datagrams refused unopened (forged, modified, replayed, another
+    /// job's).
+    pub refused: u64,
 }
 
 impl From<TaskStats> for Stats {
@@ -191,6 +194,7 @@ impl From<TaskStats> for Stats {
             applied: s.applied,
             rejected: s.rejected,
             bad_packets: s.bad_packets,
+            refused: s.refused,
         }
     }
 }
@@ -198,7 +202,7 @@ impl From<TaskStats> for Stats {
 impl Masked for Stats {
     const FIELDS: &'static [Field] = fields!(Stats:
         packets_sent, bytes_sent, packets_received, bytes_received,
-        retransmissions, applied, rejected, bad_packets);
+        retransmissions, applied, rejected, bad_packets, refused);
 }
 
 /// `sss_dsm_stats_t`: counters of a task's heap.
@@ -372,7 +376,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<SegInfo>(), 32);
         assert_eq!(std::mem::size_of::<RAddr>(), 24);
         assert_eq!(std::mem::size_of::<OpParams>(), 48);
-        assert_eq!(std::mem::size_of::<Stats>(), 72);
+        assert_eq!(std::mem::size_of::<Stats>(), 80);
         assert_eq!(std::mem::size_of::<DsmStats>(), 136);
         assert_eq!(std::mem::size_of::<NodeInfo>(), 128);
     }
@@ -395,7 +399,7 @@ mod tests {
         check::<Stats>();
         check::<DsmStats>();
         check::<NodeInfo>();
-        assert_eq!(Stats::ALL, 0xff);
+        assert_eq!(Stats::ALL, 0x1ff);
         assert_eq!(
             NodeInfo::FIELDS[5],
             Field {

@@ -387,6 +387,7 @@ fn header_matches_library() {
                 "offset sss_stats_t.bad_packets {}",
                 offset_of!(Stats, bad_packets)
             ),
+            format!("offset sss_stats_t.refused {}", offset_of!(Stats, refused)),
             format!("size sss_node_info_t {}", size_of::<NodeInfo>()),
             format!(
                 "offset sss_node_info_t.field_mask {}",

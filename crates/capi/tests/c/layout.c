@@ -47,6 +47,7 @@ int main(void)
     OFF(sss_stats_t, field_mask);
     OFF(sss_stats_t, retransmissions);
     OFF(sss_stats_t, bad_packets);
+    OFF(sss_stats_t, refused);
     SIZE(sss_node_info_t);
     OFF(sss_node_info_t, field_mask);
     OFF(sss_node_info_t, up);
@@ -69,6 +70,7 @@ int main(void)
     BIT(sss_stats_t, SSS_STATS_FIELD_APPLIED, applied);
     BIT(sss_stats_t, SSS_STATS_FIELD_REJECTED, rejected);
     BIT(sss_stats_t, SSS_STATS_FIELD_BAD_PACKETS, bad_packets);
+    BIT(sss_stats_t, SSS_STATS_FIELD_REFUSED, refused);
     ALL(sss_stats_t, SSS_STATS_FIELD_ALL);
     BIT(sss_node_info_t, SSS_NODE_INFO_FIELD_NAME, name);
     BIT(sss_node_info_t, SSS_NODE_INFO_FIELD_UP, up);
