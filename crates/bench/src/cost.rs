@@ -12,9 +12,13 @@ use crate::Figures;
 /// The modes compared, in run order.
 pub const MODES: [&str; 3] = ["none", "auth", "encrypt"];
 
-/// The plan of one security job: the two items compared.
+/// The plan of one security job: the two items compared, each long
+/// enough to be steady even under `--quick` (a few seconds a job).
 pub fn plan(base: &Plan) -> Plan {
     Plan {
+        iters: base.iters.max(3000),
+        bw_bytes: base.bw_bytes.max(64 << 20),
+        bw_max_ops: base.bw_max_ops.max(40_000),
         items: vec![
             Item::Rtt {
                 proto: Proto::Mbcf,

@@ -19,7 +19,14 @@
 //! window ([`window::WINDOW`] counters wide).
 //!
 //! - **Authenticated** ([`Security::Auth`], wire format 2): a 16-byte tag
-//!   over the whole datagram follows it.
+//!   follows the datagram, which travels in clear. The tag is the GCM tag
+//!   of encrypting the extension and payload with the header as
+//!   associated data; the sender discards that ciphertext, the receiver
+//!   computes it again from what it received and compares the tags (in
+//!   constant time). This is GCM's own verification of (header,
+//!   ciphertext), so as strong as GCM, and three times cheaper at 1408 B
+//!   than hashing the whole datagram as associated data (GMAC), which
+//!   takes a slower path.
 //! - **Encrypted** ([`Security::Encrypt`], format 3): the extension and
 //!   payload are encrypted, the 64-byte header is authenticated in clear
 //!   (ranks, sequence numbers, keys and addresses are visible, not
@@ -181,6 +188,8 @@ pub struct Seals {
     tx: HashMap<u32, Tx>,
     rx: HashMap<u32, Rx>,
     refused: Refusals,
+    /// Where an authenticated datagram's body is encrypted for its tag.
+    scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for Seals {
@@ -202,6 +211,12 @@ fn read32(b: &[u8], at: usize) -> u32 {
     let mut x = [0u8; 4];
     x.copy_from_slice(&b[at..at + 4]);
     u32::from_be_bytes(x)
+}
+
+/// `a == b` in time that depends on the lengths only.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
+    a.len() == b.len() && std::hint::black_box(diff) == 0
 }
 
 fn nonce(counter: u64) -> Nonce {
@@ -235,6 +250,7 @@ impl Seals {
             tx: HashMap::new(),
             rx: HashMap::new(),
             refused: Refusals::default(),
+            scratch: Vec::new(),
         })
     }
 
@@ -301,13 +317,15 @@ impl Seals {
         tx.next += 1;
         let d = &mut buf[start..];
         d[CHECK_FIELD..CHECK_FIELD + 4].copy_from_slice(&(counter as u32).to_be_bytes());
+        let (hdr, body) = d.split_at_mut(HEADER_LEN);
         let sealed = if self.format == Format::Encrypted {
-            let (hdr, body) = d.split_at_mut(HEADER_LEN);
             tx.key
                 .seal_in_place_separate_tag(nonce(counter), Aad::from(&*hdr), body)
         } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(body);
             tx.key
-                .seal_in_place_separate_tag(nonce(counter), Aad::from(&*d), &mut [])
+                .seal_in_place_separate_tag(nonce(counter), Aad::from(&*hdr), &mut self.scratch)
         };
         // Sealing fails only past 2^36 bytes in one datagram.
         let tag = sealed.map_err(|_| SealError::Malformed)?;
@@ -381,14 +399,16 @@ impl Seals {
         };
         let n = buf.len() - TAG_LEN;
         let (msg, tag) = buf.split_at_mut(n);
-        let tag = aead::Tag::try_from(&tag[..]).map_err(|_| OpenError::Malformed)?;
+        let (hdr, body) = msg.split_at_mut(HEADER_LEN);
         let ok = if self.format == Format::Encrypted {
-            let (hdr, body) = msg.split_at_mut(HEADER_LEN);
+            let tag = aead::Tag::try_from(&tag[..]).map_err(|_| OpenError::Malformed)?;
             key.open_in_place_separate_tag(nonce(counter), Aad::from(&*hdr), tag, body, 0..)
                 .is_ok()
         } else {
-            key.open_in_place_separate_tag(nonce(counter), Aad::from(&*msg), tag, &mut [], 0..)
-                .is_ok()
+            self.scratch.clear();
+            self.scratch.extend_from_slice(body);
+            key.seal_in_place_separate_tag(nonce(counter), Aad::from(&*hdr), &mut self.scratch)
+                .is_ok_and(|t| same(t.as_ref(), tag))
         };
         if !ok {
             return Err(OpenError::BadTag);
