@@ -2,7 +2,7 @@
 //! `none` spends instead (CRC-32C on emit and on parse):
 //! `cargo run --release -p sss-seal --example cost`.
 
-use sss_seal::{Security, Seals};
+use sss_seal::{Seals, Security};
 use sss_wire::{Body, Flags, Frag, Packet, Status, TaskId};
 use std::time::Instant;
 
