@@ -75,6 +75,7 @@ impl Settings {
             ooo_total: self.ooo_total as usize,
             down_probe: self.down_probe.into(),
             down_probe_max: self.down_probe_max.into(),
+            format: sss_wire::Format::Checksummed,
         }
     }
 }
