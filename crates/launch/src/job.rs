@@ -278,10 +278,11 @@ impl Job {
         if self.plan.spawner == Spawner::Ssh {
             // Remote tasks get the login environment; pass on our SSS_*
             // settings (transport overrides, timeouts) explicitly. Never a
-            // secret: this goes on the remote command line.
+            // secret (the job's, a cluster's): this goes on the remote
+            // command line.
             for (k, v) in std::env::vars() {
                 if k.starts_with("SSS_")
-                    && k != vars::JOB_SECRET
+                    && !k.ends_with("_SECRET")
                     && !env.iter().any(|(e, _)| *e == k)
                 {
                     env.push((k, v));

@@ -617,9 +617,21 @@ fn run_ssh(ssh: &str, args: &[&str], steps: &[&str]) -> Out {
 fn ssh_spawner_runs_tasks_through_the_remote_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let ssh = fake_ssh(dir.path());
-    let o = run_ssh(
-        &ssh,
-        &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3", "--tag-output"],
+    let o = run_env(
+        &[
+            ("SSS_SSH", ssh.as_str()),
+            ("SSS_SECURITY", "encrypt"),
+            ("SSS_CLUSTER_SECRET", &"5a".repeat(32)),
+        ],
+        &[
+            "--spawner",
+            "ssh",
+            "-n",
+            "4",
+            "--hosts",
+            "127.0.0.2,127.0.0.3",
+            "--tag-output",
+        ],
         &["info", "gather", "echo=it's a \"quoted\" $HOME"],
     );
     assert_eq!(o.status, 0, "{}", o.stderr);
@@ -638,6 +650,9 @@ fn ssh_spawner_runs_tasks_through_the_remote_command_line() {
     // command line, which every user of the remote host can read.
     let commands = std::fs::read_to_string(dir.path().join("commands.log")).unwrap();
     assert!(!commands.contains("SSS_JOB_SECRET="), "{commands}");
+    // Settings go along (all tasks must seal alike); no secret does.
+    assert!(commands.contains("SSS_SECURITY=encrypt"), "{commands}");
+    assert!(!commands.contains("5a5a5a"), "{commands}");
     // Four tasks, then one shared-memory cleanup per host.
     let log = std::fs::read_to_string(dir.path().join("hosts.log")).unwrap();
     let mut hosts: Vec<&str> = log.lines().collect();
