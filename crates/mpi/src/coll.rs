@@ -1,0 +1,440 @@
+//! Collectives over point-to-point messages on a communicator's
+//! collective context (so they never match user receives): dissemination
+//! barrier, binomial-tree broadcast and reduce, reduce+broadcast
+//! allreduce, linear gather and scatter, gather+broadcast allgather,
+//! pairwise all-to-all; and the communicator constructors that need an
+//! agreement (dup, split).
+//!
+//! Buffers are byte slices the caller made from the C arguments for the
+//! duration of the call; counts are already in bytes. Reductions assume
+//! the predefined operations' commutativity.
+
+use crate::consts::{err, h, UNDEFINED};
+use crate::engine::{Comm, Dest, Engine, MpiErr};
+use crate::runtime::{wait_until, with};
+use crate::types::{reduce as apply, Num, Op};
+use std::sync::Arc;
+
+const TAG_BARRIER: i32 = 1;
+const TAG_BCAST: i32 = 2;
+const TAG_REDUCE: i32 = 3;
+const TAG_GATHER: i32 = 4;
+const TAG_SCATTER: i32 = 5;
+const TAG_ALLTOALL: i32 = 6;
+
+/// A communicator as a collective sees it.
+struct Coll {
+    comm: usize,
+    ctx: u32,
+    group: Arc<Vec<u32>>,
+    rank: u32,
+    n: u32,
+}
+
+fn coll(comm: usize) -> Result<Coll, MpiErr> {
+    with(|e| {
+        let c = e.comm(comm)?;
+        Ok(Coll {
+            comm,
+            ctx: c.ctx + 1,
+            group: c.group.clone(),
+            rank: c.rank,
+            n: c.size(),
+        })
+    })
+}
+
+impl Coll {
+    fn send(&self, to: u32, tag: i32, data: &[u8]) -> Result<usize, MpiErr> {
+        let w = self.group[to as usize];
+        with(|e| {
+            let id = e.handle();
+            e.send_ctx(self.comm, self.ctx, w, tag, data, false, id)?;
+            Ok(id)
+        })
+    }
+
+    fn recv(&self, from: u32, tag: i32, cap: usize) -> Result<usize, MpiErr> {
+        let w = self.group[from as usize];
+        with(|e| {
+            let id = e.handle();
+            let dest = Dest::Own {
+                cap,
+                data: Vec::new(),
+            };
+            e.recv_ctx(
+                self.comm,
+                self.ctx,
+                self.group.clone(),
+                Some(w),
+                Some(tag),
+                dest,
+                id,
+            );
+            Ok(id)
+        })
+    }
+
+    /// Waits for `ids`; the data each received (empty for sends).
+    fn wait(&self, ids: &[usize], partner: Option<u32>) -> Result<Vec<Vec<u8>>, MpiErr> {
+        let partner = partner.map(|p| self.group[p as usize]);
+        wait_until(partner, |e| {
+            Ok(ids.iter().all(|id| e.reqs.get(id).is_none_or(|r| r.done)))
+        })?;
+        with(|e| {
+            let mut out = Vec::with_capacity(ids.len());
+            let mut first_err = None;
+            for &id in ids {
+                let data = e.take_data(id);
+                let st = e.take(id).unwrap_or_default();
+                if st.error != 0 && first_err.is_none() {
+                    first_err = Some(st.error);
+                }
+                out.push(data);
+            }
+            match first_err {
+                Some(c) => Err(MpiErr::new(c, "a message of the collective failed")),
+                None => Ok(out),
+            }
+        })
+    }
+
+    /// `to` gets `data`, we get `cap` bytes from `from`.
+    fn exchange(
+        &self,
+        to: u32,
+        from: u32,
+        tag: i32,
+        data: &[u8],
+        cap: usize,
+    ) -> Result<Vec<u8>, MpiErr> {
+        let r = self.recv(from, tag, cap)?;
+        let s = self.send(to, tag, data)?;
+        let mut got = self.wait(&[r, s], Some(from))?;
+        Ok(got.swap_remove(0))
+    }
+}
+
+fn check_root(c: &Coll, root: i32) -> Result<u32, MpiErr> {
+    u32::try_from(root)
+        .ok()
+        .filter(|&r| r < c.n)
+        .ok_or_else(|| {
+            MpiErr::new(
+                err::ROOT,
+                format!("invalid root {root} (communicator of {} tasks)", c.n),
+            )
+        })
+}
+
+/// `MPI_Barrier`.
+pub(crate) fn barrier(comm: usize) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let mut k = 1;
+    while k < c.n {
+        let to = (c.rank + k) % c.n;
+        let from = (c.rank + c.n - k) % c.n;
+        c.exchange(to, from, TAG_BARRIER, &[], 0)?;
+        k *= 2;
+    }
+    Ok(())
+}
+
+/// `MPI_Bcast` of `buf` from `root`.
+pub(crate) fn bcast(comm: usize, buf: &mut [u8], root: i32) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let root = check_root(&c, root)?;
+    bcast_in(&c, buf, root)
+}
+
+fn bcast_in(c: &Coll, buf: &mut [u8], root: u32) -> Result<(), MpiErr> {
+    let vr = (c.rank + c.n - root) % c.n;
+    let real = |v: u32| (v + root) % c.n;
+    let mut mask = 1;
+    while mask < c.n {
+        if vr & mask != 0 {
+            let from = real(vr - mask);
+            let id = c.recv(from, TAG_BCAST, buf.len())?;
+            let d = c.wait(&[id], Some(from))?;
+            let n = d[0].len().min(buf.len());
+            buf[..n].copy_from_slice(&d[0][..n]);
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    let mut sends = Vec::new();
+    while mask > 0 {
+        if vr + mask < c.n {
+            sends.push(c.send(real(vr + mask), TAG_BCAST, buf)?);
+        }
+        mask >>= 1;
+    }
+    c.wait(&sends, None).map(|_| ())
+}
+
+/// An operation on a datatype, for reductions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reduction {
+    pub op: Op,
+    pub num: Num,
+    pub size: usize,
+}
+
+/// `MPI_Reduce`: `acc` holds our contribution and, at `root`, ends with
+/// the result.
+pub(crate) fn reduce(comm: usize, acc: &mut [u8], red: Reduction, root: i32) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let root = check_root(&c, root)?;
+    reduce_in(&c, acc, red, root)
+}
+
+fn reduce_in(c: &Coll, acc: &mut [u8], red: Reduction, root: u32) -> Result<(), MpiErr> {
+    let vr = (c.rank + c.n - root) % c.n;
+    let real = |v: u32| (v + root) % c.n;
+    let mut mask = 1;
+    while mask < c.n {
+        if vr & mask == 0 {
+            let src = vr | mask;
+            if src < c.n {
+                let id = c.recv(real(src), TAG_REDUCE, acc.len())?;
+                let d = c.wait(&[id], Some(real(src)))?;
+                apply(red.op, red.num, red.size, &d[0], acc).map_err(|class| {
+                    MpiErr::new(
+                        class,
+                        format!("{:?} is not defined on this datatype", red.op),
+                    )
+                })?;
+            }
+        } else {
+            let id = c.send(real(vr & !mask), TAG_REDUCE, acc)?;
+            c.wait(&[id], None)?;
+            break;
+        }
+        mask <<= 1;
+    }
+    Ok(())
+}
+
+/// `MPI_Allreduce`: `acc` holds our contribution and ends with the result.
+pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: Reduction) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    reduce_in(&c, acc, red, 0)?;
+    bcast_in(&c, acc, 0)
+}
+
+/// `MPI_Gather` of `chunk` bytes per task into `all` at `root` (`mine`
+/// `None`: in place, our part is already in `all`).
+pub(crate) fn gather(
+    comm: usize,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    chunk: usize,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let root = check_root(&c, root)?;
+    gather_in(&c, mine, all, chunk, root)
+}
+
+fn gather_in(
+    c: &Coll,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    chunk: usize,
+    root: u32,
+) -> Result<(), MpiErr> {
+    if c.rank != root {
+        let id = c.send(root, TAG_GATHER, mine.unwrap_or(&[]))?;
+        return c.wait(&[id], None).map(|_| ());
+    }
+    check_len(all, chunk, c.n)?;
+    let r = c.rank as usize;
+    if let Some(m) = mine {
+        all[r * chunk..(r + 1) * chunk].copy_from_slice(&m[..chunk.min(m.len())]);
+    }
+    let peers: Vec<u32> = (0..c.n).filter(|&p| p != root).collect();
+    let ids = peers
+        .iter()
+        .map(|&p| c.recv(p, TAG_GATHER, chunk))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (p, d) in peers.iter().zip(c.wait(&ids, None)?) {
+        let p = *p as usize;
+        all[p * chunk..p * chunk + d.len()].copy_from_slice(&d);
+    }
+    Ok(())
+}
+
+fn check_len(buf: &[u8], chunk: usize, n: u32) -> Result<(), MpiErr> {
+    if chunk.checked_mul(n as usize).is_none_or(|t| t > buf.len()) {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "receive buffer smaller than count times tasks",
+        ));
+    }
+    Ok(())
+}
+
+/// `MPI_Scatter` of `chunk` bytes per task from `all` at `root` into
+/// `mine` (`None` at the root: in place).
+pub(crate) fn scatter(
+    comm: usize,
+    all: &[u8],
+    mine: Option<&mut [u8]>,
+    chunk: usize,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let root = check_root(&c, root)?;
+    if c.rank != root {
+        let id = c.recv(root, TAG_SCATTER, chunk)?;
+        let d = c.wait(&[id], Some(root))?;
+        if let Some(m) = mine {
+            let n = d[0].len().min(m.len());
+            m[..n].copy_from_slice(&d[0][..n]);
+        }
+        return Ok(());
+    }
+    check_len(all, chunk, c.n)?;
+    let mut ids = Vec::new();
+    for p in (0..c.n).filter(|&p| p != root) {
+        let p0 = p as usize * chunk;
+        ids.push(c.send(p, TAG_SCATTER, &all[p0..p0 + chunk])?);
+    }
+    if let Some(m) = mine {
+        let r0 = root as usize * chunk;
+        let n = chunk.min(m.len());
+        m[..n].copy_from_slice(&all[r0..r0 + n]);
+    }
+    c.wait(&ids, None).map(|_| ())
+}
+
+/// `MPI_Allgather` (`mine` `None`: in place).
+pub(crate) fn allgather(
+    comm: usize,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    chunk: usize,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    gather_in(&c, mine, all, chunk, 0)?;
+    check_len(all, chunk, c.n)?;
+    bcast_in(&c, &mut all[..chunk * c.n as usize], 0)
+}
+
+/// `MPI_Alltoall` of `chunk` bytes per pair (`send` `None`: in place).
+pub(crate) fn alltoall(
+    comm: usize,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    chunk: usize,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    check_len(recv, chunk, c.n)?;
+    let copy;
+    let send = match send {
+        Some(s) => {
+            check_len(s, chunk, c.n)?;
+            s
+        }
+        None => {
+            copy = recv.to_vec();
+            &copy
+        }
+    };
+    let peers: Vec<u32> = (1..c.n).map(|k| (c.rank + k) % c.n).collect();
+    let mut recvs = Vec::new();
+    for &p in &peers {
+        recvs.push(c.recv(p, TAG_ALLTOALL, chunk)?);
+    }
+    let mut sends = Vec::new();
+    for &p in &peers {
+        let p0 = p as usize * chunk;
+        sends.push(c.send(p, TAG_ALLTOALL, &send[p0..p0 + chunk])?);
+    }
+    let r0 = c.rank as usize * chunk;
+    recv[r0..r0 + chunk].copy_from_slice(&send[r0..r0 + chunk]);
+    for (&p, d) in peers.iter().zip(c.wait(&recvs, None)?) {
+        let p0 = p as usize * chunk;
+        recv[p0..p0 + d.len()].copy_from_slice(&d);
+    }
+    c.wait(&sends, None).map(|_| ())
+}
+
+/// A context no member of `comm` has used: the largest next context of
+/// every member.
+fn agree_ctx(c: &Coll) -> Result<u32, MpiErr> {
+    let mine = with(|e| Ok(e.next_ctx))?;
+    let mut acc = u64::from(mine).to_ne_bytes();
+    let red = Reduction {
+        op: Op::Max,
+        num: Num::U64,
+        size: 8,
+    };
+    reduce_in(c, &mut acc, red, 0)?;
+    bcast_in(c, &mut acc, 0)?;
+    let ctx = u32::try_from(u64::from_ne_bytes(acc))
+        .ok()
+        .filter(|&x| x < u32::MAX - 4)
+        .ok_or_else(|| MpiErr::new(err::INTERN, "out of communicator contexts"))?;
+    with(|e| {
+        e.next_ctx = e.next_ctx.max(ctx + 2);
+        Ok(ctx)
+    })
+}
+
+fn add_comm(e: &mut Engine, comm: Comm) -> usize {
+    let id = e.handle();
+    e.comms.insert(id, comm);
+    id
+}
+
+/// `MPI_Comm_dup`: the new communicator's handle.
+pub(crate) fn comm_dup(comm: usize) -> Result<usize, MpiErr> {
+    let c = coll(comm)?;
+    let ctx = agree_ctx(&c)?;
+    with(|e| {
+        let old = e.comm(comm)?.clone();
+        Ok(add_comm(e, Comm { ctx, ..old }))
+    })
+}
+
+/// `MPI_Comm_split`: the new communicator's handle, or `MPI_COMM_NULL`
+/// for `MPI_UNDEFINED` colour.
+pub(crate) fn comm_split(comm: usize, color: i32, key: i32) -> Result<usize, MpiErr> {
+    let c = coll(comm)?;
+    if color < 0 && color != UNDEFINED {
+        return Err(MpiErr::new(err::ARG, format!("invalid colour {color}")));
+    }
+    let mut all = vec![0u8; 8 * c.n as usize];
+    let mut mine = color.to_ne_bytes().to_vec();
+    mine.extend_from_slice(&key.to_ne_bytes());
+    gather_in(&c, Some(&mine), &mut all, 8, 0)?;
+    bcast_in(&c, &mut all, 0)?;
+    let ctx = agree_ctx(&c)?;
+    if color == UNDEFINED {
+        return Ok(h::COMM_NULL);
+    }
+    let int = |b: &[u8]| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+    let mut members: Vec<(i32, u32)> = all
+        .chunks_exact(8)
+        .enumerate()
+        .filter(|(_, b)| int(b) == color)
+        .map(|(r, b)| (int(&b[4..]), r as u32))
+        .collect();
+    members.sort();
+    let group: Vec<u32> = members.iter().map(|&(_, r)| c.group[r as usize]).collect();
+    let rank = members.iter().position(|&(_, r)| r == c.rank).unwrap_or(0) as u32;
+    with(|e| {
+        let errh = e.comm(comm)?.errh;
+        Ok(add_comm(
+            e,
+            Comm {
+                ctx,
+                group: Arc::new(group),
+                rank,
+                errh,
+            },
+        ))
+    })
+}

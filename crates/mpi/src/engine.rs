@@ -1,0 +1,868 @@
+//! The point-to-point engine: communicators, requests, matching and the
+//! protocols over MBCF, in safe Rust.
+//!
+//! Every task owns one segment holding a credit array (one u64 per
+//! peer: how many of our messages that peer consumed) and a FIFO every
+//! peer pushes into. A message of at most [`EAGER_MAX`] bytes goes in
+//! one FIFO push with its envelope; a larger one is copied to a staging
+//! segment and announced (RTS), the receiver READs it once matched and
+//! answers FIN. A sender may have [`CREDITS`] messages unconsumed in a
+//! receiver's FIFO (the FIFO has room for all peers' credits, so a push
+//! never overflows it); beyond that messages wait in an outbox, in
+//! order. The receiver writes back its consumed count every half of the
+//! credits.
+//!
+//! Matching follows MPI: a message matches the first posted receive (in
+//! posting order) with its context, source and tag, or waits in the
+//! unexpected queue; a receive matches the first unexpected message in
+//! arrival order. One sender's messages arrive in issue order (MBCF
+//! applies them in order and the FIFO keeps it), so messages do not
+//! overtake.
+
+use crate::buf::UserBuf;
+use crate::consts::{err, h, ANY_SOURCE, ANY_TAG};
+use crate::envelope::{Env, Kind, FLAG_SYNC};
+use sss_mbcf::{Fifo, Options, Perm, RemoteAddr, Segment, Task};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Largest message sent eagerly, in bytes.
+pub(crate) const EAGER_MAX: usize = 8192;
+/// Messages a sender may have unconsumed in one receiver's FIFO.
+pub(crate) const CREDITS: u64 = 32;
+/// Largest single READ of a rendezvous.
+const READ_CHUNK: usize = 4 << 20;
+/// Messages popped per progress call before the rest of the work.
+const POP_BATCH: usize = 256;
+
+/// A communicator.
+#[derive(Debug, Clone)]
+pub(crate) struct Comm {
+    /// Context of point-to-point traffic; collectives use `ctx + 1`.
+    pub ctx: u32,
+    /// World rank of each member, by communicator rank.
+    pub group: Arc<Vec<u32>>,
+    /// Our rank in it.
+    pub rank: u32,
+    /// `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN` or `MPI_ERRORS_ABORT`.
+    pub errh: usize,
+}
+
+impl Comm {
+    pub(crate) fn size(&self) -> u32 {
+        self.group.len() as u32
+    }
+
+    /// The communicator rank of world rank `w`.
+    pub(crate) fn rank_of(&self, w: u32) -> Option<u32> {
+        self.group.iter().position(|&g| g == w).map(|r| r as u32)
+    }
+}
+
+/// Where a receive puts the data: the caller's memory, or a vector the
+/// library owns (collectives), handed out by [`Engine::take_data`].
+#[derive(Debug)]
+pub(crate) enum Dest {
+    User(UserBuf),
+    Own { cap: usize, data: Vec<u8> },
+}
+
+impl Dest {
+    fn cap(&self) -> usize {
+        match self {
+            Dest::User(u) => u.len(),
+            Dest::Own { cap, .. } => *cap,
+        }
+    }
+
+    fn fill(&mut self, d: &[u8]) {
+        match self {
+            Dest::User(u) => {
+                u.fill(d);
+            }
+            Dest::Own { cap, data } => {
+                data.clear();
+                data.extend_from_slice(&d[..d.len().min(*cap)]);
+            }
+        }
+    }
+
+    /// The first `n` bytes, to be written.
+    fn slice(&mut self, n: usize) -> &mut [u8] {
+        match self {
+            Dest::User(u) => {
+                let s = u.as_mut();
+                let n = n.min(s.len());
+                &mut s[..n]
+            }
+            Dest::Own { cap, data } => {
+                data.resize(n.min(*cap), 0);
+                data
+            }
+        }
+    }
+}
+
+/// What `MPI_Status` reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct St {
+    pub source: i32,
+    pub tag: i32,
+    pub error: i32,
+    pub count: u64,
+    pub cancelled: bool,
+}
+
+#[derive(Debug)]
+enum SendWait {
+    /// In the outbox; done once pushed.
+    Outbox,
+    /// Pushed; done at the receiver's SyncAck.
+    SyncAck,
+    /// Announced; done at the receiver's FIN.
+    Fin,
+}
+
+#[derive(Debug)]
+struct RecvState {
+    ctx: u32,
+    /// World rank, or any.
+    src: Option<u32>,
+    tag: Option<i32>,
+    buf: Dest,
+    group: Arc<Vec<u32>>,
+    /// READs of a matched rendezvous: the request and its offset.
+    reads: Vec<(sss_mbcf::Request, usize)>,
+    /// The FIN to send when the READs completed: sender and its request.
+    fin: Option<(u32, u64)>,
+}
+
+#[derive(Debug)]
+enum ReqKind {
+    Send { dest: u32, wait: SendWait },
+    Recv(Box<RecvState>),
+}
+
+/// A pending operation.
+#[derive(Debug)]
+pub(crate) struct Req {
+    /// Handle of its communicator, for the error handler.
+    pub comm: usize,
+    pub done: bool,
+    pub status: St,
+    /// The task expected to complete it, for SS-Wait.
+    pub peer: Option<u32>,
+    kind: ReqKind,
+}
+
+enum Body {
+    Eager(Vec<u8>),
+    Rts { key: u64, addr: u64 },
+}
+
+struct Msg {
+    src: u32,
+    env: Env,
+    body: Body,
+}
+
+struct Out {
+    bytes: Vec<u8>,
+    /// A request done when this leaves the outbox.
+    completes: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Peer {
+    fifo: RemoteAddr,
+    /// Our slot in its credit array.
+    credit: RemoteAddr,
+}
+
+/// Why an operation failed: an MPI error class and what to say.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
+pub(crate) struct MpiErr {
+    pub class: i32,
+    pub msg: String,
+}
+
+impl MpiErr {
+    pub(crate) fn new(class: i32, msg: impl Into<String>) -> MpiErr {
+        MpiErr {
+            class,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// The library's state in one process.
+pub(crate) struct Engine {
+    pub task: Task,
+    pub rank: u32,
+    pub size: u32,
+    seg: Segment,
+    fifo: Fifo,
+    peers: Vec<Peer>,
+    /// Largest message sent eagerly to each task: [`EAGER_MAX`] on this
+    /// node, what fits one datagram over udp (MBCF carries a FIFO
+    /// message in one).
+    eager: Vec<usize>,
+    sent: Vec<u64>,
+    consumed: Vec<u64>,
+    returned: Vec<u64>,
+    outbox: Vec<VecDeque<Out>>,
+    self_inbox: VecDeque<Vec<u8>>,
+    posted: Vec<usize>,
+    unexpected: VecDeque<Msg>,
+    pub reqs: HashMap<usize, Req>,
+    next_handle: usize,
+    /// Receives with READs in flight.
+    reading: Vec<usize>,
+    /// Staged data of rendezvous sends, by request, and spare segments.
+    staging: HashMap<usize, Segment>,
+    pool: Vec<Segment>,
+    pub comms: HashMap<usize, Comm>,
+    pub next_ctx: u32,
+    scratch: Vec<u8>,
+    /// Malformed or unexpected FIFO messages dropped.
+    pub bad_msgs: u64,
+}
+
+fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
+    let class = match e {
+        sss_mbcf::Error::PeerDown(_) => err::PROC_ABORTED,
+        _ => err::OTHER,
+    };
+    MpiErr::new(class, e.to_string())
+}
+
+impl Engine {
+    /// Joins the job and sets up the FIFO, credits and predefined
+    /// communicators (collective: every task of the job calls it).
+    pub(crate) fn new(task: Task, udp_payload: usize) -> Result<Engine, MpiErr> {
+        let (rank, size) = (task.rank(), task.size());
+        let credit_bytes = (size as usize * 8).next_multiple_of(64);
+        let slots = (size as u64 * CREDITS).next_power_of_two().max(64) as u32;
+        let max_msg = crate::envelope::ENV_LEN + EAGER_MAX;
+        let len = credit_bytes + sss_mbcf::fifo_bytes(slots, max_msg);
+        let seg = task.alloc(len, Perm::WRITE).map_err(mbcf_err)?;
+        let fifo = task
+            .fifo_create(&seg, credit_bytes, slots, max_msg)
+            .map_err(mbcf_err)?;
+        let mut me = fifo.addr().key.to_le_bytes().to_vec();
+        me.extend_from_slice(&fifo.addr().addr.to_le_bytes());
+        me.extend_from_slice(&seg.info().at(0).addr.to_le_bytes());
+        let all = task.allgather(&me).map_err(mbcf_err)?;
+        let mut peers = Vec::with_capacity(size as usize);
+        for (r, b) in all.iter().enumerate() {
+            let word = |i: usize| {
+                b.get(i..i + 8)
+                    .and_then(|s| s.try_into().ok())
+                    .map(u64::from_le_bytes)
+            };
+            let (Some(key), Some(fifo_at), Some(base)) = (word(0), word(8), word(16)) else {
+                return Err(MpiErr::new(err::INTERN, "malformed address exchange"));
+            };
+            let at = |addr| RemoteAddr {
+                rank: r as u32,
+                key,
+                addr,
+            };
+            peers.push(Peer {
+                fifo: at(fifo_at),
+                credit: at(base + 8 * u64::from(rank)),
+            });
+        }
+        let n = size as usize;
+        let udp_eager = udp_payload
+            .saturating_sub(crate::envelope::ENV_LEN)
+            .min(EAGER_MAX);
+        let eager = (0..size)
+            .map(|r| match task.transport_to(r) {
+                Some(sss_mbcf::TransportKind::Shm) => EAGER_MAX,
+                _ => udp_eager,
+            })
+            .collect();
+        let mut comms = HashMap::new();
+        let world = Comm {
+            ctx: 0,
+            group: Arc::new((0..size).collect()),
+            rank,
+            errh: h::ERRORS_ARE_FATAL,
+        };
+        let own = Comm {
+            ctx: 2,
+            group: Arc::new(vec![rank]),
+            rank: 0,
+            errh: h::ERRORS_ARE_FATAL,
+        };
+        comms.insert(h::COMM_WORLD, world);
+        comms.insert(h::COMM_SELF, own);
+        Ok(Engine {
+            task,
+            rank,
+            size,
+            seg,
+            fifo,
+            peers,
+            eager,
+            sent: vec![0; n],
+            consumed: vec![0; n],
+            returned: vec![0; n],
+            outbox: (0..n).map(|_| VecDeque::new()).collect(),
+            self_inbox: VecDeque::new(),
+            posted: Vec::new(),
+            unexpected: VecDeque::new(),
+            reqs: HashMap::new(),
+            next_handle: h::FIRST_USER,
+            reading: Vec::new(),
+            staging: HashMap::new(),
+            pool: Vec::new(),
+            comms,
+            next_ctx: 4,
+            scratch: Vec::new(),
+            bad_msgs: 0,
+        })
+    }
+
+    /// A fresh handle value for a request or communicator.
+    pub(crate) fn handle(&mut self) -> usize {
+        let h = self.next_handle;
+        self.next_handle += 8;
+        h
+    }
+
+    pub(crate) fn comm(&self, c: usize) -> Result<&Comm, MpiErr> {
+        self.comms
+            .get(&c)
+            .ok_or_else(|| MpiErr::new(err::COMM, format!("invalid communicator {c:#x}")))
+    }
+
+    /// Starts a send of `data` to `dest` of `comm` (`sync`: done only
+    /// once matched); the request handle.
+    pub(crate) fn isend(
+        &mut self,
+        comm: usize,
+        dest: i32,
+        tag: i32,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<usize, MpiErr> {
+        let c = self.comm(comm)?.clone();
+        if tag < 0 {
+            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
+        }
+        if dest == crate::consts::PROC_NULL {
+            let id = self.handle();
+            self.reqs
+                .insert(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
+            return Ok(id);
+        }
+        let w = usize::try_from(dest)
+            .ok()
+            .and_then(|d| c.group.get(d).copied())
+            .ok_or_else(|| {
+                MpiErr::new(
+                    err::RANK,
+                    format!("invalid rank {dest} (communicator of {} tasks)", c.size()),
+                )
+            })?;
+        let id = self.handle();
+        self.send_ctx(comm, c.ctx, w, tag, data, sync, id)?;
+        Ok(id)
+    }
+
+    /// A send on context `ctx` to world rank `w` as request `id`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send_ctx(
+        &mut self,
+        comm: usize,
+        ctx: u32,
+        w: u32,
+        tag: i32,
+        data: &[u8],
+        sync: bool,
+        id: usize,
+    ) -> Result<(), MpiErr> {
+        let mut env = Env {
+            kind: Kind::Eager,
+            flags: if sync { FLAG_SYNC } else { 0 },
+            ctx,
+            tag,
+            len: data.len() as u64,
+            sreq: id as u64,
+            key: 0,
+            addr: 0,
+        };
+        // A message to ourselves is copied whole: no READ of our own memory.
+        let (bytes, wait) = if data.len() <= self.eager[w as usize] || w == self.rank {
+            let wait = if sync {
+                SendWait::SyncAck
+            } else {
+                SendWait::Outbox
+            };
+            (env.encode(data), wait)
+        } else {
+            let seg = self.stage(data)?;
+            env.kind = Kind::Rts;
+            env.key = seg.info().key;
+            env.addr = seg.info().at(0).addr;
+            self.staging.insert(id, seg);
+            (env.encode(&[]), SendWait::Fin)
+        };
+        let plain = matches!(wait, SendWait::Outbox);
+        self.reqs.insert(
+            id,
+            Req {
+                comm,
+                done: false,
+                status: St::default(),
+                peer: Some(w),
+                kind: ReqKind::Send { dest: w, wait },
+            },
+        );
+        self.enqueue(w, bytes, plain.then_some(id));
+        Ok(())
+    }
+
+    /// A staging segment holding `data`.
+    fn stage(&mut self, data: &[u8]) -> Result<Segment, MpiErr> {
+        let seg = match self.pool.iter().position(|s| s.len() >= data.len()) {
+            Some(i) => self.pool.swap_remove(i),
+            None => self
+                .task
+                .alloc(data.len().next_power_of_two(), Perm::READ)
+                .map_err(|e| {
+                    MpiErr::new(err::NO_MEM, format!("staging {} bytes: {e}", data.len()))
+                })?,
+        };
+        seg.write_bytes(0, data).map_err(mbcf_err)?;
+        Ok(seg)
+    }
+
+    /// Sends `bytes` to world rank `w` in order after what waits for it.
+    fn enqueue(&mut self, w: u32, bytes: Vec<u8>, completes: Option<usize>) {
+        if w == self.rank {
+            self.self_inbox.push_back(bytes);
+            self.complete_send(completes);
+            return;
+        }
+        let q = &mut self.outbox[w as usize];
+        if q.is_empty() && self.credit_ok(w) {
+            self.push(w, &bytes, completes);
+        } else {
+            self.outbox[w as usize].push_back(Out { bytes, completes });
+        }
+    }
+
+    fn credit_ok(&self, w: u32) -> bool {
+        let back = self
+            .seg
+            .word(w as usize * 8)
+            .map(|a| a.load(std::sync::atomic::Ordering::Acquire))
+            .unwrap_or(0);
+        self.sent[w as usize].saturating_sub(back) < CREDITS
+    }
+
+    fn push(&mut self, w: u32, bytes: &[u8], completes: Option<usize>) {
+        self.sent[w as usize] += 1;
+        let r = self
+            .task
+            .fifo_push(self.peers[w as usize].fifo, bytes, Options::default());
+        if let Err(e) = r {
+            if let Some(req) = completes.and_then(|id| self.reqs.get_mut(&id)) {
+                req.status.error = mbcf_err(e).class;
+            }
+        }
+        self.complete_send(completes);
+    }
+
+    fn complete_send(&mut self, id: Option<usize>) {
+        if let Some(r) = id.and_then(|id| self.reqs.get_mut(&id)) {
+            r.done = true;
+        }
+    }
+
+    /// Posts a receive into `buf` from `src` (a communicator rank or
+    /// `MPI_ANY_SOURCE`) with `tag` (or `MPI_ANY_TAG`).
+    pub(crate) fn irecv(
+        &mut self,
+        comm: usize,
+        src: i32,
+        tag: i32,
+        buf: Dest,
+    ) -> Result<usize, MpiErr> {
+        let c = self.comm(comm)?;
+        let (ctx, group) = (c.ctx, c.group.clone());
+        let w = self.check_source(c, src)?;
+        if tag < 0 && tag != ANY_TAG {
+            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
+        }
+        let id = self.handle();
+        if src == crate::consts::PROC_NULL {
+            self.reqs
+                .insert(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
+            return Ok(id);
+        }
+        self.recv_ctx(
+            comm,
+            ctx,
+            group,
+            w,
+            (tag != ANY_TAG).then_some(tag),
+            buf,
+            id,
+        );
+        Ok(id)
+    }
+
+    /// The world rank `src` names (None: any); PROC_NULL passes as None.
+    pub(crate) fn check_source(&self, c: &Comm, src: i32) -> Result<Option<u32>, MpiErr> {
+        if src == ANY_SOURCE || src == crate::consts::PROC_NULL {
+            return Ok(None);
+        }
+        usize::try_from(src)
+            .ok()
+            .and_then(|s| c.group.get(s).copied())
+            .map(Some)
+            .ok_or_else(|| {
+                MpiErr::new(
+                    err::RANK,
+                    format!(
+                        "invalid source rank {src} (communicator of {} tasks)",
+                        c.size()
+                    ),
+                )
+            })
+    }
+
+    /// A receive on context `ctx` as request `id`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn recv_ctx(
+        &mut self,
+        comm: usize,
+        ctx: u32,
+        group: Arc<Vec<u32>>,
+        src: Option<u32>,
+        tag: Option<i32>,
+        buf: Dest,
+        id: usize,
+    ) {
+        let st = RecvState {
+            ctx,
+            src,
+            tag,
+            buf,
+            group,
+            reads: Vec::new(),
+            fin: None,
+        };
+        self.reqs.insert(
+            id,
+            Req {
+                comm,
+                done: false,
+                status: St::default(),
+                peer: src,
+                kind: ReqKind::Recv(Box::new(st)),
+            },
+        );
+        self.progress();
+        let hit = self
+            .unexpected
+            .iter()
+            .position(|m| matches(m.src, &m.env, ctx, src, tag));
+        match hit.and_then(|i| self.unexpected.remove(i)) {
+            Some(m) => self.deliver(id, m),
+            None => self.posted.push(id),
+        }
+    }
+
+    /// The status of the first unexpected message `probe` would match.
+    pub(crate) fn probe(&mut self, comm: usize, src: i32, tag: i32) -> Result<Option<St>, MpiErr> {
+        let c = self.comm(comm)?;
+        let w = self.check_source(c, src)?;
+        if src == crate::consts::PROC_NULL {
+            return Ok(Some(St {
+                source: crate::consts::PROC_NULL,
+                tag: ANY_TAG,
+                ..St::default()
+            }));
+        }
+        let (ctx, c) = (c.ctx, c.clone());
+        self.progress();
+        let t = (tag != ANY_TAG).then_some(tag);
+        Ok(self
+            .unexpected
+            .iter()
+            .find(|m| matches(m.src, &m.env, ctx, w, t))
+            .map(|m| St {
+                source: c.rank_of(m.src).map_or(-1, |r| r as i32),
+                tag: m.env.tag,
+                error: 0,
+                count: m.env.len,
+                cancelled: false,
+            }))
+    }
+
+    /// Does what can be done without waiting: takes arrived messages,
+    /// returns credits, finishes READs, drains outboxes.
+    pub(crate) fn progress(&mut self) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        for _ in 0..POP_BATCH {
+            let Some(src) = self.fifo.pop(&mut buf) else {
+                break;
+            };
+            if let Some(c) = self.consumed.get_mut(src as usize) {
+                *c += 1;
+            }
+            self.incoming(src, &buf);
+        }
+        self.scratch = buf;
+        while let Some(m) = self.self_inbox.pop_front() {
+            self.incoming(self.rank, &m);
+        }
+        for p in 0..self.size as usize {
+            if self.consumed[p] - self.returned[p] >= CREDITS / 2 {
+                self.returned[p] = self.consumed[p];
+                let v = self.consumed[p].to_ne_bytes();
+                // Completes locally; a dead peer fails its own operations.
+                let _ = self
+                    .task
+                    .write(self.peers[p].credit, &v, Options::default());
+            }
+        }
+        if !self.reading.is_empty() {
+            self.finish_reads();
+        }
+        for w in 0..self.size {
+            while !self.outbox[w as usize].is_empty() && self.credit_ok(w) {
+                if let Some(o) = self.outbox[w as usize].pop_front() {
+                    self.push(w, &o.bytes, o.completes);
+                }
+            }
+        }
+    }
+
+    fn incoming(&mut self, src: u32, msg: &[u8]) {
+        let Some((env, data)) = Env::decode(msg) else {
+            self.bad_msgs += 1;
+            return;
+        };
+        match env.kind {
+            Kind::Eager | Kind::Rts => {
+                let body = if env.kind == Kind::Eager {
+                    Body::Eager(data.to_vec())
+                } else {
+                    Body::Rts {
+                        key: env.key,
+                        addr: env.addr,
+                    }
+                };
+                let m = Msg { src, env, body };
+                let hit = self.posted.iter().position(|id| {
+                    matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
+                        if matches(src, &env, r.ctx, r.src, r.tag))
+                });
+                match hit {
+                    Some(i) => {
+                        let id = self.posted.remove(i);
+                        self.deliver(id, m);
+                    }
+                    None => self.unexpected.push_back(m),
+                }
+            }
+            Kind::Fin | Kind::SyncAck => {
+                let id = env.sreq as usize;
+                let ok = matches!(
+                    self.reqs.get(&id),
+                    Some(Req { kind: ReqKind::Send { dest, wait }, done: false, .. })
+                        if *dest == src && matches!((wait, env.kind), (SendWait::Fin, Kind::Fin) | (SendWait::SyncAck, Kind::SyncAck))
+                );
+                if !ok {
+                    self.bad_msgs += 1;
+                    return;
+                }
+                if let Some(seg) = self.staging.remove(&id) {
+                    self.pool.push(seg);
+                }
+                self.complete_send(Some(id));
+            }
+        }
+    }
+
+    /// Hands message `m` to matched receive `id`.
+    fn deliver(&mut self, id: usize, m: Msg) {
+        let Some(Req {
+            status,
+            kind: ReqKind::Recv(r),
+            done,
+            ..
+        }) = self.reqs.get_mut(&id)
+        else {
+            return;
+        };
+        status.source = r
+            .group
+            .iter()
+            .position(|&g| g == m.src)
+            .map_or(-1, |p| p as i32);
+        status.tag = m.env.tag;
+        let cap = r.buf.cap();
+        let n = (m.env.len as usize).min(cap);
+        status.count = n as u64;
+        if m.env.len as usize > cap {
+            status.error = err::TRUNCATE;
+        }
+        match m.body {
+            Body::Eager(d) => {
+                r.buf.fill(&d);
+                *done = true;
+                if m.env.flags & FLAG_SYNC != 0 {
+                    let ack = Env::control(Kind::SyncAck, m.env.sreq).encode(&[]);
+                    self.enqueue(m.src, ack, None);
+                }
+            }
+            Body::Rts { key, addr } => {
+                let mut err_class = 0;
+                for off in (0..n).step_by(READ_CHUNK) {
+                    let at = RemoteAddr {
+                        rank: m.src,
+                        key,
+                        addr: addr.wrapping_add(off as u64),
+                    };
+                    match self
+                        .task
+                        .read(at, (n - off).min(READ_CHUNK), Options::default())
+                    {
+                        Ok(q) => r.reads.push((q, off)),
+                        Err(e) => err_class = mbcf_err(e).class,
+                    }
+                }
+                if err_class != 0 {
+                    status.error = err_class;
+                }
+                r.fin = Some((m.src, m.env.sreq));
+                self.reading.push(id);
+                self.finish_reads();
+            }
+        }
+    }
+
+    /// Completes receives whose READs are all done.
+    fn finish_reads(&mut self) {
+        let mut i = 0;
+        while i < self.reading.len() {
+            let id = self.reading[i];
+            let Some(Req {
+                status,
+                kind: ReqKind::Recv(r),
+                done,
+                ..
+            }) = self.reqs.get_mut(&id)
+            else {
+                self.reading.swap_remove(i);
+                continue;
+            };
+            if !r.reads.iter().all(|(q, _)| q.is_done()) {
+                i += 1;
+                continue;
+            }
+            let n = status.count as usize;
+            let out = r.buf.slice(n);
+            for (q, off) in r.reads.drain(..) {
+                match q.wait_data() {
+                    Ok(d) => {
+                        let end = (off + d.len()).min(out.len());
+                        if off < end {
+                            out[off..end].copy_from_slice(&d[..end - off]);
+                        }
+                    }
+                    Err(e) => status.error = mbcf_err(e).class,
+                }
+            }
+            *done = true;
+            let fin = r.fin.take();
+            self.reading.swap_remove(i);
+            if let Some((src, sreq)) = fin {
+                let b = Env::control(Kind::Fin, sreq).encode(&[]);
+                self.enqueue(src, b, None);
+            }
+        }
+    }
+
+    /// Whether anything may have arrived that `progress` would act on.
+    pub(crate) fn has_work(&self) -> bool {
+        !self.fifo.is_empty()
+            || !self.self_inbox.is_empty()
+            || self.reading.iter().any(|id| {
+                matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
+                    if r.reads.iter().all(|(q, _)| q.is_done()))
+            })
+            || (0..self.size).any(|w| !self.outbox[w as usize].is_empty() && self.credit_ok(w))
+    }
+
+    /// The data of a completed receive into an owned buffer (empty for
+    /// any other request).
+    pub(crate) fn take_data(&mut self, id: usize) -> Vec<u8> {
+        match self.reqs.get_mut(&id) {
+            Some(Req {
+                kind: ReqKind::Recv(r),
+                ..
+            }) => match &mut r.buf {
+                Dest::Own { data, .. } => std::mem::take(data),
+                Dest::User(_) => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// Removes a completed request; its status.
+    pub(crate) fn take(&mut self, id: usize) -> Option<St> {
+        match self.reqs.get(&id) {
+            Some(r) if r.done => self.reqs.remove(&id).map(|r| r.status),
+            _ => None,
+        }
+    }
+
+    /// Cancels a receive not yet matched; false if it was matched.
+    pub(crate) fn cancel_recv(&mut self, id: usize) -> bool {
+        let Some(i) = self.posted.iter().position(|&p| p == id) else {
+            return false;
+        };
+        self.posted.remove(i);
+        if let Some(r) = self.reqs.get_mut(&id) {
+            r.done = true;
+            r.status.cancelled = true;
+        }
+        true
+    }
+
+    /// Messages still in outboxes (to flush at finalize).
+    pub(crate) fn unsent(&self) -> usize {
+        self.outbox.iter().map(VecDeque::len).sum()
+    }
+}
+
+/// A request already complete (`MPI_PROC_NULL`).
+fn done_req(comm: usize, source: i32, tag: i32) -> Req {
+    Req {
+        comm,
+        done: true,
+        status: St {
+            source,
+            tag,
+            ..St::default()
+        },
+        peer: None,
+        kind: ReqKind::Send {
+            dest: u32::MAX,
+            wait: SendWait::Outbox,
+        },
+    }
+}
+
+fn matches(src: u32, env: &Env, ctx: u32, want_src: Option<u32>, want_tag: Option<i32>) -> bool {
+    env.ctx == ctx && want_src.is_none_or(|s| s == src) && want_tag.is_none_or(|t| t == env.tag)
+}

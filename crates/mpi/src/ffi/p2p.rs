@@ -1,0 +1,586 @@
+//! Point-to-point: sends, receives, probes and the request functions.
+
+use super::{call, empty_status, hv, mk, nbytes, out, put_status, src, Handle, MpiStatus};
+use crate::buf::UserBuf;
+use crate::consts::{err, h, UNDEFINED};
+use crate::engine::{Dest, MpiErr, St};
+use crate::runtime::{wait_until, with};
+use std::ffi::{c_int, c_void};
+
+fn start_send(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+) -> Result<usize, MpiErr> {
+    let n = nbytes(count, dt)?;
+    // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`. The
+    // engine copies the data before returning, so the slice does not
+    // outlive the call.
+    let data = unsafe { src(buf, n) }?;
+    with(|e| e.isend(hv(comm), dest, tag, data, sync))
+}
+
+fn start_recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> Result<usize, MpiErr> {
+    let n = nbytes(count, dt)?;
+    if n > 0 && buf.is_null() {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "NULL buffer with a non-zero count",
+        ));
+    }
+    // SAFETY: MPI's contract: `buf` holds `count` elements of `dt` and is
+    // the library's until the receive completes.
+    let ub = unsafe { UserBuf::new(buf.cast(), n) };
+    with(|e| e.irecv(hv(comm), source, tag, Dest::User(ub)))
+}
+
+/// Waits for request `id`; its status (an error in it is returned too).
+fn finish(id: usize) -> Result<St, MpiErr> {
+    let peer = with(|e| {
+        e.reqs
+            .get(&id)
+            .map(|r| r.peer)
+            .ok_or_else(|| MpiErr::new(err::REQUEST, format!("invalid request {id:#x}")))
+    })?;
+    wait_until(peer, |e| Ok(e.reqs.get(&id).is_none_or(|r| r.done)))?;
+    with(|e| {
+        e.take(id)
+            .ok_or_else(|| MpiErr::new(err::REQUEST, "request vanished"))
+    })
+}
+
+fn status_error(st: &St, what: &str) -> Result<(), MpiErr> {
+    if st.error != 0 {
+        let msg = if st.error == err::TRUNCATE {
+            format!("{what}: message of more bytes than the receive buffer holds")
+        } else {
+            format!("{what}: the operation failed")
+        };
+        return Err(MpiErr::new(st.error, msg));
+    }
+    Ok(())
+}
+
+/// `MPI_Send`.
+///
+/// # Safety
+/// MPI's contract for the buffer.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    call("MPI_Send", hv(comm), || {
+        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        status_error(&finish(id)?, "MPI_Send")
+    })
+}
+
+/// `MPI_Ssend`: returns once the receiver matched the message.
+///
+/// # Safety
+/// MPI's contract for the buffer.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    call("MPI_Ssend", hv(comm), || {
+        let id = start_send(buf, count, dt, dest, tag, comm, true)?;
+        status_error(&finish(id)?, "MPI_Ssend")
+    })
+}
+
+/// `MPI_Recv`.
+///
+/// # Safety
+/// MPI's contract for the buffer; `status` is writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Recv", hv(comm), || {
+        let id = start_recv(buf, count, dt, source, tag, comm)?;
+        let st = finish(id)?;
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, &st) };
+        status_error(&st, "MPI_Recv")
+    })
+}
+
+/// `MPI_Isend`.
+///
+/// # Safety
+/// MPI's contract for the buffer; `req` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    call("MPI_Isend", hv(comm), || {
+        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(req, mk(id), "request") }
+    })
+}
+
+/// `MPI_Issend`.
+///
+/// # Safety
+/// MPI's contract for the buffer; `req` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    call("MPI_Issend", hv(comm), || {
+        let id = start_send(buf, count, dt, dest, tag, comm, true)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(req, mk(id), "request") }
+    })
+}
+
+/// `MPI_Irecv`.
+///
+/// # Safety
+/// MPI's contract for the buffer; `req` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    call("MPI_Irecv", hv(comm), || {
+        let id = start_recv(buf, count, dt, source, tag, comm)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(req, mk(id), "request") }
+    })
+}
+
+/// `MPI_Sendrecv`.
+///
+/// # Safety
+/// MPI's contract for both buffers; `status` is writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Handle,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Handle,
+    source: c_int,
+    recvtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Sendrecv", hv(comm), || {
+        let r = start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        let s = start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false)?;
+        let sst = finish(s)?;
+        let st = finish(r)?;
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, &st) };
+        status_error(&sst, "MPI_Sendrecv")?;
+        status_error(&st, "MPI_Sendrecv")
+    })
+}
+
+/// The request id in `*req`, or None for `MPI_REQUEST_NULL`.
+///
+/// # Safety
+/// `req` is null or a readable handle.
+unsafe fn req_id(req: *const Handle) -> Result<Option<usize>, MpiErr> {
+    if req.is_null() {
+        return Err(MpiErr::new(err::REQUEST, "request pointer is NULL"));
+    }
+    // SAFETY: non-null; the caller's contract.
+    let v = hv(unsafe { req.read() });
+    Ok((v != h::REQUEST_NULL).then_some(v))
+}
+
+/// The communicator of request `id`, for its error handler.
+fn req_comm(id: Option<usize>) -> usize {
+    id.and_then(|id| with(|e| Ok(e.reqs.get(&id).map(|r| r.comm))).ok().flatten())
+        .unwrap_or(h::COMM_WORLD)
+}
+
+/// `MPI_Wait`.
+///
+/// # Safety
+/// `req` is a writable handle; `status` is writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
+    // SAFETY: the caller's contract.
+    let id = unsafe { req_id(req) };
+    let comm = req_comm(id.as_ref().ok().copied().flatten());
+    call("MPI_Wait", comm, || {
+        let st = match id? {
+            None => empty_status(),
+            Some(id) => {
+                let st = finish(id)?;
+                // SAFETY: the caller's contract.
+                unsafe { out(req, mk(h::REQUEST_NULL), "request")? };
+                st
+            }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, &st) };
+        status_error(&st, "MPI_Wait")
+    })
+}
+
+/// `MPI_Test`.
+///
+/// # Safety
+/// `req` is a writable handle, `flag` writable; `status` writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    req: *mut Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let id = unsafe { req_id(req) };
+    let comm = req_comm(id.as_ref().ok().copied().flatten());
+    call("MPI_Test", comm, || {
+        let st = match id? {
+            None => Some(empty_status()),
+            Some(id) => with(|e| {
+                e.progress();
+                if !e.reqs.contains_key(&id) {
+                    return Err(MpiErr::new(
+                        err::REQUEST,
+                        format!("invalid request {id:#x}"),
+                    ));
+                }
+                Ok(e.take(id))
+            })?,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(flag, st.is_some() as c_int, "flag")? };
+        let Some(st) = st else {
+            return Ok(());
+        };
+        // SAFETY: the caller's contract.
+        unsafe {
+            if hv(req.read()) != h::REQUEST_NULL {
+                out(req, mk(h::REQUEST_NULL), "request")?;
+            }
+            put_status(status, &st);
+        }
+        status_error(&st, "MPI_Test")
+    })
+}
+
+/// The ids of `count` requests at `reqs` (None for null ones).
+///
+/// # Safety
+/// `reqs` holds `count` readable handles.
+unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, MpiErr> {
+    let n = usize::try_from(count)
+        .map_err(|_| MpiErr::new(err::COUNT, format!("invalid count {count}")))?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if reqs.is_null() {
+        return Err(MpiErr::new(err::REQUEST, "request array is NULL"));
+    }
+    // SAFETY: the caller's contract: `count` handles.
+    let all = unsafe { std::slice::from_raw_parts(reqs, n) };
+    Ok(all
+        .iter()
+        .map(|&r| (hv(r) != h::REQUEST_NULL).then_some(hv(r)))
+        .collect())
+}
+
+/// Takes the completed requests among `ids`, writing their statuses and
+/// nulling their handles; MPI_ERR_IN_STATUS if one failed.
+///
+/// # Safety
+/// `reqs` holds `ids.len()` writable handles; `statuses` is null or
+/// holds as many writable statuses.
+unsafe fn collect_all(
+    ids: &[Option<usize>],
+    reqs: *mut Handle,
+    statuses: *mut MpiStatus,
+) -> Result<(), MpiErr> {
+    let sts = with(|e| {
+        Ok(ids
+            .iter()
+            .map(|id| id.and_then(|id| e.take(id)))
+            .collect::<Vec<_>>())
+    })?;
+    let mut failed = false;
+    for (i, (id, st)) in ids.iter().zip(sts).enumerate() {
+        let st = st.unwrap_or_else(empty_status);
+        failed |= st.error != 0;
+        // SAFETY: the caller's contract: index i < ids.len().
+        unsafe {
+            if id.is_some() {
+                reqs.add(i).write(mk(h::REQUEST_NULL));
+            }
+            if !statuses.is_null() {
+                put_status(statuses.add(i), &st);
+            }
+        }
+    }
+    if failed {
+        return Err(MpiErr::new(
+            err::IN_STATUS,
+            "a request failed; see its status",
+        ));
+    }
+    Ok(())
+}
+
+/// `MPI_Waitall`.
+///
+/// # Safety
+/// `reqs` holds `count` writable handles; `statuses` is ignored or holds
+/// `count` writable statuses.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    reqs: *mut Handle,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Waitall", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let ids = unsafe { ids(count, reqs) }?;
+        wait_until(None, |e| {
+            Ok(ids
+                .iter()
+                .flatten()
+                .all(|id| e.reqs.get(id).is_none_or(|r| r.done)))
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { collect_all(&ids, reqs, statuses) }
+    })
+}
+
+/// `MPI_Testall`.
+///
+/// # Safety
+/// As [`MPI_Waitall`]; `flag` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    reqs: *mut Handle,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Testall", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let ids = unsafe { ids(count, reqs) }?;
+        let all = with(|e| {
+            e.progress();
+            Ok(ids
+                .iter()
+                .flatten()
+                .all(|id| e.reqs.get(id).is_none_or(|r| r.done)))
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { out(flag, all as c_int, "flag")? };
+        if !all {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        unsafe { collect_all(&ids, reqs, statuses) }
+    })
+}
+
+/// `MPI_Waitany`.
+///
+/// # Safety
+/// `reqs` holds `count` writable handles; `index` is writable; `status`
+/// writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Waitany", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let ids = unsafe { ids(count, reqs) }?;
+        if ids.iter().all(Option::is_none) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                out(index, UNDEFINED, "index")?;
+                put_status(status, &empty_status());
+            }
+            return Ok(());
+        }
+        let mut hit = 0;
+        wait_until(None, |e| {
+            let found = ids
+                .iter()
+                .position(|id| id.is_some_and(|id| e.reqs.get(&id).is_none_or(|r| r.done)));
+            hit = found.unwrap_or(0);
+            Ok(found.is_some())
+        })?;
+        let st = with(|e| Ok(ids[hit].and_then(|id| e.take(id))))?.unwrap_or_else(empty_status);
+        // SAFETY: the caller's contract; hit < count.
+        unsafe {
+            reqs.add(hit).write(mk(h::REQUEST_NULL));
+            out(index, hit as c_int, "index")?;
+            put_status(status, &st);
+        }
+        status_error(&st, "MPI_Waitany")
+    })
+}
+
+/// `MPI_Iprobe`.
+///
+/// # Safety
+/// `flag` is writable; `status` writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Iprobe", hv(comm), || {
+        let st = with(|e| e.probe(hv(comm), source, tag))?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(flag, st.is_some() as c_int, "flag")?;
+            if let Some(st) = st {
+                put_status(status, &st);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Probe`.
+///
+/// # Safety
+/// `status` is writable or ignored.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    call("MPI_Probe", hv(comm), || {
+        let partner = with(|e| {
+            let c = e.comm(hv(comm))?;
+            e.check_source(c, source)
+        })?;
+        let mut got = None;
+        wait_until(partner, |e| {
+            got = e.probe(hv(comm), source, tag)?;
+            Ok(got.is_some())
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, &got.unwrap_or_default()) };
+        Ok(())
+    })
+}
+
+/// `MPI_Get_count`: elements received, or `MPI_UNDEFINED` when the bytes
+/// are not a whole number of them.
+///
+/// # Safety
+/// `status` is a readable status; `count` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut c_int,
+) -> c_int {
+    call("MPI_Get_count", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let st =
+            unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+        let size = super::dtype(dt)?.size as u64;
+        let bytes = st.count();
+        let n = if size == 0 {
+            0
+        } else if bytes % size != 0 {
+            UNDEFINED
+        } else {
+            c_int::try_from(bytes / size).unwrap_or(UNDEFINED)
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(count, n, "count") }
+    })
+}
+
+/// `MPI_Cancel` (receives not yet matched; a matched one or a send
+/// completes normally, not cancelled).
+///
+/// # Safety
+/// `req` is a readable handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
+    call("MPI_Cancel", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        if let Some(id) = unsafe { req_id(req) }? {
+            with(|e| Ok(e.cancel_recv(id)))?;
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Test_cancelled`.
+///
+/// # Safety
+/// `status` is readable; `flag` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    call("MPI_Test_cancelled", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let st =
+            unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(flag, (st.internal[2] != 0) as c_int, "flag") }
+    })
+}

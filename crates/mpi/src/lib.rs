@@ -1,0 +1,27 @@
+//! `libmpi`: an MPI library over MBCF, declared in `include/mpi.h`.
+//!
+//! The header follows the MPI 5.0 standard ABI: handles are pointers to
+//! incomplete structs, predefined handles are the ABI's small constants,
+//! `MPI_Status` is `{MPI_SOURCE, MPI_TAG, MPI_ERROR, 5 internal ints}`;
+//! a program built against another standard-ABI `mpi.h` links against
+//! this library for the functions it implements.
+//!
+//! Layout of the crate:
+//! - `consts` — handle values, sentinels, error classes and strings;
+//! - `types` — predefined datatypes and reduction operations;
+//! - `envelope` — the header of every message in a receiver's FIFO;
+//! - `engine` — communicators, requests, matching, eager and rendezvous
+//!   protocols over MBCF FIFO, READ and WRITE (safe Rust);
+//! - `runtime` — the process-wide state and waiting (SS-Wait);
+//! - `coll` — collectives and communicator constructors;
+//! - `buf` and `ffi` — user buffers and the `extern "C"` functions, the
+//!   only unsafe code.
+
+mod buf;
+mod coll;
+mod consts;
+mod engine;
+mod envelope;
+mod ffi;
+mod runtime;
+mod types;
