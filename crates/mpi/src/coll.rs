@@ -317,8 +317,14 @@ pub(crate) fn allgather(
     chunk: usize,
 ) -> Result<(), MpiErr> {
     let c = coll(comm)?;
-    gather_in(&c, mine, all, chunk, 0)?;
     check_len(all, chunk, c.n)?;
+    // In place, our part is already in `all`, where the root wants it.
+    let r0 = c.rank as usize * chunk;
+    let own = match mine {
+        Some(m) => m.to_vec(),
+        None => all[r0..r0 + chunk].to_vec(),
+    };
+    gather_in(&c, Some(&own), all, chunk, 0)?;
     bcast_in(&c, &mut all[..chunk * c.n as usize], 0)
 }
 

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod mpicc;
 mod sim;
 mod status;
 
@@ -26,13 +27,33 @@ enum Command {
     Status(status::StatusArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
     Bench(bench::BenchCli),
+    /// Compile and link a C MPI program against libmpi (`-show` prints the command).
+    Mpicc(mpicc::WrapArgs),
+    /// Compile and link a C++ MPI program against libmpi.
+    Mpicxx(mpicc::WrapArgs),
     /// Task side of `sss bench` (started by it through the launcher).
     #[command(name = "__bench-task", hide = true)]
     BenchTask(bench::TaskArgs),
 }
 
+fn wrap(args: mpicc::WrapArgs, cxx: bool) -> ExitCode {
+    match mpicc::run(args, cxx) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("sss: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `sss run -np N …`, as mpiexec takes it (clap has no multi-letter
+    // short options).
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "run") && argv.get(2).is_some_and(|a| a == "-np") {
+        argv[2] = "--np".into();
+    }
+    let cli = Cli::parse_from(argv);
     let result = match cli.command {
         Command::Run(args) => {
             // The launcher reports its own errors; its status is the job's.
@@ -42,6 +63,8 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
         Command::Status(args) => status::run(args),
         Command::Bench(cli) => bench::run_cli(cli),
+        Command::Mpicc(args) => return wrap(args, false),
+        Command::Mpicxx(args) => return wrap(args, true),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
     };
     match result {
