@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the DSM, C API and launcher tests again as an ordinary user, so a
+# Runs the DSM, C API, MPI and launcher tests again as an ordinary user, so a
 # feature that works only for root (userfaultfd under the default
 # vm.unprivileged_userfaultfd=0, say) fails here and not at our users'.
 # Must run as root: it creates the user `sss-test` and removes it, with
@@ -48,9 +48,9 @@ trap 'cleanup_user; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 useradd --system --no-create-home --shell /usr/sbin/nologin --comment "$marker" "$user"
 
-cargo build --release --quiet -p sss-capi --lib -p sss-idm --bin sssd -p sss-launch --bins
+cargo build --release --quiet -p sss-capi -p sss-mpi --lib -p sss-idm --bin sssd -p sss-launch --bins
 mapfile -t exes < <(
-  cargo test --release -p sss-dsm -p sss-capi -p sss-launch --no-run --message-format=json 2>/dev/null |
+  cargo test --release -p sss-dsm -p sss-capi -p sss-mpi -p sss-launch --no-run --message-format=json 2>/dev/null |
     grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4
 )
 [ "${#exes[@]}" -gt 0 ] || { echo "test-as-user: no test binaries found" >&2; exit 1; }
@@ -63,11 +63,13 @@ mapfile -t exes < <(
 # the test binaries. The tests find it through SSS_TEST_TREE.
 tree=$tmp/tree
 rel=$tree/target/release
-mkdir -p "$rel/deps" "$tree/crates/capi/tests"
+mkdir -p "$rel/deps" "$tree/crates/capi/tests" "$tree/crates/mpi/tests"
 cp -r include examples parmacs "$tree/"
 cp crates/capi/sss.pc.in "$tree/crates/capi/"
 cp -r crates/capi/tests/c "$tree/crates/capi/tests/"
-cp target/release/libsss.so target/release/libsss.a target/release/sssd \
+cp -r crates/mpi/tests/c "$tree/crates/mpi/tests/"
+cp target/release/libsss.so target/release/libsss.a target/release/libmpi.so \
+  target/release/libmpi.a target/release/sssd \
   target/release/sss-run target/release/sss-test-task "$rel/"
 cp "${exes[@]}" "$rel/deps/"
 chmod -R a+rX,go-w "$tmp"

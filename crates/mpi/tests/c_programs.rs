@@ -1,0 +1,185 @@
+//! libmpi from C and C++: builds `libmpi` (shared and static), compiles
+//! the programs of `tests/c` with `cc`/`c++` against `include/mpi.h`, and
+//! runs them through the launcher on 1–4 tasks on one node (`shm`) and
+//! on the two "nodes" 127.0.0.2 and 127.0.0.3 (`udp`). Each program
+//! checks its own results and prints one line on rank 0.
+//!
+//! The launcher is `sss_launch::run`, reached by re-executing this test
+//! binary with [`LAUNCH_ENV`] set.
+
+use sss_testkit::cc::run_ok;
+use sss_testkit::tree::profile_dir;
+use sss_testkit::{root, Launcher, TREE_ENV};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use tempfile::TempDir;
+
+const LAUNCH_ENV: &str = "SSS_MPI_TEST_LAUNCH";
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
+
+const PLACEMENTS: &[(&str, &[&str])] = &[
+    ("1 task", &["-n", "1"]),
+    ("2 tasks, one node", &["-n", "2"]),
+    ("4 tasks, one node", &["-n", "4"]),
+    (
+        "2 tasks, two nodes",
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+    ),
+    (
+        "4 tasks, two nodes",
+        &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"],
+    ),
+];
+
+/// Libraries libmpi.a needs.
+const STATIC_LIBS: &[&str] = &[
+    "-lpthread",
+    "-ldl",
+    "-lm",
+    "-lrt",
+    "-lutil",
+    "-lgcc_s",
+    "-lc",
+];
+
+/// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
+#[test]
+fn launcher_mode() {
+    LAUNCHER.launcher_mode();
+}
+
+/// Builds libmpi for this profile (not in a copied tree, which comes
+/// with it) and returns its directory.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = profile_dir();
+        if std::env::var_os(TREE_ENV).is_none() {
+            let profile = match dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") | None => "dev".to_string(),
+                Some(p) => p.to_string(),
+            };
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            run_ok(
+                Command::new(cargo)
+                    .args(["build", "-p", "sss-mpi", "--lib", "--profile", &profile])
+                    .arg("--target-dir")
+                    .arg(dir.parent().expect("target dir"))
+                    .current_dir(root()),
+            );
+        }
+        for lib in ["libmpi.so", "libmpi.a"] {
+            assert!(
+                dir.join(lib).is_file(),
+                "{lib} missing in {}",
+                dir.display()
+            );
+        }
+        dir
+    })
+}
+
+/// Compiles `tests/c/<file>` into `dir`; `static_lib` links libmpi.a.
+fn compile(dir: &TempDir, file: &str, static_lib: bool) -> PathBuf {
+    let src = root().join("crates/mpi/tests/c").join(file);
+    let exe = dir.path().join(file.replace('.', "_"));
+    let lib = lib_dir();
+    let (compiler, std) = if file.ends_with(".cpp") {
+        ("c++", "-std=c++17")
+    } else {
+        ("cc", "-std=c11")
+    };
+    let mut cmd = Command::new(compiler);
+    cmd.args([std, "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg(format!("-I{}", root().join("include").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src);
+    if static_lib {
+        cmd.arg(lib.join("libmpi.a")).args(STATIC_LIBS);
+    } else {
+        cmd.arg(format!("-L{}", lib.display()))
+            .arg("-lmpi")
+            .arg(format!("-Wl,-rpath,{}", lib.display()));
+    }
+    run_ok(&mut cmd);
+    exe
+}
+
+fn scratch() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("sss-mpi-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// Runs `exe` everywhere; rank 0 must print one line `expect(tasks)`.
+fn run_everywhere(
+    exe: &Path,
+    args: &[&str],
+    placements: &[(&str, &[&str])],
+    expect: impl Fn(u32) -> String,
+) {
+    for (what, placement) in placements {
+        let n: u32 = placement[1].parse().expect("task count");
+        let (code, out, err) = LAUNCHER.run(placement, exe, args, &[]);
+        let want = expect(n);
+        let lines = out.lines().filter(|l| l.contains(&want)).count();
+        assert!(
+            code == Some(0) && lines == 1,
+            "{} on {what}: exit {code:?}, expected one line {want:?}\nstdout:\n{out}\nstderr:\n{err}",
+            exe.display()
+        );
+    }
+}
+
+#[test]
+fn point_to_point() {
+    let dir = scratch();
+    let exe = compile(&dir, "p2p.c", false);
+    run_everywhere(&exe, &[], PLACEMENTS, |n| format!("p2p: ok {n} tasks"));
+}
+
+#[test]
+fn collectives_and_communicators() {
+    let dir = scratch();
+    let exe = compile(&dir, "coll.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("coll: ok {n} tasks"));
+}
+
+#[test]
+fn cxx_and_static_library() {
+    let dir = scratch();
+    let exe = compile(&dir, "hello.cpp", false);
+    run_everywhere(&exe, &[], &PLACEMENTS[2..3], |_| {
+        "hello: 4 tasks, sum 6".into()
+    });
+    let exe = compile(&dir, "hello.cpp", true);
+    run_everywhere(&exe, &[], &PLACEMENTS[3..4], |_| {
+        "hello: 2 tasks, sum 1".into()
+    });
+}
+
+#[test]
+fn abort_and_fatal_errors_end_the_job() {
+    let dir = scratch();
+    let exe = compile(&dir, "abort.c", false);
+    for placement in [PLACEMENTS[2].1, PLACEMENTS[4].1] {
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &["abort"], &[]);
+        assert_eq!(code, Some(7), "MPI_Abort(7):\n{out}\n{err}");
+        assert!(!out.contains("not reached"), "{out}");
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &["fatal"], &[]);
+        assert_eq!(
+            code,
+            Some(6),
+            "MPI_ERR_RANK under MPI_ERRORS_ARE_FATAL:\n{out}\n{err}"
+        );
+        assert!(
+            err.contains("MPI error in MPI_Send: invalid rank 4"),
+            "{err}"
+        );
+    }
+}
