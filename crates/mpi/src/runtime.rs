@@ -88,8 +88,13 @@ pub(crate) fn wait_until(
                 .try_lock()
                 .map_or(true, |g| g.as_ref().is_none_or(Engine::has_work))
         };
+        // SS-Wait on a partner on this node. For one elsewhere the
+        // default wait (SS-Wait's policy without a partner) is used: it
+        // first sends what MBCF held back for batching (a READ or FIN just
+        // issued), which SS-Wait's yield and block phases do not.
+        let local = |p: u32| task.transport_to(p) == Some(sss_mbcf::TransportKind::Shm);
         match partner {
-            Some(p) if p != me => {
+            Some(p) if p != me && local(p) => {
                 task.sswait(&WAKE, p, pred);
             }
             _ => {
