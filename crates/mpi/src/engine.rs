@@ -614,9 +614,13 @@ impl Engine {
             let Some(src) = self.fifo.pop(&mut buf) else {
                 break;
             };
-            if let Some(c) = self.consumed.get_mut(src as usize) {
-                *c += 1;
-            }
+            // MBCF names the sender; a rank past the job cannot occur,
+            // but nothing indexes by it unchecked.
+            let Some(c) = self.consumed.get_mut(src as usize) else {
+                self.bad_msgs += 1;
+                continue;
+            };
+            *c += 1;
             self.incoming(src, &buf);
         }
         self.scratch = buf;
