@@ -444,3 +444,208 @@ pub(crate) fn comm_split(comm: usize, color: i32, key: i32) -> Result<usize, Mpi
         ))
     })
 }
+
+/// A block of a `v` collective: byte offset and length in a buffer.
+pub(crate) type Block = (usize, usize);
+
+/// `MPI_Gatherv`: `mine` to the root, which places task p's bytes at
+/// `blocks[p]` of `all` (`mine` `None` at the root: in place).
+pub(crate) fn gatherv(
+    comm: usize,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    blocks: &[Block],
+    root: i32,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let root = check_root(&c, root)?;
+    gatherv_in(&c, mine, all, blocks, root)
+}
+
+fn gatherv_in(
+    c: &Coll,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    blocks: &[Block],
+    root: u32,
+) -> Result<(), MpiErr> {
+    if c.rank != root {
+        let id = c.send(root, TAG_GATHER, mine.unwrap_or(&[]))?;
+        return c.wait(&[id], None).map(|_| ());
+    }
+    check_blocks(all, blocks, c.n)?;
+    if let Some(m) = mine {
+        let (off, len) = blocks[c.rank as usize];
+        let n = len.min(m.len());
+        all[off..off + n].copy_from_slice(&m[..n]);
+    }
+    let peers: Vec<u32> = (0..c.n).filter(|&p| p != root).collect();
+    let ids = peers
+        .iter()
+        .map(|&p| c.recv(p, TAG_GATHER, blocks[p as usize].1))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (&p, d) in peers.iter().zip(c.wait(&ids, None)?) {
+        let off = blocks[p as usize].0;
+        all[off..off + d.len()].copy_from_slice(&d);
+    }
+    Ok(())
+}
+
+fn check_blocks(buf: &[u8], blocks: &[Block], n: u32) -> Result<(), MpiErr> {
+    if blocks.len() != n as usize
+        || blocks
+            .iter()
+            .any(|&(o, l)| o.checked_add(l).is_none_or(|e| e > buf.len()))
+    {
+        return Err(MpiErr::new(err::BUFFER, "a block lies outside the buffer"));
+    }
+    Ok(())
+}
+
+/// `MPI_Scatterv`: the root sends `blocks[p]` of `all` to task p, which
+/// receives it into `mine` (`None` at the root: in place).
+pub(crate) fn scatterv(
+    comm: usize,
+    all: &[u8],
+    blocks: &[Block],
+    mine: Option<&mut [u8]>,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let root = check_root(&c, root)?;
+    if c.rank != root {
+        let cap = mine.as_ref().map_or(0, |m| m.len());
+        let id = c.recv(root, TAG_SCATTER, cap)?;
+        let d = c.wait(&[id], Some(root))?;
+        if let Some(m) = mine {
+            m[..d[0].len()].copy_from_slice(&d[0]);
+        }
+        return Ok(());
+    }
+    check_blocks(all, blocks, c.n)?;
+    let mut ids = Vec::new();
+    for p in (0..c.n).filter(|&p| p != root) {
+        let (off, len) = blocks[p as usize];
+        ids.push(c.send(p, TAG_SCATTER, &all[off..off + len])?);
+    }
+    if let Some(m) = mine {
+        let (off, len) = blocks[root as usize];
+        let n = len.min(m.len());
+        m[..n].copy_from_slice(&all[off..off + n]);
+    }
+    c.wait(&ids, None).map(|_| ())
+}
+
+/// `MPI_Allgatherv` (`mine` `None`: in place): gathered at task 0,
+/// packed, broadcast, unpacked, so bytes between the blocks stay as
+/// they were.
+pub(crate) fn allgatherv(
+    comm: usize,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    blocks: &[Block],
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    check_blocks(all, blocks, c.n)?;
+    let (off, len) = blocks[c.rank as usize];
+    let own = match mine {
+        Some(m) => m[..len.min(m.len())].to_vec(),
+        None => all[off..off + len].to_vec(),
+    };
+    gatherv_in(&c, Some(&own), all, blocks, 0)?;
+    let mut packed: Vec<u8> = if c.rank == 0 {
+        blocks
+            .iter()
+            .flat_map(|&(o, l)| all[o..o + l].iter().copied())
+            .collect()
+    } else {
+        vec![0; blocks.iter().map(|b| b.1).sum()]
+    };
+    bcast_in(&c, &mut packed, 0)?;
+    let mut at = 0;
+    for &(o, l) in blocks {
+        all[o..o + l].copy_from_slice(&packed[at..at + l]);
+        at += l;
+    }
+    Ok(())
+}
+
+/// `MPI_Alltoallv`: `send[sblocks[p]]` to task p, its bytes into
+/// `recv[rblocks[p]]` (`send` `None`: in place, with `rblocks` for both).
+pub(crate) fn alltoallv(
+    comm: usize,
+    send: Option<(&[u8], &[Block])>,
+    recv: &mut [u8],
+    rblocks: &[Block],
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    check_blocks(recv, rblocks, c.n)?;
+    let copy;
+    let (send, sblocks) = match send {
+        Some((s, b)) => {
+            check_blocks(s, b, c.n)?;
+            (s, b)
+        }
+        None => {
+            copy = recv.to_vec();
+            (&copy[..], rblocks)
+        }
+    };
+    let peers: Vec<u32> = (1..c.n).map(|k| (c.rank + k) % c.n).collect();
+    let recvs = peers
+        .iter()
+        .map(|&p| c.recv(p, TAG_ALLTOALL, rblocks[p as usize].1))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut sends = Vec::new();
+    for &p in &peers {
+        let (o, l) = sblocks[p as usize];
+        sends.push(c.send(p, TAG_ALLTOALL, &send[o..o + l])?);
+    }
+    let ((so, sl), (ro, rl)) = (sblocks[c.rank as usize], rblocks[c.rank as usize]);
+    let n = sl.min(rl);
+    recv[ro..ro + n].copy_from_slice(&send[so..so + n]);
+    for (&p, d) in peers.iter().zip(c.wait(&recvs, None)?) {
+        let o = rblocks[p as usize].0;
+        recv[o..o + d.len()].copy_from_slice(&d);
+    }
+    c.wait(&sends, None).map(|_| ())
+}
+
+/// `MPI_Scan` (`exclusive`: `MPI_Exscan`): `acc` holds our contribution
+/// and ends with the reduction over ranks 0..=r (0..r); a chain, each
+/// task passing its inclusive prefix on.
+pub(crate) fn scan(
+    comm: usize,
+    acc: &mut [u8],
+    red: Reduction,
+    exclusive: bool,
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    const TAG_SCAN: i32 = 7;
+    let mine = acc.to_vec();
+    if c.rank > 0 {
+        let id = c.recv(c.rank - 1, TAG_SCAN, acc.len())?;
+        let d = c.wait(&[id], Some(c.rank - 1))?;
+        // Prefix first: inout = prefix (op) ours.
+        let mut inc = mine.clone();
+        apply(red.op, red.num, red.size, &d[0], &mut inc).map_err(|class| {
+            MpiErr::new(
+                class,
+                format!("{:?} is not defined on this datatype", red.op),
+            )
+        })?;
+        if exclusive {
+            acc.copy_from_slice(&d[0][..acc.len().min(d[0].len())]);
+        } else {
+            acc.copy_from_slice(&inc);
+        }
+        if c.rank + 1 < c.n {
+            let id = c.send(c.rank + 1, TAG_SCAN, &inc)?;
+            c.wait(&[id], None)?;
+        }
+    } else if c.n > 1 {
+        let id = c.send(1, TAG_SCAN, &mine)?;
+        c.wait(&[id], None)?;
+    }
+    Ok(())
+}

@@ -10,7 +10,8 @@
 //! - `consts` — handle values, sentinels, error classes and strings;
 //! - `types` — predefined datatypes and reduction operations;
 //! - `envelope` — the header of every message in a receiver's FIFO;
-//! - `engine` — communicators, requests, matching, eager and rendezvous
+//! - `objects` — communicators, statuses, receive destinations, errors;
+//! - `engine` — requests, matching, eager and rendezvous
 //!   protocols over MBCF FIFO, READ and WRITE (safe Rust);
 //! - `runtime` — the process-wide state and waiting (SS-Wait);
 //! - `coll` — collectives and communicator constructors;
@@ -23,5 +24,6 @@ mod consts;
 mod engine;
 mod envelope;
 mod ffi;
+mod objects;
 mod runtime;
 mod types;

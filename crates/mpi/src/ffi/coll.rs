@@ -19,7 +19,7 @@ fn my_rank(comm: Handle) -> Result<(u32, u32), MpiErr> {
     })
 }
 
-fn reduction(dt: Handle, o: Handle) -> Result<Reduction, MpiErr> {
+pub(super) fn reduction(dt: Handle, o: Handle) -> Result<Reduction, MpiErr> {
     let t = dtype(dt)?;
     let op =
         op(hv(o)).ok_or_else(|| MpiErr::new(err::OP, format!("invalid operation {:#x}", hv(o))))?;

@@ -19,12 +19,14 @@
 //! on it is pending.
 //!
 //! Submodules: `init` (environment, communicators, errors), `p2p`
-//! (point-to-point and requests), `coll` (collectives).
+//! (point-to-point and requests), `coll` (collectives), `collv` (the `v`
+//! collectives and scans).
 
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod coll;
+mod collv;
 mod init;
 mod p2p;
 

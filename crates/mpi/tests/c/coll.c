@@ -111,6 +111,57 @@ static void movement(MPI_Comm comm, int r, int n) {
     MPI_Barrier(comm);
 }
 
+/* Task p contributes p + 1 ints of value p; blocks are laid out with a
+ * gap of one int, which must stay untouched. */
+static void vectors(MPI_Comm comm, int r, int n) {
+    int i, p, total = 0;
+    int *counts = malloc(sizeof(int) * (size_t)n), *displs = malloc(sizeof(int) * (size_t)n);
+    for (p = 0; p < n; p++) {
+        counts[p] = p + 1;
+        displs[p] = total;
+        total += p + 2;
+    }
+    int *mine = malloc(sizeof(int) * (size_t)(r + 1)), *all = malloc(sizeof(int) * (size_t)total);
+    for (i = 0; i <= r; i++) mine[i] = r;
+    for (i = 0; i < total; i++) all[i] = -7;
+    MPI_Allgatherv(mine, r + 1, MPI_INT, all, counts, displs, MPI_INT, comm);
+    for (p = 0; p < n; p++) {
+        for (i = 0; i < counts[p]; i++) CHECK(all[displs[p] + i] == p);
+        CHECK(all[displs[p] + counts[p]] == -7);
+    }
+    for (i = 0; i < total; i++) all[i] = -7;
+    MPI_Gatherv(mine, r + 1, MPI_INT, all, counts, displs, MPI_INT, n - 1, comm);
+    if (r == n - 1)
+        for (p = 0; p < n; p++) CHECK(all[displs[p]] == p && all[displs[p] + counts[p]] == -7);
+    for (i = 0; i < total; i++) all[i] = 1000 + i;
+    for (i = 0; i <= r; i++) mine[i] = -1;
+    MPI_Scatterv(all, counts, displs, MPI_INT, mine, r + 1, MPI_INT, 0, comm);
+    for (i = 0; i <= r; i++) CHECK(mine[i] == 1000 + displs[r] + i);
+    /* Alltoallv: task r sends q+1 ints of value 100r+q to task q. */
+    int *sc = malloc(sizeof(int) * (size_t)n), *sd = malloc(sizeof(int) * (size_t)n);
+    int *rc = malloc(sizeof(int) * (size_t)n), *rd = malloc(sizeof(int) * (size_t)n);
+    int st = 0, rt = 0;
+    for (p = 0; p < n; p++) {
+        sc[p] = p + 1, sd[p] = st, st += p + 1;
+        rc[p] = r + 1, rd[p] = rt, rt += r + 1;
+    }
+    int *sb = malloc(sizeof(int) * (size_t)st), *rb = malloc(sizeof(int) * (size_t)rt);
+    for (p = 0; p < n; p++)
+        for (i = 0; i < sc[p]; i++) sb[sd[p] + i] = 100 * r + p;
+    MPI_Alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, comm);
+    for (p = 0; p < n; p++)
+        for (i = 0; i < rc[p]; i++) CHECK(rb[rd[p] + i] == 100 * p + r);
+    /* Scans. */
+    long v = r + 1, pre = -1;
+    MPI_Scan(&v, &pre, 1, MPI_LONG, MPI_SUM, comm);
+    CHECK(pre == (long)(r + 1) * (r + 2) / 2);
+    pre = -1;
+    MPI_Exscan(&v, &pre, 1, MPI_LONG, MPI_SUM, comm);
+    CHECK(r == 0 ? pre == -1 : pre == (long)r * (r + 1) / 2);
+    free(sc), free(sd), free(rc), free(rd), free(sb), free(rb);
+    free(counts), free(displs), free(mine), free(all);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -118,6 +169,8 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 20; k++) MPI_Barrier(MPI_COMM_WORLD);
     reductions(MPI_COMM_WORLD, rank, size);
     movement(MPI_COMM_WORLD, rank, size);
+    vectors(MPI_COMM_WORLD, rank, size);
+    vectors(MPI_COMM_SELF, 0, 1);
     reductions(MPI_COMM_SELF, 0, 1);
     movement(MPI_COMM_SELF, 0, 1);
     /* Dup: same ranks, separate traffic. */
@@ -144,6 +197,7 @@ int main(int argc, char **argv) {
     CHECK(r2 == (n2 - 1) - rank / 2);
     reductions(half, r2, n2);
     movement(half, r2, n2);
+    vectors(half, r2, n2);
     MPI_Comm none;
     MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &none);
     CHECK((rank == 0) == (none != MPI_COMM_NULL));

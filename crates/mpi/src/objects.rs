@@ -1,0 +1,100 @@
+//! The objects the engine hands out and keeps: communicators, statuses,
+//! receive destinations, and the error every call may return.
+
+use crate::buf::UserBuf;
+use std::sync::Arc;
+
+/// A communicator.
+#[derive(Debug, Clone)]
+pub(crate) struct Comm {
+    /// Context of point-to-point traffic; collectives use `ctx + 1`.
+    pub ctx: u32,
+    /// World rank of each member, by communicator rank.
+    pub group: Arc<Vec<u32>>,
+    /// Our rank in it.
+    pub rank: u32,
+    /// `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN` or `MPI_ERRORS_ABORT`.
+    pub errh: usize,
+}
+
+impl Comm {
+    pub(crate) fn size(&self) -> u32 {
+        self.group.len() as u32
+    }
+
+    /// The communicator rank of world rank `w`.
+    pub(crate) fn rank_of(&self, w: u32) -> Option<u32> {
+        self.group.iter().position(|&g| g == w).map(|r| r as u32)
+    }
+}
+
+/// Where a receive puts the data: the caller's memory, or a vector the
+/// library owns (collectives), handed out by [`Engine::take_data`].
+#[derive(Debug)]
+pub(crate) enum Dest {
+    User(UserBuf),
+    Own { cap: usize, data: Vec<u8> },
+}
+
+impl Dest {
+    pub(crate) fn cap(&self) -> usize {
+        match self {
+            Dest::User(u) => u.len(),
+            Dest::Own { cap, .. } => *cap,
+        }
+    }
+
+    pub(crate) fn fill(&mut self, d: &[u8]) {
+        match self {
+            Dest::User(u) => {
+                u.fill(d);
+            }
+            Dest::Own { cap, data } => {
+                data.clear();
+                data.extend_from_slice(&d[..d.len().min(*cap)]);
+            }
+        }
+    }
+
+    /// The first `n` bytes, to be written.
+    pub(crate) fn slice(&mut self, n: usize) -> &mut [u8] {
+        match self {
+            Dest::User(u) => {
+                let s = u.as_mut();
+                let n = n.min(s.len());
+                &mut s[..n]
+            }
+            Dest::Own { cap, data } => {
+                data.resize(n.min(*cap), 0);
+                data
+            }
+        }
+    }
+}
+
+/// What `MPI_Status` reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct St {
+    pub source: i32,
+    pub tag: i32,
+    pub error: i32,
+    pub count: u64,
+    pub cancelled: bool,
+}
+
+/// Why an operation failed: an MPI error class and what to say.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
+pub(crate) struct MpiErr {
+    pub class: i32,
+    pub msg: String,
+}
+
+impl MpiErr {
+    pub(crate) fn new(class: i32, msg: impl Into<String>) -> MpiErr {
+        MpiErr {
+            class,
+            msg: msg.into(),
+        }
+    }
+}
