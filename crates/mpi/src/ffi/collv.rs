@@ -274,3 +274,70 @@ pub unsafe extern "C" fn MPI_Exscan(
     }
     scan(sendbuf, recvbuf, count, dt, o, comm, true)
 }
+
+/// `MPI_Reduce_scatter`: the reduction of every task's `sum(recvcounts)`
+/// elements, task p getting `recvcounts[p]` of them (reduced at task 0,
+/// then scattered).
+///
+/// # Safety
+/// MPI's contract for the buffers and the array.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dt: Handle,
+    o: Handle,
+    comm: Handle,
+) -> c_int {
+    call("MPI_Reduce_scatter", hv(comm), || {
+        let (me, n) = rank_size(comm)?;
+        let red = super::coll::reduction(dt, o)?;
+        if recvcounts.is_null() {
+            return Err(MpiErr::new(err::ARG, "recvcounts is NULL"));
+        }
+        // SAFETY: MPI's contract: one int per task.
+        let counts = unsafe { std::slice::from_raw_parts(recvcounts, n as usize) };
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total: c_int = 0;
+        for &c in counts {
+            displs.push(total);
+            total = total
+                .checked_add(c.max(0))
+                .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
+        }
+        // SAFETY: counts and displs hold one int per task.
+        let (b, end) = unsafe { blocks(recvcounts, displs.as_ptr(), n, dt) }?;
+        let mine_len = b[me as usize].1;
+        let mut acc = if in_place(sendbuf) {
+            // SAFETY: MPI's contract: in place, recvbuf holds the whole input.
+            unsafe { dst(recvbuf, end) }?.to_vec()
+        } else {
+            // SAFETY: MPI's contract for sendbuf.
+            unsafe { src(sendbuf, end) }?.to_vec()
+        };
+        coll::reduce(hv(comm), &mut acc, red, 0)?;
+        // SAFETY: MPI's contract for recvbuf.
+        let out = unsafe { dst(recvbuf, mine_len) }?;
+        coll::scatterv(hv(comm), &acc, &b, Some(out), 0)
+    })
+}
+
+/// `MPI_Reduce_scatter_block`: `MPI_Reduce_scatter` with equal counts.
+///
+/// # Safety
+/// MPI's contract for the buffers.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dt: Handle,
+    o: Handle,
+    comm: Handle,
+) -> c_int {
+    let n = rank_size(comm).map_or(0, |(_, n)| n as usize);
+    let counts = vec![recvcount; n.max(1)];
+    // SAFETY: `counts` holds one int per task; the rest is the caller's.
+    unsafe { MPI_Reduce_scatter(sendbuf, recvbuf, counts.as_ptr(), dt, o, comm) }
+}

@@ -151,6 +151,17 @@ static void vectors(MPI_Comm comm, int r, int n) {
     MPI_Alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, comm);
     for (p = 0; p < n; p++)
         for (i = 0; i < rc[p]; i++) CHECK(rb[rd[p] + i] == 100 * p + r);
+    /* Reduce-scatter: task p gets p + 1 sums. */
+    int rtotal = n * (n + 1) / 2;
+    int *rin = malloc(sizeof(int) * (size_t)rtotal), *rout = malloc(sizeof(int) * (size_t)(r + 1));
+    for (i = 0; i < rtotal; i++) rin[i] = i + r;
+    MPI_Reduce_scatter(rin, rout, counts, MPI_INT, MPI_SUM, comm);
+    int first = r * (r + 1) / 2;
+    for (i = 0; i <= r; i++) CHECK(rout[i] == n * (first + i) + n * (n - 1) / 2);
+    int blk[2];
+    MPI_Reduce_scatter_block(rin, blk, 1, MPI_INT, MPI_MAX, comm);
+    CHECK(blk[0] == r + n - 1);
+    free(rin), free(rout);
     /* Scans. */
     long v = r + 1, pre = -1;
     MPI_Scan(&v, &pre, 1, MPI_LONG, MPI_SUM, comm);
