@@ -133,6 +133,11 @@ pub(crate) struct Engine {
     scratch: Vec<u8>,
     /// Malformed or unexpected FIFO messages dropped.
     pub bad_msgs: u64,
+    /// In `MPI_Finalize`: credits are no longer returned. Every message a
+    /// peer still sends (the final barrier's, at most one per round)
+    /// fits the credits it has, and a WRITE to a peer that already left
+    /// would fail.
+    pub closing: bool,
 }
 
 fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
@@ -229,6 +234,7 @@ impl Engine {
             next_ctx: 4,
             scratch: Vec::new(),
             bad_msgs: 0,
+            closing: false,
         })
     }
 
@@ -534,7 +540,7 @@ impl Engine {
             self.incoming(self.rank, &m);
         }
         for p in 0..self.size as usize {
-            if self.consumed[p] - self.returned[p] >= CREDITS / 2 {
+            if !self.closing && self.consumed[p] - self.returned[p] >= CREDITS / 2 {
                 self.returned[p] = self.consumed[p];
                 let v = self.consumed[p].to_ne_bytes();
                 // Completes locally; a dead peer fails its own operations.

@@ -107,14 +107,24 @@ pub(crate) fn wait_until(
 /// Leaves the job (`MPI_Finalize`): everything queued goes out, every
 /// operation is acknowledged, then the task shuts down.
 pub(crate) fn finalize() -> Result<(), MpiErr> {
+    // Everything queued leaves before the barrier: a peer past it may be
+    // gone.
+    wait_until(None, |e| Ok(e.unsent() == 0))?;
+    with(|e| {
+        e.closing = true;
+        Ok(())
+    })?;
     crate::coll::barrier(crate::consts::h::COMM_WORLD)?;
     wait_until(None, |e| Ok(e.unsent() == 0))?;
     let engine = lock().take();
     PHASE.store(2, Ordering::Release);
     if let Some(e) = engine {
-        let r = e.task.quiet();
-        drop(e);
-        r.map_err(|x| MpiErr::new(err::OTHER, format!("finalize: {x}")))?;
+        // Every MPI operation completed; what MBCF still reports (a late
+        // WRITE to a peer that left first) is worth a line, not a failed
+        // finalize.
+        if let Err(x) = e.task.quiet() {
+            eprintln!("MPI_Finalize: task {}: {x}", e.rank);
+        }
     }
     Ok(())
 }
