@@ -222,6 +222,18 @@ enum {
     MPI_UNEQUAL = 204
 };
 
+/* Predefined attribute keys. */
+enum {
+    MPI_KEYVAL_INVALID = 0,
+    MPI_TAG_UB = 501,
+    MPI_IO = 502,
+    MPI_HOST = 503,
+    MPI_WTIME_IS_GLOBAL = 504,
+    MPI_UNIVERSE_SIZE = 505,
+    MPI_APPNUM = 506,
+    MPI_LASTUSEDCODE = 507
+};
+
 /* Environment. */
 int MPI_Init(int *argc, char ***argv);
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
@@ -250,6 +262,10 @@ int MPI_Comm_size(MPI_Comm comm, int *size);
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+/* Predefined keys only (MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL,
+ * MPI_UNIVERSE_SIZE, MPI_APPNUM); any other is reported absent. */
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 
 /* Datatypes (predefined only). */
 int MPI_Type_size(MPI_Datatype datatype, int *size);
@@ -276,6 +292,7 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 /* Cancels a receive not yet matched; anything else completes normally. */
 int MPI_Cancel(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+int MPI_Request_free(MPI_Request *request);
 
 /* Collectives (predefined operations, which are commutative). */
 int MPI_Barrier(MPI_Comm comm);

@@ -138,6 +138,9 @@ pub(crate) struct Engine {
     /// fits the credits it has, and a WRITE to a peer that already left
     /// would fail.
     pub closing: bool,
+    /// Requests freed by the application before they completed: removed
+    /// once they do.
+    detached: Vec<usize>,
 }
 
 fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
@@ -235,6 +238,7 @@ impl Engine {
             scratch: Vec::new(),
             bad_msgs: 0,
             closing: false,
+            detached: Vec::new(),
         })
     }
 
@@ -552,6 +556,16 @@ impl Engine {
         if !self.reading.is_empty() {
             self.finish_reads();
         }
+        if !self.detached.is_empty() {
+            let reqs = &mut self.reqs;
+            self.detached.retain(|id| match reqs.get(id) {
+                Some(r) if !r.done => true,
+                _ => {
+                    reqs.remove(id);
+                    false
+                }
+            });
+        }
         for w in 0..self.size {
             while !self.outbox[w as usize].is_empty() && self.credit_ok(w) {
                 if let Some(o) = self.outbox[w as usize].pop_front() {
@@ -731,6 +745,24 @@ impl Engine {
                 Dest::User(_) => Vec::new(),
             },
             _ => Vec::new(),
+        }
+    }
+
+    /// Forgets request `id` once it completes (`MPI_Request_free`).
+    pub(crate) fn detach(&mut self, id: usize) -> Result<(), MpiErr> {
+        match self.reqs.get(&id) {
+            None => Err(MpiErr::new(
+                err::REQUEST,
+                format!("invalid request {id:#x}"),
+            )),
+            Some(r) if r.done => {
+                self.reqs.remove(&id);
+                Ok(())
+            }
+            Some(_) => {
+                self.detached.push(id);
+                Ok(())
+            }
         }
     }
 

@@ -5,7 +5,7 @@ use super::{call, dtype, hv, mk, out, Handle};
 use crate::consts::{err, h, THREAD_SERIALIZED};
 use crate::engine::MpiErr;
 use crate::runtime::{self, with};
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -366,5 +366,81 @@ pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
         let t = dtype(dt)?;
         // SAFETY: the caller's contract.
         unsafe { out(size, t.size as c_int, "size") }
+    })
+}
+
+/// Values of the predefined communicator attributes: `MPI_TAG_UB`,
+/// `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_APPNUM`; the
+/// universe size is the job's.
+static TAG_UB: c_int = c_int::MAX;
+static HOST: c_int = crate::consts::PROC_NULL;
+static IO: c_int = crate::consts::ANY_SOURCE;
+static ZERO: c_int = 0;
+static UNIVERSE: OnceLock<c_int> = OnceLock::new();
+
+/// `MPI_Comm_get_attr` for the predefined keys (no user attributes yet:
+/// any other key is reported absent).
+///
+/// # Safety
+/// `value` is a writable pointer; `flag` a writable int.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_attr(
+    comm: Handle,
+    key: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    call("MPI_Comm_get_attr", hv(comm), || {
+        let size = with(|e| Ok(e.size))?;
+        let v: Option<&'static c_int> = match key {
+            501 => Some(&TAG_UB),
+            502 => Some(&IO),
+            503 => Some(&HOST),
+            504 | 506 => Some(&ZERO),
+            505 => Some(UNIVERSE.get_or_init(|| size as c_int)),
+            _ => None,
+        };
+        // SAFETY: the caller's contract: `value` is where a pointer to the
+        // attribute goes, `flag` an int.
+        unsafe {
+            if let Some(v) = v {
+                out(
+                    value.cast::<*const c_int>(),
+                    v as *const c_int,
+                    "attribute_val",
+                )?;
+            }
+            out(flag, v.is_some() as c_int, "flag")
+        }
+    })
+}
+
+/// `MPI_Comm_compare`: identical handles, the same members in the same
+/// order (congruent), the same members (similar), or not.
+///
+/// # Safety
+/// `result` is a writable int.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_compare(a: Handle, b: Handle, result: *mut c_int) -> c_int {
+    call("MPI_Comm_compare", hv(a), || {
+        let r = with(|e| {
+            let (x, y) = (e.comm(hv(a))?, e.comm(hv(b))?);
+            Ok(if hv(a) == hv(b) {
+                201
+            } else if x.group == y.group {
+                202
+            } else {
+                let (mut p, mut q) = (x.group.to_vec(), y.group.to_vec());
+                p.sort_unstable();
+                q.sort_unstable();
+                if p == q {
+                    203
+                } else {
+                    204
+                }
+            })
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { out(result, r, "result") }
     })
 }

@@ -584,3 +584,24 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut
         unsafe { out(flag, (st.internal[2] != 0) as c_int, "flag") }
     })
 }
+
+/// `MPI_Request_free`: the handle becomes `MPI_REQUEST_NULL`; the
+/// operation completes on its own (a receive still fills its buffer).
+///
+/// # Safety
+/// `req` is a writable handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
+    call("MPI_Request_free", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let Some(id) = (unsafe { req_id(req) })? else {
+            return Err(MpiErr::new(
+                err::REQUEST,
+                "MPI_REQUEST_NULL cannot be freed",
+            ));
+        };
+        with(|e| e.detach(id))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(req, mk(h::REQUEST_NULL), "request") }
+    })
+}

@@ -190,6 +190,13 @@ int main(int argc, char **argv) {
     int r2, n2, x = rank, y = -1;
     MPI_Comm_rank(dup, &r2);
     CHECK(r2 == rank);
+    int cmp = 0;
+    MPI_Comm_compare(MPI_COMM_WORLD, MPI_COMM_WORLD, &cmp);
+    CHECK(cmp == MPI_IDENT);
+    MPI_Comm_compare(MPI_COMM_WORLD, dup, &cmp);
+    CHECK(cmp == MPI_CONGRUENT);
+    MPI_Comm_compare(MPI_COMM_WORLD, MPI_COMM_SELF, &cmp);
+    CHECK(cmp == (size == 1 ? MPI_CONGRUENT : MPI_UNEQUAL));
     MPI_Request rq;
     MPI_Irecv(&y, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &rq);
     MPI_Send(&x, 1, MPI_INT, (rank + 1) % size, 0, dup);

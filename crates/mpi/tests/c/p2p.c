@@ -126,6 +126,27 @@ static void ssend_probe_sendrecv(void) {
         MPI_Test(&rq, &flag, &st);
     } while (!flag);
     CHECK(rq == MPI_REQUEST_NULL && y == from);
+    /* A freed send still arrives; a freed receive still fills its buffer. */
+    int fz = -1;
+    MPI_Isend(&x, 1, MPI_INT, to, 14, MPI_COMM_WORLD, &rq);
+    MPI_Request_free(&rq);
+    CHECK(rq == MPI_REQUEST_NULL);
+    MPI_Recv(&y, 1, MPI_INT, from, 14, MPI_COMM_WORLD, &st);
+    CHECK(y == from);
+    MPI_Irecv(&fz, 1, MPI_INT, from, 15, MPI_COMM_WORLD, &rq);
+    MPI_Request_free(&rq);
+    MPI_Send(&x, 1, MPI_INT, to, 15, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    while (fz != from) MPI_Iprobe(from, 15, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    /* Attributes. */
+    int *ub = NULL;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    CHECK(flag == 1 && ub != NULL && *ub >= 32767);
+    int *usize = NULL;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &usize, &flag);
+    CHECK(flag == 1 && *usize == size);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, 12345, &ub, &flag);
+    CHECK(flag == 0);
     /* PROC_NULL. */
     MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD);
     MPI_Recv(&y, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &st);
