@@ -125,9 +125,9 @@ pub(crate) struct Engine {
     next_handle: usize,
     /// Receives with READs in flight.
     reading: Vec<usize>,
-    /// Staged data of rendezvous sends, by request, and spare segments.
-    staging: HashMap<usize, Segment>,
-    pool: Vec<Segment>,
+    /// Staged data of rendezvous sends, by request.
+    staged: HashMap<usize, crate::staging::Slot>,
+    staging: crate::staging::Staging,
     pub comms: HashMap<usize, Comm>,
     pub next_ctx: u32,
     scratch: Vec<u8>,
@@ -231,8 +231,8 @@ impl Engine {
             reqs: HashMap::new(),
             next_handle: h::FIRST_USER,
             reading: Vec::new(),
-            staging: HashMap::new(),
-            pool: Vec::new(),
+            staged: HashMap::new(),
+            staging: crate::staging::Staging::default(),
             comms,
             next_ctx: 4,
             scratch: Vec::new(),
@@ -320,11 +320,11 @@ impl Engine {
             };
             (env.encode(data), wait)
         } else {
-            let seg = self.stage(data)?;
+            let (at, slot) = self.staging.stage(&self.task, data)?;
             env.kind = Kind::Rts;
-            env.key = seg.info().key;
-            env.addr = seg.info().at(0).addr;
-            self.staging.insert(id, seg);
+            env.key = at.key;
+            env.addr = at.addr;
+            self.staged.insert(id, slot);
             (env.encode(&[]), SendWait::Fin)
         };
         let plain = matches!(wait, SendWait::Outbox);
@@ -340,21 +340,6 @@ impl Engine {
         );
         self.enqueue(w, bytes, plain.then_some(id));
         Ok(())
-    }
-
-    /// A staging segment holding `data`.
-    fn stage(&mut self, data: &[u8]) -> Result<Segment, MpiErr> {
-        let seg = match self.pool.iter().position(|s| s.len() >= data.len()) {
-            Some(i) => self.pool.swap_remove(i),
-            None => self
-                .task
-                .alloc(data.len().next_power_of_two(), Perm::READ)
-                .map_err(|e| {
-                    MpiErr::new(err::NO_MEM, format!("staging {} bytes: {e}", data.len()))
-                })?,
-        };
-        seg.write_bytes(0, data).map_err(mbcf_err)?;
-        Ok(seg)
     }
 
     /// Sends `bytes` to world rank `w` in order after what waits for it.
@@ -614,8 +599,8 @@ impl Engine {
                     self.bad_msgs += 1;
                     return;
                 }
-                if let Some(seg) = self.staging.remove(&id) {
-                    self.pool.push(seg);
+                if let Some(slot) = self.staged.remove(&id) {
+                    self.staging.release(&self.task, slot);
                 }
                 self.complete_send(Some(id));
             }

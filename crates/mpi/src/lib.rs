@@ -13,6 +13,7 @@
 //! - `objects` — communicators, statuses, receive destinations, errors;
 //! - `engine` — requests, matching, eager and rendezvous
 //!   protocols over MBCF FIFO, READ and WRITE (safe Rust);
+//! - `staging` — the memory rendezvous sends are READ from;
 //! - `runtime` — the process-wide state and waiting (SS-Wait);
 //! - `coll` — collectives and communicator constructors;
 //! - `buf` and `ffi` — user buffers and the `extern "C"` functions, the
@@ -26,4 +27,5 @@ mod envelope;
 mod ffi;
 mod objects;
 mod runtime;
+mod staging;
 mod types;

@@ -1,0 +1,105 @@
+//! Staging memory of rendezvous sends: the data a receiver READs.
+//!
+//! Messages are carved from a few large segments (bump allocation, a
+//! segment is reset once every message in it was read), not one segment
+//! each: same-node peers reach only the first segments of a task's
+//! published table directly, beyond that READs fall back to udp.
+
+use crate::consts::err;
+use crate::engine::MpiErr;
+use sss_mbcf::{Perm, RemoteAddr, Segment, Task};
+
+/// Smallest staging segment.
+const CHUNK: usize = 8 << 20;
+/// Idle segments kept beyond this many bytes are freed.
+const KEEP: usize = 64 << 20;
+
+struct Chunk {
+    seg: Segment,
+    used: usize,
+    live: usize,
+}
+
+/// Where a staged message is: chunk index and offset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    chunk: usize,
+}
+
+/// The staging segments of one task.
+#[derive(Default)]
+pub(crate) struct Staging {
+    chunks: Vec<Option<Chunk>>,
+}
+
+impl Staging {
+    /// Copies `data` into staging memory; where peers READ it, and the
+    /// slot to release once they did.
+    pub(crate) fn stage(&mut self, task: &Task, data: &[u8]) -> Result<(RemoteAddr, Slot), MpiErr> {
+        let len = data.len().next_multiple_of(64);
+        let fits = |c: &Chunk| c.seg.len() - c.used >= len;
+        let i = match self
+            .chunks
+            .iter()
+            .position(|c| c.as_ref().is_some_and(fits))
+        {
+            Some(i) => i,
+            None => {
+                let size = len.max(CHUNK).next_power_of_two();
+                let seg = task.alloc(size, Perm::READ).map_err(|e| {
+                    MpiErr::new(err::NO_MEM, format!("staging {} bytes: {e}", data.len()))
+                })?;
+                let c = Some(Chunk {
+                    seg,
+                    used: 0,
+                    live: 0,
+                });
+                match self.chunks.iter().position(Option::is_none) {
+                    Some(free) => {
+                        self.chunks[free] = c;
+                        free
+                    }
+                    None => {
+                        self.chunks.push(c);
+                        self.chunks.len() - 1
+                    }
+                }
+            }
+        };
+        let Some(c) = self.chunks[i].as_mut() else {
+            return Err(MpiErr::new(err::INTERN, "staging chunk vanished"));
+        };
+        let off = c.used;
+        c.seg
+            .write_bytes(off, data)
+            .map_err(|e| MpiErr::new(err::INTERN, format!("staging: {e}")))?;
+        c.used += len;
+        c.live += 1;
+        Ok((c.seg.info().at(off as u64), Slot { chunk: i }))
+    }
+
+    /// The message in `slot` was read: its chunk is reused once empty,
+    /// and freed when more than [`KEEP`] bytes sit idle.
+    pub(crate) fn release(&mut self, task: &Task, slot: Slot) {
+        let Some(Some(c)) = self.chunks.get_mut(slot.chunk) else {
+            return;
+        };
+        c.live = c.live.saturating_sub(1);
+        if c.live > 0 {
+            return;
+        }
+        c.used = 0;
+        let idle: usize = self
+            .chunks
+            .iter()
+            .flatten()
+            .filter(|c| c.live == 0)
+            .map(|c| c.seg.len())
+            .sum();
+        if idle > KEEP {
+            if let Some(c) = self.chunks[slot.chunk].take() {
+                let _ = task.free(c.seg);
+            }
+        }
+    }
+}
