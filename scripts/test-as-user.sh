@@ -69,6 +69,7 @@ cp crates/capi/sss.pc.in "$tree/crates/capi/"
 cp -r crates/capi/tests/c "$tree/crates/capi/tests/"
 cp target/release/libsss.so target/release/libsss.a target/release/sssd \
   target/release/sss-run target/release/sss-test-task "$rel/"
+ln -s libsss.so "$rel/libsss.so.0"   # the soname programs record
 cp "${exes[@]}" "$rel/deps/"
 chmod -R a+rX,go-w "$tmp"
 home=$tmp/home

@@ -5,13 +5,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod gendocs;
 mod sim;
 mod status;
 
 /// SSS — a scalable cluster runtime.
 #[derive(Debug, Parser)]
 #[command(name = "sss", version, about)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -29,6 +30,9 @@ enum Command {
     /// Task side of `sss bench` (started by it through the launcher).
     #[command(name = "__bench-task", hide = true)]
     BenchTask(bench::TaskArgs),
+    /// Man pages and shell completions (for installers).
+    #[command(name = "__gen-docs", hide = true)]
+    GenDocs(gendocs::GenDocsArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         Command::Status(args) => status::run(args),
         Command::Bench(cli) => bench::run_cli(cli),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
+        Command::GenDocs(args) => gendocs::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
