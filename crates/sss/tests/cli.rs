@@ -64,3 +64,27 @@ fn small_run_writes_tables_and_plots() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Between jobs, with no daemon for the node asked about, `sss status`
+/// shows the node itself from /proc instead of failing.
+#[test]
+fn status_without_a_daemon_reports_the_node_from_proc() {
+    let node = "127.0.0.77";
+    let out = sss()
+        .args(["status", "--node", node])
+        .output()
+        .expect("spawn sss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("No node daemon serves {node}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("| {node} | up |")), "{text}");
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert!(text.contains(&format!("| {cpus} |")), "{text}");
+}
