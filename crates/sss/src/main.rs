@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod gendocs;
+mod info;
 mod sim;
 mod status;
 
@@ -25,6 +26,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Show every node's IDM page as this node's daemon sees it.
     Status(status::StatusArgs),
+    /// Show the build, what this machine offers, and every SSS_* setting.
+    Info(info::InfoArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
     Bench(bench::BenchCli),
     /// Task side of `sss bench` (started by it through the launcher).
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         }
         Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
         Command::Status(args) => status::run(args),
+        Command::Info(args) => info::run(args),
         Command::Bench(cli) => bench::run_cli(cli),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
         Command::GenDocs(args) => gendocs::run(args),

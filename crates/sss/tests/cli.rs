@@ -88,3 +88,56 @@ fn status_without_a_daemon_reports_the_node_from_proc() {
     let cpus = std::thread::available_parallelism().unwrap().get();
     assert!(text.contains(&format!("| {cpus} |")), "{text}");
 }
+
+/// `sss info` lists every setting with its source, and refuses a
+/// misspelt value or name, naming it and what was meant.
+#[test]
+fn info_lists_settings_and_refuses_bad_ones() {
+    let clean = || {
+        let mut c = sss();
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SSS_") {
+                c.env_remove(k);
+            }
+        }
+        c
+    };
+    let out = clean()
+        .args(["info"])
+        .env("SSS_SECURITY", "encrypt")
+        .output()
+        .expect("spawn sss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("| `SSS_SECURITY` | `encrypt` | environment |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| `SSS_DSM_PROTOCOL` | ulrc | default |"),
+        "{text}"
+    );
+
+    let out = clean()
+        .args(["info"])
+        .env("SSS_DSM_PROTOCOL", "invalidat")
+        .env("SSS_SPINUS", "3")
+        .env("SSS_JOB_SECRET", "ab".repeat(32))
+        .output()
+        .expect("spawn sss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("SSS_DSM_PROTOCOL=\"invalidat\" is not valid"),
+        "{text}"
+    );
+    assert!(
+        text.contains("SSS_SPINUS is not a setting; did you mean SSS_SPIN_US?"),
+        "{text}"
+    );
+    assert!(!text.contains("abab"), "a secret was printed");
+}
