@@ -9,6 +9,7 @@ mod gendocs;
 mod info;
 mod sim;
 mod status;
+mod top;
 
 /// SSS — a scalable cluster runtime.
 #[derive(Debug, Parser)]
@@ -28,6 +29,8 @@ enum Command {
     Status(status::StatusArgs),
     /// Show the build, what this machine offers, and every SSS_* setting.
     Info(info::InfoArgs),
+    /// A live view of the nodes and tasks, refreshing in place.
+    Top(top::TopArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
     Bench(bench::BenchCli),
     /// Task side of `sss bench` (started by it through the launcher).
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
         Command::Status(args) => status::run(args),
         Command::Info(args) => info::run(args),
+        Command::Top(args) => top::run(args),
         Command::Bench(cli) => bench::run_cli(cli),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
         Command::GenDocs(args) => gendocs::run(args),

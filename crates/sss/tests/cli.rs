@@ -141,3 +141,42 @@ fn info_lists_settings_and_refuses_bad_ones() {
     );
     assert!(!text.contains("abab"), "a secret was printed");
 }
+
+/// `sss top` draws in a pseudo-terminal and quits on `q`.
+#[test]
+fn top_draws_in_a_terminal_and_quits_on_q() {
+    use std::io::Write;
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: util-linux script (a pseudo-terminal) not found");
+        return;
+    }
+    let exe = env!("CARGO_BIN_EXE_sss");
+    let mut child = Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "stty cols 120 rows 30; {exe} top --node 127.0.0.78 --interval-ms 100"
+        ))
+        .arg("/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn script");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    child.stdin.as_mut().unwrap().write_all(b"q").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sss top did not quit on q");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "{out}");
+    assert!(out.contains("SSS top"), "{out}");
+    assert!(out.contains("127.0.0.78 from /proc"), "{out}");
+}
