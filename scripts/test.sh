@@ -6,17 +6,24 @@ cd "$(dirname "$0")/.."
 
 # System packages: a C toolchain and pkg-config for the C API examples,
 # iproute2 and nftables for the tests that inject real packet loss in a
-# network namespace of their own, m4 for the PARMACS programs.
+# network namespace of their own, m4 for the PARMACS programs, OpenSSH for
+# the ssh spawner's test against a real sshd (started by the test on
+# loopback addresses; the system's own ssh service is left stopped).
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 command -v m4 >/dev/null 2>&1 || need_apt+=(m4)
+command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    if [[ " ${need_apt[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now ssh >/dev/null 2>&1 || true
+    fi
   else
     echo "note: missing ${need_apt[*]}; run as root to install them (some tests will skip)" >&2
   fi
