@@ -516,3 +516,54 @@ fn makefile_with_pkg_config() {
     let job = launch(PLACEMENTS[0].1, &out.join("fifo"), &["20"]);
     assert_eq!(job.code, Some(0), "{}{}", job.stdout, job.stderr);
 }
+
+/// Open MPI's own `mpirun` starts an SSS program: the tasks find their
+/// ranks in its variables, meet through the file rendezvous and share a
+/// job secret rank 0 drew. Skipped where Open MPI is not installed.
+#[test]
+fn open_mpi_mpirun_launches_an_sss_program() {
+    let Ok(v) = Command::new("mpirun").arg("--version").output() else {
+        eprintln!("skipped: no mpirun");
+        return;
+    };
+    if !String::from_utf8_lossy(&v.stdout).contains("Open MPI") {
+        eprintln!("skipped: mpirun is not Open MPI's");
+        return;
+    }
+    let b = Build::new();
+    let exe = b.example("counter", false);
+    let boot_dir = b.dir.path().join("boot");
+    std::fs::create_dir(&boot_dir).unwrap();
+    let mut cmd = Command::new("mpirun");
+    // Open MPI refuses root unless told; our users are not root.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0\t")));
+    if root {
+        cmd.arg("--allow-run-as-root");
+    }
+    let child = cmd
+        .args(["--oversubscribe", "-np", "3", "-x", "SSS_BOOT_DIR"])
+        .arg(&exe)
+        .arg("100")
+        .env("SSS_BOOT_DIR", &boot_dir)
+        .env("SSS_NO_DAEMON", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun");
+    let out = sss_testkit::wait_bounded(child, std::time::Duration::from_secs(60));
+    assert_eq!(
+        out.status.and_then(|s| s.code()),
+        Some(0),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("counter: 3 tasks x 100 adds = 300"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+}
