@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # network namespace of their own, m4 for the PARMACS programs, OpenSSH for
 # the ssh spawner's test against a real sshd (started by the test on
 # loopback addresses; the system's own ssh service is left stopped), Open
-# MPI's mpirun for the test that it launches an SSS program.
+# MPI's mpirun and MPICH's mpiexec.hydra for the tests that they launch an
+# SSS program.
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
@@ -19,6 +20,7 @@ command -v m4 >/dev/null 2>&1 || need_apt+=(m4)
 command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v mpirun >/dev/null 2>&1 || need_apt+=(openmpi-bin)
+[ -x /usr/bin/mpiexec.hydra ] || need_apt+=(mpich)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

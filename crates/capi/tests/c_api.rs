@@ -567,3 +567,43 @@ fn open_mpi_mpirun_launches_an_sss_program() {
         out.stderr
     );
 }
+
+/// MPICH's Hydra (`mpiexec.hydra`, PMI) starts an SSS program likewise.
+/// Skipped where MPICH is not installed.
+#[test]
+fn mpich_hydra_launches_an_sss_program() {
+    let hydra = Path::new("/usr/bin/mpiexec.hydra");
+    if !hydra.exists() {
+        eprintln!("skipped: no mpiexec.hydra (package mpich)");
+        return;
+    }
+    let b = Build::new();
+    let exe = b.example("counter", false);
+    let boot_dir = b.dir.path().join("boot");
+    std::fs::create_dir(&boot_dir).unwrap();
+    let child = Command::new(hydra)
+        .args(["-n", "3"])
+        .arg(&exe)
+        .arg("100")
+        .env("SSS_BOOT_DIR", &boot_dir)
+        .env("SSS_NO_DAEMON", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpiexec.hydra");
+    let out = sss_testkit::wait_bounded(child, std::time::Duration::from_secs(60));
+    assert_eq!(
+        out.status.and_then(|s| s.code()),
+        Some(0),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("counter: 3 tasks x 100 adds = 300"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+}
