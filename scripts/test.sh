@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 # network namespace of their own, m4 for the PARMACS programs, OpenSSH for
 # the ssh spawner's test against a real sshd (started by the test on
 # loopback addresses; the system's own ssh service is left stopped), Open
-# MPI's mpirun and MPICH's mpiexec.hydra for the tests that they launch an
-# SSS program.
+# MPI's mpirun, MPICH's mpiexec.hydra and a one-node Slurm (slurm-wlm,
+# munge) for the tests that they launch an SSS program.
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
@@ -21,12 +21,15 @@ command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v mpirun >/dev/null 2>&1 || need_apt+=(openmpi-bin)
 [ -x /usr/bin/mpiexec.hydra ] || need_apt+=(mpich)
+[ -x /usr/sbin/slurmd ] || need_apt+=(slurm-wlm munge)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-    if [[ " ${need_apt[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null 2>&1; then
-      systemctl disable --now ssh >/dev/null 2>&1 || true
+    # The tests start their own sshd, munged and Slurm daemons on
+    # loopback; the system's services stay stopped.
+    if command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now ssh munge slurmd slurmctld >/dev/null 2>&1 || true
     fi
   else
     echo "note: missing ${need_apt[*]}; run as root to install them (some tests will skip)" >&2
