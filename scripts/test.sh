@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 # the ssh spawner's test against a real sshd (started by the test on
 # loopback addresses; the system's own ssh service is left stopped), Open
 # MPI's mpirun, MPICH's mpiexec.hydra and a one-node Slurm (slurm-wlm,
-# munge) for the tests that they launch an SSS program.
+# munge) for the tests that they launch an SSS program, Python with venv for
+# the `sss` Python package (scripts/test-python.sh fetches maturin, pytest,
+# numpy and matplotlib into a virtual environment under target/).
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
@@ -19,6 +21,8 @@ command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 command -v m4 >/dev/null 2>&1 || need_apt+=(m4)
 command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v mpirun >/dev/null 2>&1 || need_apt+=(openmpi-bin)
 [ -x /usr/bin/mpiexec.hydra ] || need_apt+=(mpich)
 [ -x /usr/sbin/slurmd ] || need_apt+=(slurm-wlm munge)
@@ -48,6 +52,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace --release
+scripts/test-python.sh
 
 # Once more as an ordinary user (root only: it creates that user).
 if [ "$(id -u)" = 0 ]; then

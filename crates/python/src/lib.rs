@@ -1,0 +1,280 @@
+//! The native half of the `sss` Python package (see `python/sss`).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+mod buffer;
+
+create_exception!(_native, Error, PyException, "An SSS operation failed.");
+
+fn err(e: sss_mbcf::Error) -> PyErr {
+    Error::new_err(e.to_string())
+}
+
+/// This process's task of its job.
+#[pyclass(frozen, module = "sss")]
+struct Task {
+    t: sss_mbcf::Task,
+}
+
+/// A block of this task's memory that other tasks may read and write
+/// (a writable buffer).
+#[pyclass(frozen, module = "sss")]
+pub(crate) struct Segment {
+    pub(crate) seg: sss_mbcf::Segment,
+}
+
+/// How other tasks name a segment: its owner, key and length.
+#[pyclass(frozen, module = "sss")]
+#[derive(Clone)]
+struct SegmentInfo {
+    info: sss_mbcf::SegmentInfo,
+}
+
+#[pymethods]
+impl SegmentInfo {
+    /// The owner's rank.
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.info.rank
+    }
+    /// Bytes in the segment.
+    #[getter]
+    fn len(&self) -> u64 {
+        self.info.len
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "SegmentInfo(rank={}, len={}, key={:#x})",
+            self.info.rank, self.info.len, self.info.key
+        )
+    }
+}
+
+#[pymethods]
+impl Segment {
+    /// Bytes in the segment.
+    fn __len__(&self) -> usize {
+        self.seg.len()
+    }
+    /// The 64-bit word at byte `offset` (8-byte aligned).
+    fn word(&self, offset: usize) -> PyResult<u64> {
+        Ok(self.seg.word(offset).map_err(err)?.load(Ordering::Acquire))
+    }
+    /// How other tasks name this segment.
+    fn info(&self) -> SegmentInfo {
+        SegmentInfo {
+            info: self.seg.info(),
+        }
+    }
+    #[allow(unsafe_code)]
+    // SAFETY (of the contract): the interpreter calls it with a valid view.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        // SAFETY: passed on as the interpreter gave it.
+        unsafe { buffer::fill(slf, view, flags) }
+    }
+    #[allow(unsafe_code)]
+    // SAFETY (of the contract): nothing to release; the view's reference
+    // to the segment keeps the memory mapped.
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+fn at(info: &SegmentInfo, offset: u64, len: u64) -> PyResult<sss_mbcf::RemoteAddr> {
+    if offset
+        .checked_add(len)
+        .is_none_or(|end| end > info.info.len)
+    {
+        return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+            "{len} bytes at offset {offset} do not fit a segment of {} bytes",
+            info.info.len
+        )));
+    }
+    Ok(info.info.at(offset))
+}
+
+#[pymethods]
+impl Task {
+    /// Joins the job this process was started in.
+    #[new]
+    fn new(py: Python<'_>) -> PyResult<Self> {
+        let t = py.detach(sss_mbcf::Task::init).map_err(err)?;
+        Ok(Task { t })
+    }
+    /// This task's rank.
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.t.rank()
+    }
+    /// Tasks in the job.
+    #[getter]
+    fn size(&self) -> u32 {
+        self.t.size()
+    }
+    /// The job's id.
+    #[getter]
+    fn job(&self) -> u32 {
+        self.t.job()
+    }
+    /// This task's node.
+    #[getter]
+    fn node(&self) -> String {
+        self.t.node().to_string()
+    }
+    /// A new zeroed segment of `len` bytes that every task may read and
+    /// write.
+    fn alloc(&self, len: usize) -> PyResult<Segment> {
+        let seg = self.t.alloc(len, sss_mbcf::Perm::ALL).map_err(err)?;
+        Ok(Segment { seg })
+    }
+    /// Every task's `seg`, by rank (collective).
+    fn exchange(&self, py: Python<'_>, seg: &Segment) -> PyResult<Vec<SegmentInfo>> {
+        let all = py.detach(|| self.t.exchange(&seg.seg)).map_err(err)?;
+        Ok(all.into_iter().map(|info| SegmentInfo { info }).collect())
+    }
+    /// Every task's `data`, by rank (collective).
+    fn allgather<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let all = py.detach(|| self.t.allgather(data)).map_err(err)?;
+        Ok(all.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+    /// Waits until every task calls it.
+    fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.t.barrier()).map_err(err)
+    }
+    /// WRITEs `data` at `offset` of segment `dst`; with `notify` (a
+    /// segment of the same task), adds 1 to its word at `notify_offset`
+    /// after the data landed. Returns once sent; `quiet()` waits for
+    /// delivery.
+    #[pyo3(signature = (dst, offset, data, notify=None, notify_offset=0))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        dst: &SegmentInfo,
+        offset: u64,
+        data: &[u8],
+        notify: Option<PyRef<'_, SegmentInfo>>,
+        notify_offset: u64,
+    ) -> PyResult<()> {
+        let to = at(dst, offset, data.len() as u64)?;
+        let opts = match &notify {
+            Some(s) => sss_mbcf::Options::notify(at(s, notify_offset, 8)?),
+            None => sss_mbcf::Options::default(),
+        };
+        py.detach(|| self.t.write(to, data, opts).map(drop))
+            .map_err(err)
+    }
+    /// READs `len` bytes at `offset` of segment `src`.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        src: &SegmentInfo,
+        offset: u64,
+        len: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let from = at(src, offset, len)?;
+        let reply = py
+            .detach(|| {
+                self.t
+                    .read(from, len as usize, sss_mbcf::Options::default())?
+                    .wait()
+            })
+            .map_err(err)?;
+        match reply {
+            sss_mbcf::Reply::Data(d) => Ok(PyBytes::new(py, &d)),
+            _ => Err(Error::new_err("READ answered without data")),
+        }
+    }
+    /// Atomically adds `value` to the word at `offset` of `dst`; the old
+    /// value.
+    fn fetch_add(
+        &self,
+        py: Python<'_>,
+        dst: &SegmentInfo,
+        offset: u64,
+        value: u64,
+    ) -> PyResult<u64> {
+        let to = at(dst, offset, 8)?;
+        let reply = py
+            .detach(|| {
+                self.t
+                    .fetch_add(to, value, sss_mbcf::Options::default())?
+                    .wait()
+            })
+            .map_err(err)?;
+        match reply {
+            sss_mbcf::Reply::Value(v) => Ok(v),
+            _ => Err(Error::new_err("FETCH_ADD answered without a value")),
+        }
+    }
+    /// Waits until every operation this task issued was delivered; raises
+    /// the first failure among those nobody waited for.
+    fn quiet(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.t.quiet()).map_err(err)
+    }
+    /// Waits until the word at `offset` of this task's `seg` is at least
+    /// `value`; returns it.
+    fn wait_at_least(
+        &self,
+        py: Python<'_>,
+        seg: &Segment,
+        offset: usize,
+        value: u64,
+    ) -> PyResult<u64> {
+        let w = seg.seg.word(offset).map_err(err)?;
+        Ok(py.detach(|| self.t.wait_word(w, |v| v >= value)))
+    }
+    /// Runs handler `handler` of task `rank` with `payload`.
+    fn signal(&self, py: Python<'_>, rank: u32, handler: u32, payload: &[u8]) -> PyResult<()> {
+        py.detach(|| {
+            self.t
+                .signal(rank, handler, payload, sss_mbcf::Options::default())
+                .map(drop)
+        })
+        .map_err(err)
+    }
+    /// Makes `callable(from_rank, payload: bytes)` handler `index` of this
+    /// task. It runs in whichever of this task's threads receives the
+    /// signal, holding the interpreter lock; an exception it raises is
+    /// printed and otherwise ignored.
+    fn set_handler(&self, index: u32, callable: Py<PyAny>) -> PyResult<()> {
+        let h: sss_mbcf::Handler = Arc::new(move |ctx, data| {
+            Python::attach(|py| {
+                if let Err(e) = callable.call1(py, (ctx.from, PyBytes::new(py, data))) {
+                    e.print(py);
+                }
+            });
+        });
+        self.t.set_handler(index, h).map_err(err)
+    }
+    /// The task's counters.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.t.stats();
+        let d = PyDict::new(py);
+        d.set_item("packets_sent", s.packets_sent)?;
+        d.set_item("bytes_sent", s.bytes_sent)?;
+        d.set_item("packets_received", s.packets_received)?;
+        d.set_item("retransmissions", s.retransmissions)?;
+        d.set_item("applied", s.applied)?;
+        d.set_item("rejected", s.rejected)?;
+        d.set_item("refused", s.refused)?;
+        Ok(d)
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("Error", m.py().get_type::<Error>())?;
+    m.add_class::<Task>()?;
+    m.add_class::<Segment>()?;
+    m.add_class::<SegmentInfo>()?;
+    Ok(())
+}
