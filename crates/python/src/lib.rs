@@ -9,17 +9,18 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 mod buffer;
+mod dsm;
 
 create_exception!(_native, Error, PyException, "An SSS operation failed.");
 
-fn err(e: sss_mbcf::Error) -> PyErr {
+pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
     Error::new_err(e.to_string())
 }
 
 /// This process's task of its job.
 #[pyclass(frozen, module = "sss")]
-struct Task {
-    t: sss_mbcf::Task,
+pub(crate) struct Task {
+    pub(crate) t: sss_mbcf::Task,
 }
 
 /// A block of this task's memory that other tasks may read and write
@@ -79,8 +80,10 @@ impl Segment {
         view: *mut pyo3::ffi::Py_buffer,
         flags: std::os::raw::c_int,
     ) -> PyResult<()> {
-        // SAFETY: passed on as the interpreter gave it.
-        unsafe { buffer::fill(slf, view, flags) }
+        let (ptr, len) = (slf.get().seg.as_ptr(), slf.get().seg.len());
+        // SAFETY: `view` as the interpreter gave it; the segment's mapping
+        // lives as long as the Segment object.
+        unsafe { buffer::fill(slf.as_any(), ptr, len, view, flags) }
     }
     #[allow(unsafe_code)]
     // SAFETY (of the contract): nothing to release; the view's reference
@@ -254,6 +257,60 @@ impl Task {
         });
         self.t.set_handler(index, h).map_err(err)
     }
+    /// A FIFO queue of `slots` (a power of two) messages of at most
+    /// `max_msg` bytes at `offset` (64-byte aligned) of this task's `seg`;
+    /// other tasks push with `fifo_push(info, offset, msg)`.
+    fn fifo_create(
+        &self,
+        seg: &Segment,
+        offset: usize,
+        slots: u32,
+        max_msg: usize,
+    ) -> PyResult<Fifo> {
+        let q = self
+            .t
+            .fifo_create(&seg.seg, offset, slots, max_msg)
+            .map_err(err)?;
+        Ok(Fifo {
+            q: std::sync::Mutex::new(q),
+        })
+    }
+    /// Pushes `msg` into the FIFO at `offset` of segment `dst`.
+    fn fifo_push(
+        &self,
+        py: Python<'_>,
+        dst: &SegmentInfo,
+        offset: u64,
+        msg: &[u8],
+    ) -> PyResult<()> {
+        let to = at(dst, offset, 64)?;
+        py.detach(|| {
+            self.t
+                .fifo_push(to, msg, sss_mbcf::Options::status())?
+                .wait()
+                .map(drop)
+        })
+        .map_err(err)
+    }
+    /// The nodes as this node's daemon sees them (IDM pages): a list of
+    /// dicts; empty when no daemon serves the node.
+    fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let mut v = Vec::new();
+        for n in self.t.node_pages() {
+            let d = PyDict::new(py);
+            d.set_item("name", n.name())?;
+            d.set_item("up", n.is_up())?;
+            d.set_item("cpus", n.ncpus)?;
+            d.set_item("runnable", n.runnable)?;
+            d.set_item("load1", f64::from(n.load[0]) / 1000.0)?;
+            d.set_item("mem_free_kb", n.mem_free_kb)?;
+            d.set_item("tasks", n.ntasks)?;
+            d.set_item("packets", n.packets)?;
+            d.set_item("retransmissions", n.retransmissions)?;
+            v.push(d);
+        }
+        Ok(v)
+    }
     /// The task's counters.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.t.stats();
@@ -269,6 +326,33 @@ impl Task {
     }
 }
 
+/// A FIFO queue in this task's memory that other tasks push into.
+#[pyclass(frozen, module = "sss")]
+struct Fifo {
+    q: std::sync::Mutex<sss_mbcf::Fifo>,
+}
+
+#[pymethods]
+impl Fifo {
+    /// The oldest message as `(from_rank, bytes)`, or `None` when empty.
+    fn pop<'py>(&self, py: Python<'py>) -> PyResult<Option<(u32, Bound<'py, PyBytes>)>> {
+        let mut q = self
+            .q
+            .lock()
+            .map_err(|_| Error::new_err("queue poisoned"))?;
+        let mut out = Vec::new();
+        Ok(q.pop(&mut out).map(|from| (from, PyBytes::new(py, &out))))
+    }
+    /// Messages waiting.
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self
+            .q
+            .lock()
+            .map_err(|_| Error::new_err("queue poisoned"))?
+            .len())
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -276,5 +360,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Task>()?;
     m.add_class::<Segment>()?;
     m.add_class::<SegmentInfo>()?;
+    m.add_class::<Fifo>()?;
+    m.add_class::<dsm::Heap>()?;
+    m.add_class::<dsm::Region>()?;
     Ok(())
 }
