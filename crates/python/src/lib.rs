@@ -104,6 +104,13 @@ fn at(info: &SegmentInfo, offset: u64, len: u64) -> PyResult<sss_mbcf::RemoteAdd
     Ok(info.info.at(offset))
 }
 
+fn value_of(r: Result<sss_mbcf::Reply, sss_mbcf::Error>) -> PyResult<u64> {
+    match r.map_err(err)? {
+        sss_mbcf::Reply::Value(v) => Ok(v),
+        _ => Err(Error::new_err("atomic answered without a value")),
+    }
+}
+
 #[pymethods]
 impl Task {
     /// Joins the job this process was started in.
@@ -216,6 +223,61 @@ impl Task {
             sss_mbcf::Reply::Value(v) => Ok(v),
             _ => Err(Error::new_err("FETCH_ADD answered without a value")),
         }
+    }
+    /// Atomically replaces the word at `offset` of `dst` by `value`; the
+    /// old value.
+    fn swap(&self, py: Python<'_>, dst: &SegmentInfo, offset: u64, value: u64) -> PyResult<u64> {
+        let to = at(dst, offset, 8)?;
+        value_of(py.detach(|| self.t.swap(to, value, sss_mbcf::Options::default())?.wait()))
+    }
+    /// Atomically sets the word at `offset` of `dst` to `new` if it is
+    /// `expected`; the old value (equal to `expected` when it did).
+    fn cas(
+        &self,
+        py: Python<'_>,
+        dst: &SegmentInfo,
+        offset: u64,
+        expected: u64,
+        new: u64,
+    ) -> PyResult<u64> {
+        let to = at(dst, offset, 8)?;
+        value_of(py.detach(|| {
+            self.t
+                .cas(to, expected, new, sss_mbcf::Options::default())?
+                .wait()
+        }))
+    }
+    /// Names the tasks `ranks` group `group` (for `multicast`).
+    fn group_create(&self, group: u32, ranks: Vec<u32>) -> PyResult<()> {
+        self.t.group_create(group, &ranks).map_err(err)
+    }
+    /// WRITEs `data` at `offset` of the segment `seg` names in every
+    /// member of `group` (members' segments share one key: see
+    /// `alloc_shared`); the number of other members that applied it.
+    fn multicast(
+        &self,
+        py: Python<'_>,
+        group: u32,
+        seg: &SegmentInfo,
+        offset: u64,
+        data: &[u8],
+    ) -> PyResult<u32> {
+        at(seg, offset, data.len() as u64)?;
+        let r = py
+            .detach(|| self.t.multicast(group, seg.info.key, offset, data)?.wait())
+            .map_err(err)?;
+        match r {
+            sss_mbcf::Reply::Members(n) => Ok(n),
+            _ => Err(Error::new_err("multicast answered without a count")),
+        }
+    }
+    /// A segment of `len` bytes under one key in every task (collective),
+    /// for multicast.
+    fn alloc_shared(&self, py: Python<'_>, len: usize) -> PyResult<Segment> {
+        let seg = py
+            .detach(|| self.t.alloc_shared_key(len, sss_mbcf::Perm::ALL))
+            .map_err(err)?;
+        Ok(Segment { seg })
     }
     /// Waits until every operation this task issued was delivered; raises
     /// the first failure among those nobody waited for.

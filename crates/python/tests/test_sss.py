@@ -167,3 +167,29 @@ def test_the_heap_is_shared_numpy_memory(tmp_path, writes, monkeypatch):
     monkeypatch.setenv("SSS_DSM_WRITES", writes)
     out = run_job(tmp_path, 3, HEAP, args=(writes,))
     assert out.count("heap ok") == 3, out
+
+
+ATOMICS_AND_MULTICAST = """
+    import sss
+    t = sss.Task()
+    seg = t.alloc_shared(4096)
+    infos = t.exchange(seg)
+    t.group_create(7, list(range(t.size)))
+    t.barrier()
+    if t.rank == 1:
+        assert t.swap(infos[0], 0, 5) == 0
+        assert t.cas(infos[0], 0, 5, 9) == 5
+        assert t.cas(infos[0], 0, 5, 11) == 9
+        assert t.multicast(7, infos[1], 64, b"all of you") == t.size - 1
+    t.quiet()
+    t.barrier()
+    if t.rank == 0:
+        assert seg.word(0) == 9
+    assert bytes(memoryview(seg)[64:74]) == b"all of you"
+    print(f"atomics ok rank={t.rank}")
+"""
+
+
+def test_swap_cas_and_multicast(tmp_path):
+    out = run_job(tmp_path, 3, ATOMICS_AND_MULTICAST, hosts="127.0.0.2,127.0.0.3")
+    assert out.count("atomics ok") == 3, out
