@@ -37,6 +37,18 @@ typedef struct sss_pm_pause {
     sss_pm_lock_t lock; /**< Guards flag. */
 } sss_pm_pause_t;
 
+/** GSDEC: a global subscript (GETSUB hands out 0, 1, ... max, then -1). */
+typedef struct sss_pm_gs {
+    volatile long v;    /**< Next subscript. */
+    sss_pm_lock_t lock; /**< Guards v. */
+} sss_pm_gs_t;
+
+/** CONDVARDEC: a condition variable, known by its address (the same in
+ *  every task); it holds no state of its own. */
+typedef struct sss_pm_cond {
+    char unused; /**< C wants a member. */
+} sss_pm_cond_t;
+
 /** MAIN_INITENV: joins the job and creates the heap. Returns on rank 0
  *  only; other tasks serve CREATEs until MAIN_END, then exit. */
 void sss_pm_init(void);
@@ -47,8 +59,13 @@ void sss_pm_end(int code);
 /** CREATE: runs @p fn in the next idle task, with this task's globals. */
 void sss_pm_create(void (*fn)(void));
 
-/** WAIT_FOR_END: waits until @p n created functions have returned. */
-void sss_pm_wait_for_end(int n);
+/** CREATE(fn, P) of SPLASH-3: runs @p fn in @p p - 1 idle tasks, then
+ *  in this one; WAIT_FOR_END(P) then waits for the P - 1. */
+void sss_pm_create_all(void (*fn)(void), long p);
+
+/** WAIT_FOR_END: waits until @p n created functions have returned (n - 1
+ *  after a CREATE(fn, P)). */
+void sss_pm_wait_for_end(long n);
 
 /** G_MALLOC: @p len bytes of the shared heap (placement from
  *  SSS_PARMACS_PLACEMENT: first_touch (default), block, cyclic[:pages]). */
@@ -56,6 +73,12 @@ void *sss_pm_malloc(size_t len);
 
 /** LOCKINIT: a fresh lock id. */
 sss_pm_lock_t sss_pm_lock_new(void);
+
+/** @p n consecutive lock ids; returns the first (they wrap round). */
+sss_pm_lock_t sss_pm_lock_new_n(unsigned long n);
+
+/** ALOCKINIT: fresh ids for @p n locks at @p locks. */
+void sss_pm_alock_init(sss_pm_lock_t *locks, unsigned long n);
 
 /** LOCK, with acquire semantics. */
 void sss_pm_lock(sss_pm_lock_t l);
@@ -75,6 +98,25 @@ void sss_pm_pause_set(sss_pm_pause_t *p, long v);
 
 /** WAITPAUSE: waits until the flag is set. */
 void sss_pm_pause_wait(sss_pm_pause_t *p);
+
+/** CONDVARINIT (nothing to do: a variable is its address). */
+void sss_pm_cond_init(sss_pm_cond_t *cv);
+
+/** CONDVARWAIT: releases @p l, sleeps until signalled, takes @p l again.
+ *  The caller holds @p l. Wakes up only after a signal or broadcast. */
+void sss_pm_cond_wait(sss_pm_cond_t *cv, sss_pm_lock_t l);
+
+/** CONDVARSIGNAL: wakes one task waiting on @p cv, if any. */
+void sss_pm_cond_signal(sss_pm_cond_t *cv);
+
+/** CONDVARBCAST: wakes every task waiting on @p cv. */
+void sss_pm_cond_broadcast(sss_pm_cond_t *cv);
+
+/** GSINIT. */
+void sss_pm_gs_init(sss_pm_gs_t *gs);
+
+/** GETSUB: the next subscript up to @p max, then -1 (and starts over). */
+long sss_pm_getsub(sss_pm_gs_t *gs, long max);
 
 /** CLOCK: microseconds since an arbitrary start. */
 unsigned long sss_pm_clock(void);
