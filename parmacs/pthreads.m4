@@ -3,9 +3,12 @@ divert(-1)
 # as parmacs/sss.m4, for reference runs. m4 parmacs/pthreads.m4 prog.c.in
 # > prog.c; cc prog.c -lpthread. Both dialects, as in sss.m4. Shared state
 # is defined by MAIN_ENV and declared by EXTERN_ENV, so multi-file
-# programs link; helpers are static inline in every file.
+# programs link; helpers are static inline in every file. A file may
+# expand EXTERN_ENV more than once (FMM does).
 
 define(PM_INCLUDES, `
+#ifndef PM_PARMACS_ENV_
+#define PM_PARMACS_ENV_
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -76,6 +79,7 @@ static inline long pm_getsub_(pm_gs_t *g, long max)
     pthread_mutex_unlock(&g->m);
     return sub;
 }
+#endif
 ')
 define(MAIN_ENV, `PM_INCLUDES
 pthread_t pm_threads_[PM_MAX_THREADS];

@@ -42,12 +42,12 @@ define(CREATE, `ifelse($#, 0, ``CREATE'',
 ')m4exit(1)')')
 define(WAIT_FOR_END, `sss_pm_wait_for_end($1);')
 
-define(LOCKDEC, `sss_pm_lock_t $1;')
+define(LOCKDEC, `unsigned $1;')
 define(LOCKINIT, `{ ($1) = sss_pm_lock_new(); sss_pm_note(&($1), sizeof($1)); }')
 define(LOCK, `sss_pm_lock($1);')
 define(UNLOCK, `sss_pm_unlock($1);')
 
-define(ALOCKDEC, `sss_pm_lock_t $1[$2];')
+define(ALOCKDEC, `unsigned $1[$2];')
 define(ALOCKINIT, `sss_pm_alock_init(&($1)[0], ($2));')
 define(ALOCK, `sss_pm_lock(($1)[$2]);')
 define(AULOCK, `sss_pm_unlock(($1)[$2]);')
@@ -68,8 +68,10 @@ define(BAREXCLUDE, `{;}')
 define(BARINCLUDE, `{;}')
 
 # Condition variables block (a waiter sleeps until signalled); the lock
-# of CONDVARWAIT is the one the caller holds, e.g. AGETL(locks, i).
-define(CONDVARDEC, `sss_pm_cond_t $1;')
+# of CONDVARWAIT is the one the caller holds, e.g. AGETL(locks, i). A
+# variable is known by its address, so it needs no type of the runtime
+# (SPLASH headers declare some before EXTERN_ENV); so are locks.
+define(CONDVARDEC, `long $1;')
 define(CONDVARINIT, `sss_pm_cond_init(&($1));')
 define(CONDVARWAIT, `sss_pm_cond_wait(&($1), ($2));')
 define(CONDVARSIGNAL, `sss_pm_cond_signal(&($1));')

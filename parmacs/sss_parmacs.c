@@ -544,9 +544,9 @@ void sss_pm_pause_wait(sss_pm_pause_t *p)
  * W_WAKE word; a signal clears matching slots (CAS, so that two signals
  * never wake one waiter once) and bumps their W_WAKE. A signal after the
  * waiter released the lock therefore finds it, as pthreads promises. */
-void sss_pm_cond_init(sss_pm_cond_t *cv) { (void)cv; }
+void sss_pm_cond_init(const void *cv) { (void)cv; }
 
-void sss_pm_cond_wait(sss_pm_cond_t *cv, sss_pm_lock_t l)
+void sss_pm_cond_wait(const void *cv, sss_pm_lock_t l)
 {
     uint64_t seen = S.w[W_WAKE];
     uint64_t me = (uint64_t)(uintptr_t)cv;
@@ -556,7 +556,7 @@ void sss_pm_cond_wait(sss_pm_cond_t *cv, sss_pm_lock_t l)
     sss_pm_lock(l);
 }
 
-static void cond_wake(sss_pm_cond_t *cv, int all)
+static void cond_wake(const void *cv, int all)
 {
     uint64_t me = (uint64_t)(uintptr_t)cv;
     get(0, CTL_WORDS, S.cvtab, sizeof *S.cvtab * S.size);
@@ -569,9 +569,9 @@ static void cond_wake(sss_pm_cond_t *cv, int all)
     }
 }
 
-void sss_pm_cond_signal(sss_pm_cond_t *cv) { cond_wake(cv, 0); }
+void sss_pm_cond_signal(const void *cv) { cond_wake(cv, 0); }
 
-void sss_pm_cond_broadcast(sss_pm_cond_t *cv) { cond_wake(cv, 1); }
+void sss_pm_cond_broadcast(const void *cv) { cond_wake(cv, 1); }
 
 long sss_pm_getsub(sss_pm_gs_t *gs, long max)
 {

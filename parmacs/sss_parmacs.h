@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-/** A PARMACS lock: an ADSM lock id. */
+/** A PARMACS lock: an ADSM lock id (LOCKDEC declares an unsigned). */
 typedef unsigned sss_pm_lock_t;
 
 /** PAUSE flag: a word in the shared heap guarded by a lock. */
@@ -42,12 +42,6 @@ typedef struct sss_pm_gs {
     volatile long v;    /**< Next subscript. */
     sss_pm_lock_t lock; /**< Guards v. */
 } sss_pm_gs_t;
-
-/** CONDVARDEC: a condition variable, known by its address (the same in
- *  every task); it holds no state of its own. */
-typedef struct sss_pm_cond {
-    char unused; /**< C wants a member. */
-} sss_pm_cond_t;
 
 /** MAIN_INITENV: joins the job and creates the heap. Returns on rank 0
  *  only; other tasks serve CREATEs until MAIN_END, then exit. */
@@ -99,18 +93,21 @@ void sss_pm_pause_set(sss_pm_pause_t *p, long v);
 /** WAITPAUSE: waits until the flag is set. */
 void sss_pm_pause_wait(sss_pm_pause_t *p);
 
-/** CONDVARINIT (nothing to do: a variable is its address). */
-void sss_pm_cond_init(sss_pm_cond_t *cv);
+/* Condition variables (CONDVARDEC declares a long) are known by their
+ * address, the same in every task; they hold no state of their own. */
+
+/** CONDVARINIT (nothing to do). */
+void sss_pm_cond_init(const void *cv);
 
 /** CONDVARWAIT: releases @p l, sleeps until signalled, takes @p l again.
  *  The caller holds @p l. Wakes up only after a signal or broadcast. */
-void sss_pm_cond_wait(sss_pm_cond_t *cv, sss_pm_lock_t l);
+void sss_pm_cond_wait(const void *cv, sss_pm_lock_t l);
 
 /** CONDVARSIGNAL: wakes one task waiting on @p cv, if any. */
-void sss_pm_cond_signal(sss_pm_cond_t *cv);
+void sss_pm_cond_signal(const void *cv);
 
 /** CONDVARBCAST: wakes every task waiting on @p cv. */
-void sss_pm_cond_broadcast(sss_pm_cond_t *cv);
+void sss_pm_cond_broadcast(const void *cv);
 
 /** GSINIT. */
 void sss_pm_gs_init(sss_pm_gs_t *gs);
