@@ -45,6 +45,13 @@ enum { CMD_CREATE = 1, CMD_EXIT = 2 };
 /* Lock id kept for CREATE's release/acquire; LOCKINIT hands out the rest. */
 #define PM_SYNC_LOCK 255u
 #define PM_MAX_SKIP 64
+/* G_MALLOCs below PM_SMALL bytes share pages: carved from a chunk of
+ * PM_CHUNK bytes per task, so that programs allocating many small
+ * objects (Water: one per molecule and direction) stay within the heap's
+ * table of allocations. */
+#define PM_SMALL ((size_t)2048)
+#define PM_CHUNK ((size_t)1 << 20)
+#define PM_ALIGN ((size_t)16)
 /* Snapshots move in pieces below the largest single MBCF operation. */
 #define PM_PUT_CHUNK ((size_t)8 << 20)
 
@@ -67,6 +74,8 @@ static struct pm_state {
     unsigned snap_word;       /* where the snapshot starts, in words */
     uint64_t *cvtab;          /* a copy of rank 0's waiter table */
     int splash3;              /* a two-argument CREATE was seen */
+    char *small_next;         /* this task's chunk for small G_MALLOCs */
+    size_t small_left;
     struct pm_skip skip[PM_MAX_SKIP];
     int nskip;
     sss_dsm_placement_t place;
@@ -477,6 +486,20 @@ void sss_pm_wait_for_end(long n)
 void *sss_pm_malloc(size_t len)
 {
     void *p = NULL;
+    if (len < PM_SMALL) {
+        size_t need = (len + PM_ALIGN - 1) & ~(PM_ALIGN - 1);
+        if (need == 0)
+            need = PM_ALIGN;
+        if (S.small_left < need) {
+            check(sss_dsm_malloc(S.dsm, PM_CHUNK, S.place, S.place_param, &p), "G_MALLOC");
+            S.small_next = p;
+            S.small_left = PM_CHUNK;
+        }
+        p = S.small_next;
+        S.small_next += need;
+        S.small_left -= need;
+        return p;
+    }
     check(sss_dsm_malloc(S.dsm, len, S.place, S.place_param, &p), "G_MALLOC");
     return p;
 }

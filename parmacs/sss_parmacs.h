@@ -62,7 +62,8 @@ void sss_pm_create_all(void (*fn)(void), long p);
 void sss_pm_wait_for_end(long n);
 
 /** G_MALLOC: @p len bytes of the shared heap (placement from
- *  SSS_PARMACS_PLACEMENT: first_touch (default), block, cyclic[:pages]). */
+ *  SSS_PARMACS_PLACEMENT: first_touch (default), block, cyclic[:pages]);
+ *  page-aligned from 2 KiB up, smaller blocks share pages (16-aligned). */
 void *sss_pm_malloc(size_t len);
 
 /** LOCKINIT: a fresh lock id. */

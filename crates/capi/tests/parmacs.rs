@@ -339,3 +339,22 @@ fn create_with_three_arguments_stops_m4() {
         );
     }
 }
+
+/// More small `G_MALLOC`s than the heap has allocations (Water makes one
+/// per molecule and direction): they share pages, and every task writes
+/// its blocks where the creator reads them.
+#[test]
+fn many_small_g_mallocs_share_pages() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let exe = build(&dir, "gmalloc", "sss", false);
+    for (placement, env) in [(TWO, TRAP), (FOUR_TWO_HOSTS, INVALIDATE)] {
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &[placement[1], "4500"], env);
+        assert!(
+            code == Some(0) && out.contains("GMALLOC-OK"),
+            "gmalloc {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
