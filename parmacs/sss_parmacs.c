@@ -398,6 +398,8 @@ static void serve(void)
 
 void sss_pm_init(void)
 {
+    if (S.dsm)
+        return; /* already joined, before main */
     no_aslr();
     find_copy_relocs();
     placement_from_env();
@@ -421,6 +423,18 @@ void sss_pm_init(void)
     creation_order();
     if (S.rank != 0)
         serve();
+}
+
+/* A task started by `sss run` joins the job before main: the re-exec
+ * without randomization happens before the program reads or prints
+ * anything, tasks other than rank 0 never run main (so output before
+ * MAIN_INITENV appears once), and G_MALLOC works before MAIN_INITENV
+ * (Barnes allocates before it). Elsewhere MAIN_INITENV joins and fails
+ * with the reason. */
+__attribute__((constructor)) static void join_before_main(void)
+{
+    if (getenv("SSS_RANK"))
+        sss_pm_init();
 }
 
 void sss_pm_end(int code)
@@ -486,6 +500,7 @@ void sss_pm_wait_for_end(long n)
 void *sss_pm_malloc(size_t len)
 {
     void *p = NULL;
+    sss_pm_init();
     if (len < PM_SMALL) {
         size_t need = (len + PM_ALIGN - 1) & ~(PM_ALIGN - 1);
         if (need == 0)

@@ -44,7 +44,8 @@ typedef struct sss_pm_gs {
 } sss_pm_gs_t;
 
 /** MAIN_INITENV: joins the job and creates the heap. Returns on rank 0
- *  only; other tasks serve CREATEs until MAIN_END, then exit. */
+ *  only; other tasks serve CREATEs until MAIN_END, then exit. A task
+ *  started by `sss run` has joined before main, and this returns. */
 void sss_pm_init(void);
 
 /** MAIN_END: ends every task of the job; never returns. */
