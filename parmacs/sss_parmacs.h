@@ -2,15 +2,16 @@
  * PARMACS on SSS: the runtime behind parmacs/sss.m4.
  *
  * A PARMACS program is started by `sss run -n P prog`: all P tasks start
- * at once. MAIN_INITENV (sss_pm_init) joins the job and creates the shared
- * heap; rank 0 returns and runs main, every other task waits there for a
- * CREATE. CREATE (sss_pm_create) hands a function to the next idle task,
- * going round-robin over the hosts of the job, together with a snapshot
- * of the creator's global variables (.data and .bss of the executable):
+ * at once. Before main (or at MAIN_INITENV, sss_pm_init) each joins the
+ * job and creates the shared heap; rank 0 runs main, every other task
+ * waits for a CREATE. CREATE (sss_pm_create) hands a function to the next
+ * idle task, going round-robin over the hosts of the job, together with a
+ * snapshot of the creator's global variables (.data and .bss, in pieces):
  * the created task starts as a fork of its creator would. Shared data
  * lives in the shared heap (G_MALLOC), so pointers to it kept in globals
  * are valid everywhere; pointers to the creator's private memory (stack,
- * malloc) are not, as with fork across machines.
+ * malloc) are not, as with fork across machines. Globals written after
+ * CREATE are not shared (Water's XTT, FMM's Grid, Volrend's view).
  *
  * Build: m4 parmacs/sss.m4 prog.c.in > prog.c, then
  *   cc -Iinclude -Iparmacs prog.c parmacs/sss_parmacs.c -lsss
