@@ -264,6 +264,20 @@ pub const SETTINGS: &[Known] = &[
         Dsm,
     ),
     k(
+        "SSS_PARMACS_PLACEMENT",
+        "first_touch",
+        "first_touch, block, cyclic[:pages]",
+        "PARMACS programs: placement of G_MALLOC memory",
+        Dsm,
+    ),
+    k(
+        "SSS_PARMACS_REEXEC",
+        "(set by PARMACS)",
+        "1",
+        "PARMACS: marks the re-executed task (address layout); not a user setting",
+        Dsm,
+    ),
+    k(
         "SSS_SSH",
         "ssh",
         "a command and its options (-o BatchMode=yes is added)",
