@@ -35,13 +35,25 @@ enum {
     W_DONE = 4,    /* rank 0: created functions that returned */
     W_NEXT = 5,    /* rank 0: CREATEs handed out */
     W_LOCKS = 6,   /* rank 0: lock ids handed out */
-    CTL_WORDS = 8, /* header size in words; the snapshot follows */
+    W_WAKE = 7,    /* condition-variable wake-ups of this task */
+    CTL_WORDS = 8, /* header size in words; then, on rank 0, one word a
+                    * task: the condition variable it waits on (its
+                    * address, 0 if none); then the snapshot */
 };
 enum { CMD_CREATE = 1, CMD_EXIT = 2 };
 
 /* Lock id kept for CREATE's release/acquire; LOCKINIT hands out the rest. */
 #define PM_SYNC_LOCK 255u
 #define PM_MAX_SKIP 64
+/* G_MALLOCs below PM_SMALL bytes share pages: carved from a chunk of
+ * PM_CHUNK bytes per task, so that programs allocating many small
+ * objects (Water: one per molecule and direction) stay within the heap's
+ * table of allocations. */
+#define PM_SMALL ((size_t)2048)
+#define PM_CHUNK ((size_t)1 << 20)
+#define PM_ALIGN ((size_t)16)
+/* Snapshots move in pieces below the largest single MBCF operation. */
+#define PM_PUT_CHUNK ((size_t)8 << 20)
 
 struct pm_skip {
     uintptr_t lo, hi;
@@ -59,6 +71,11 @@ static struct pm_state {
     uint32_t *order;          /* CREATE order: round-robin over hosts */
     uint32_t norder;
     size_t snap_len;          /* .data + .bss bytes */
+    unsigned snap_word;       /* where the snapshot starts, in words */
+    uint64_t *cvtab;          /* a copy of rank 0's waiter table */
+    int splash3;              /* a two-argument CREATE was seen */
+    char *small_next;         /* this task's chunk for small G_MALLOCs */
+    size_t small_left;
     struct pm_skip skip[PM_MAX_SKIP];
     int nskip;
     sss_dsm_placement_t place;
@@ -252,14 +269,38 @@ static uint64_t fetch_add(uint32_t rank, unsigned word, uint64_t v)
     return old;
 }
 
+static uint64_t cas(uint32_t rank, unsigned word, uint64_t expected, uint64_t desired)
+{
+    uint64_t old = 0;
+    sss_request_h req = NULL;
+    check(sss_cas(S.task, ctl_at(rank, word), expected, desired, NULL, &old, &req), "cas");
+    check(sss_request_wait(req), "cas");
+    sss_request_free(req);
+    return old;
+}
+
 static void put(uint32_t rank, unsigned word, const void *buf, size_t len)
 {
+    size_t off = 0;
+    do {
+        size_t n = len - off < PM_PUT_CHUNK ? len - off : PM_PUT_CHUNK;
+        sss_request_h req = NULL;
+        sss_raddr_t at = sss_seg_raddr(&S.infos[rank], (uint64_t)word * 8 + off);
+        check(sss_write(S.task, at, (const char *)buf + off, n, NULL, &req), "write");
+        if (req) {
+            check(sss_request_wait(req), "write");
+            sss_request_free(req);
+        }
+        off += n;
+    } while (off < len);
+}
+
+static void get(uint32_t rank, unsigned word, void *buf, size_t len)
+{
     sss_request_h req = NULL;
-    check(sss_write(S.task, ctl_at(rank, word), buf, len, NULL, &req), "write");
-    if (req) {
-        check(sss_request_wait(req), "write");
-        sss_request_free(req);
-    }
+    check(sss_read(S.task, ctl_at(rank, word), len, NULL, buf, &req), "read");
+    check(sss_request_wait(req), "read");
+    sss_request_free(req);
 }
 
 /* Release then acquire through one lock: what this task wrote before is
@@ -338,7 +379,7 @@ static void finish(int code)
 /* Tasks other than rank 0: run what CREATE sends until told to exit. */
 static void serve(void)
 {
-    char *snap = (char *)S.w + CTL_WORDS * 8;
+    char *snap = (char *)S.w + (size_t)S.snap_word * 8;
     uint64_t handled = 0;
     for (;;) {
         check(sss_wait_u64(S.task, (const uint64_t *)&S.w[W_CMD], SSS_CMP_GT, handled),
@@ -357,6 +398,8 @@ static void serve(void)
 
 void sss_pm_init(void)
 {
+    if (S.dsm)
+        return; /* already joined, before main */
     no_aslr();
     find_copy_relocs();
     placement_from_env();
@@ -366,7 +409,12 @@ void sss_pm_init(void)
     check(sss_dsm_init(S.task, SSS_DSM_PROTOCOL_ENV, SSS_DSM_WRITES_ENV, &S.dsm), "dsm init");
     S.trap = sss_dsm_is_trap(S.dsm);
     S.snap_len = data_len() + bss_len();
-    check(sss_seg_alloc(S.task, CTL_WORDS * 8 + S.snap_len, SSS_PERM_ALL, &S.ctl), "segment");
+    S.snap_word = CTL_WORDS + S.size;
+    S.cvtab = calloc(S.size, sizeof *S.cvtab);
+    if (!S.cvtab)
+        die("out of memory");
+    check(sss_seg_alloc(S.task, (size_t)S.snap_word * 8 + S.snap_len, SSS_PERM_ALL, &S.ctl),
+          "segment");
     S.w = sss_seg_ptr(S.ctl);
     S.infos = calloc(S.size, sizeof *S.infos);
     if (!S.infos)
@@ -375,6 +423,18 @@ void sss_pm_init(void)
     creation_order();
     if (S.rank != 0)
         serve();
+}
+
+/* A task started by `sss run` joins the job before main: the re-exec
+ * without randomization happens before the program reads or prints
+ * anything, tasks other than rank 0 never run main (so output before
+ * MAIN_INITENV appears once), and G_MALLOC works before MAIN_INITENV
+ * (Barnes allocates before it). Elsewhere MAIN_INITENV joins and fails
+ * with the reason. */
+__attribute__((constructor)) static void join_before_main(void)
+{
+    if (getenv("SSS_RANK"))
+        sss_pm_init();
 }
 
 void sss_pm_end(int code)
@@ -389,28 +449,47 @@ void sss_pm_end(int code)
     finish(code);
 }
 
-void sss_pm_create(void (*fn)(void))
+/* Starts @p count tasks running @p fn, each with this task's globals. */
+static void create(void (*fn)(void), uint64_t count)
 {
-    uint64_t idx = fetch_add(0, W_NEXT, 1);
-    if (idx >= S.norder)
+    if (count == 0)
+        return;
+    uint64_t first = fetch_add(0, W_NEXT, count);
+    if (first + count > S.norder)
         die("CREATE of task %llu, but the job has only %u tasks (sss run -n)",
-            (unsigned long long)idx + 2, S.size);
-    uint32_t to = S.order[idx];
+            (unsigned long long)(first + count + 1), S.size);
     char *buf = malloc(S.snap_len ? S.snap_len : 1);
     if (!buf)
         die("out of memory");
     snapshot(buf);
     sync_point();
-    if (S.snap_len)
-        put(to, CTL_WORDS, buf, S.snap_len);
+    for (uint64_t i = 0; i < count; i++) {
+        uint32_t to = S.order[first + i];
+        if (S.snap_len)
+            put(to, S.snap_word, buf, S.snap_len);
+        uint64_t hdr[3] = {CMD_CREATE, (uint64_t)(uintptr_t)fn, S.rank};
+        put(to, W_KIND, hdr, sizeof hdr);
+        fetch_add(to, W_CMD, 1);
+    }
     free(buf);
-    uint64_t hdr[3] = {CMD_CREATE, (uint64_t)(uintptr_t)fn, S.rank};
-    put(to, W_KIND, hdr, sizeof hdr);
-    fetch_add(to, W_CMD, 1);
 }
 
-void sss_pm_wait_for_end(int n)
+void sss_pm_create(void (*fn)(void)) { create(fn, 1); }
+
+void sss_pm_create_all(void (*fn)(void), long p)
 {
+    S.splash3 = 1;
+    if (p < 1)
+        die("CREATE(fn, %ld): the task count is at least 1", p);
+    create(fn, (uint64_t)p - 1);
+    fn();
+}
+
+void sss_pm_wait_for_end(long n)
+{
+    /* After CREATE(fn, P), WAIT_FOR_END(P) counts the creator. */
+    if (S.splash3)
+        n--;
     if (n <= 0)
         return;
     check(sss_wait_u64(S.task, (const uint64_t *)&S.w[W_DONE], SSS_CMP_GE, (uint64_t)n),
@@ -421,15 +500,42 @@ void sss_pm_wait_for_end(int n)
 void *sss_pm_malloc(size_t len)
 {
     void *p = NULL;
+    sss_pm_init();
+    if (len < PM_SMALL) {
+        size_t need = (len + PM_ALIGN - 1) & ~(PM_ALIGN - 1);
+        if (need == 0)
+            need = PM_ALIGN;
+        if (S.small_left < need) {
+            check(sss_dsm_malloc(S.dsm, PM_CHUNK, S.place, S.place_param, &p), "G_MALLOC");
+            S.small_next = p;
+            S.small_left = PM_CHUNK;
+        }
+        p = S.small_next;
+        S.small_next += need;
+        S.small_left -= need;
+        return p;
+    }
     check(sss_dsm_malloc(S.dsm, len, S.place, S.place_param, &p), "G_MALLOC");
     return p;
 }
 
-sss_pm_lock_t sss_pm_lock_new(void)
+sss_pm_lock_t sss_pm_lock_new(void) { return sss_pm_lock_new_n(1); }
+
+sss_pm_lock_t sss_pm_lock_new_n(unsigned long n)
 {
-    uint64_t id = fetch_add(0, W_LOCKS, 1);
+    uint64_t id = fetch_add(0, W_LOCKS, n);
     /* Ids beyond the table share locks: coarser, still correct. */
     return (sss_pm_lock_t)(id % PM_SYNC_LOCK);
+}
+
+void sss_pm_alock_init(sss_pm_lock_t *locks, unsigned long n)
+{
+    if (n == 0)
+        return;
+    sss_pm_lock_t base = sss_pm_lock_new_n(n);
+    for (unsigned long i = 0; i < n; i++)
+        locks[i] = (sss_pm_lock_t)((base + i) % PM_SYNC_LOCK);
+    sss_pm_note(locks, sizeof *locks * n);
 }
 
 void sss_pm_lock(sss_pm_lock_t l) { check(sss_dsm_lock(S.dsm, l), "LOCK"); }
@@ -469,6 +575,62 @@ void sss_pm_pause_wait(sss_pm_pause_t *p)
             return;
         sched_yield();
     }
+}
+
+/* Condition variables: a waiter writes the variable's address into its
+ * slot of rank 0's table before releasing the lock, then sleeps on its
+ * W_WAKE word; a signal clears matching slots (CAS, so that two signals
+ * never wake one waiter once) and bumps their W_WAKE. A signal after the
+ * waiter released the lock therefore finds it, as pthreads promises. */
+void sss_pm_cond_init(const void *cv) { (void)cv; }
+
+void sss_pm_cond_wait(const void *cv, sss_pm_lock_t l)
+{
+    uint64_t seen = S.w[W_WAKE];
+    uint64_t me = (uint64_t)(uintptr_t)cv;
+    put(0, CTL_WORDS + S.rank, &me, sizeof me);
+    sss_pm_unlock(l);
+    check(sss_wait_u64(S.task, (const uint64_t *)&S.w[W_WAKE], SSS_CMP_GT, seen), "CONDVARWAIT");
+    sss_pm_lock(l);
+}
+
+static void cond_wake(const void *cv, int all)
+{
+    uint64_t me = (uint64_t)(uintptr_t)cv;
+    get(0, CTL_WORDS, S.cvtab, sizeof *S.cvtab * S.size);
+    for (uint32_t r = 0; r < S.size; r++) {
+        if (S.cvtab[r] != me || cas(0, CTL_WORDS + r, me, 0) != me)
+            continue;
+        fetch_add(r, W_WAKE, 1);
+        if (!all)
+            return;
+    }
+}
+
+void sss_pm_cond_signal(const void *cv) { cond_wake(cv, 0); }
+
+void sss_pm_cond_broadcast(const void *cv) { cond_wake(cv, 1); }
+
+long sss_pm_getsub(sss_pm_gs_t *gs, long max)
+{
+    long sub;
+    sss_pm_lock(gs->lock);
+    if (gs->v <= max) {
+        sub = gs->v++;
+    } else {
+        sub = -1;
+        gs->v = 0;
+    }
+    sss_pm_note((const void *)&gs->v, sizeof gs->v);
+    sss_pm_unlock(gs->lock);
+    return sub;
+}
+
+void sss_pm_gs_init(sss_pm_gs_t *gs)
+{
+    gs->v = 0;
+    gs->lock = sss_pm_lock_new();
+    sss_pm_note(gs, sizeof *gs);
 }
 
 unsigned long sss_pm_clock(void)

@@ -2,15 +2,16 @@
  * PARMACS on SSS: the runtime behind parmacs/sss.m4.
  *
  * A PARMACS program is started by `sss run -n P prog`: all P tasks start
- * at once. MAIN_INITENV (sss_pm_init) joins the job and creates the shared
- * heap; rank 0 returns and runs main, every other task waits there for a
- * CREATE. CREATE (sss_pm_create) hands a function to the next idle task,
- * going round-robin over the hosts of the job, together with a snapshot
- * of the creator's global variables (.data and .bss of the executable):
+ * at once. Before main (or at MAIN_INITENV, sss_pm_init) each joins the
+ * job and creates the shared heap; rank 0 runs main, every other task
+ * waits for a CREATE. CREATE (sss_pm_create) hands a function to the next
+ * idle task, going round-robin over the hosts of the job, together with a
+ * snapshot of the creator's global variables (.data and .bss, in pieces):
  * the created task starts as a fork of its creator would. Shared data
  * lives in the shared heap (G_MALLOC), so pointers to it kept in globals
  * are valid everywhere; pointers to the creator's private memory (stack,
- * malloc) are not, as with fork across machines.
+ * malloc) are not, as with fork across machines. Globals written after
+ * CREATE are not shared (Water's XTT, FMM's Grid, Volrend's view).
  *
  * Build: m4 parmacs/sss.m4 prog.c.in > prog.c, then
  *   cc -Iinclude -Iparmacs prog.c parmacs/sss_parmacs.c -lsss
@@ -28,7 +29,7 @@
 extern "C" {
 #endif
 
-/** A PARMACS lock: an ADSM lock id. */
+/** A PARMACS lock: an ADSM lock id (LOCKDEC declares an unsigned). */
 typedef unsigned sss_pm_lock_t;
 
 /** PAUSE flag: a word in the shared heap guarded by a lock. */
@@ -37,8 +38,15 @@ typedef struct sss_pm_pause {
     sss_pm_lock_t lock; /**< Guards flag. */
 } sss_pm_pause_t;
 
+/** GSDEC: a global subscript (GETSUB hands out 0, 1, ... max, then -1). */
+typedef struct sss_pm_gs {
+    volatile long v;    /**< Next subscript. */
+    sss_pm_lock_t lock; /**< Guards v. */
+} sss_pm_gs_t;
+
 /** MAIN_INITENV: joins the job and creates the heap. Returns on rank 0
- *  only; other tasks serve CREATEs until MAIN_END, then exit. */
+ *  only; other tasks serve CREATEs until MAIN_END, then exit. A task
+ *  started by `sss run` has joined before main, and this returns. */
 void sss_pm_init(void);
 
 /** MAIN_END: ends every task of the job; never returns. */
@@ -47,15 +55,27 @@ void sss_pm_end(int code);
 /** CREATE: runs @p fn in the next idle task, with this task's globals. */
 void sss_pm_create(void (*fn)(void));
 
-/** WAIT_FOR_END: waits until @p n created functions have returned. */
-void sss_pm_wait_for_end(int n);
+/** CREATE(fn, P) of SPLASH-3: runs @p fn in @p p - 1 idle tasks, then
+ *  in this one; WAIT_FOR_END(P) then waits for the P - 1. */
+void sss_pm_create_all(void (*fn)(void), long p);
+
+/** WAIT_FOR_END: waits until @p n created functions have returned (n - 1
+ *  after a CREATE(fn, P)). */
+void sss_pm_wait_for_end(long n);
 
 /** G_MALLOC: @p len bytes of the shared heap (placement from
- *  SSS_PARMACS_PLACEMENT: first_touch (default), block, cyclic[:pages]). */
+ *  SSS_PARMACS_PLACEMENT: first_touch (default), block, cyclic[:pages]);
+ *  page-aligned from 2 KiB up, smaller blocks share pages (16-aligned). */
 void *sss_pm_malloc(size_t len);
 
 /** LOCKINIT: a fresh lock id. */
 sss_pm_lock_t sss_pm_lock_new(void);
+
+/** @p n consecutive lock ids; returns the first (they wrap round). */
+sss_pm_lock_t sss_pm_lock_new_n(unsigned long n);
+
+/** ALOCKINIT: fresh ids for @p n locks at @p locks. */
+void sss_pm_alock_init(sss_pm_lock_t *locks, unsigned long n);
 
 /** LOCK, with acquire semantics. */
 void sss_pm_lock(sss_pm_lock_t l);
@@ -75,6 +95,28 @@ void sss_pm_pause_set(sss_pm_pause_t *p, long v);
 
 /** WAITPAUSE: waits until the flag is set. */
 void sss_pm_pause_wait(sss_pm_pause_t *p);
+
+/* Condition variables (CONDVARDEC declares a long) are known by their
+ * address, the same in every task; they hold no state of their own. */
+
+/** CONDVARINIT (nothing to do). */
+void sss_pm_cond_init(const void *cv);
+
+/** CONDVARWAIT: releases @p l, sleeps until signalled, takes @p l again.
+ *  The caller holds @p l. Wakes up only after a signal or broadcast. */
+void sss_pm_cond_wait(const void *cv, sss_pm_lock_t l);
+
+/** CONDVARSIGNAL: wakes one task waiting on @p cv, if any. */
+void sss_pm_cond_signal(const void *cv);
+
+/** CONDVARBCAST: wakes every task waiting on @p cv. */
+void sss_pm_cond_broadcast(const void *cv);
+
+/** GSINIT. */
+void sss_pm_gs_init(sss_pm_gs_t *gs);
+
+/** GETSUB: the next subscript up to @p max, then -1 (and starts over). */
+long sss_pm_getsub(sss_pm_gs_t *gs, long max);
 
 /** CLOCK: microseconds since an arbitrary start. */
 unsigned long sss_pm_clock(void);

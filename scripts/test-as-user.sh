@@ -71,6 +71,7 @@ cp -r crates/mpi/tests/c "$tree/crates/mpi/tests/"
 cp target/release/libsss.so target/release/libsss.a target/release/libmpi.so \
   target/release/libmpi.a target/release/sssd \
   target/release/sss-run target/release/sss-test-task "$rel/"
+ln -s libsss.so "$rel/libsss.so.0"   # the soname programs record
 cp "${exes[@]}" "$rel/deps/"
 chmod -R a+rX,go-w "$tmp"
 home=$tmp/home

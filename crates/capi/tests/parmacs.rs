@@ -29,21 +29,41 @@ fn launcher_mode() {
 /// Expands `examples/parmacs/<prog>.c.in` with `parmacs/<macros>.m4` and
 /// compiles it (`note_each`: a note after every shared store).
 fn build(dir: &TempDir, prog: &str, macros: &str, note_each: bool) -> PathBuf {
-    let c = dir.path().join(format!("{prog}-{macros}-{note_each}.c"));
-    let exe = dir.path().join(format!("{prog}-{macros}-{note_each}"));
-    let m4 = Command::new("m4")
+    build_files(dir, &[prog], macros, note_each)
+}
+
+/// Runs m4 with `macros` over `examples/parmacs/<file>.c.in` (m4's
+/// `include` finds files there); its output, or m4's failure.
+fn expand(file: &str, macros: &str) -> std::process::Output {
+    Command::new("m4")
+        .arg("-I")
+        .arg(root().join("examples/parmacs"))
         .arg(root().join("parmacs").join(format!("{macros}.m4")))
-        .arg(root().join("examples/parmacs").join(format!("{prog}.c.in")))
+        .arg(root().join("examples/parmacs").join(format!("{file}.c.in")))
         .output()
-        .expect("run m4 (apt-get install m4; scripts/test.sh installs it)");
-    assert!(
-        m4.status.success(),
-        "m4 {prog}.c.in failed:\n{}",
-        String::from_utf8_lossy(&m4.stderr)
-    );
-    std::fs::write(&c, &m4.stdout).expect("write the expanded source");
+        .expect("run m4 (apt-get install m4; scripts/test.sh installs it)")
+}
+
+/// [`build`] for a program of several files: the first has `MAIN_ENV`,
+/// the others `EXTERN_ENV`; the executable is named after the first.
+fn build_files(dir: &TempDir, files: &[&str], macros: &str, note_each: bool) -> PathBuf {
+    let prog = files[0];
+    let exe = dir.path().join(format!("{prog}-{macros}-{note_each}"));
+    let mut sources = Vec::new();
+    for file in files {
+        let m4 = expand(file, macros);
+        assert!(
+            m4.status.success(),
+            "m4 {file}.c.in failed:\n{}",
+            String::from_utf8_lossy(&m4.stderr)
+        );
+        let c = dir.path().join(format!("{file}-{macros}-{note_each}.c"));
+        std::fs::write(&c, &m4.stdout).expect("write the expanded source");
+        sources.push(c);
+    }
+    let sources: Vec<&std::path::Path> = sources.iter().map(|c| c.as_path()).collect();
     let flags = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror"];
-    let mut cmd = cc(&flags, &exe, &[&c]);
+    let mut cmd = cc(&flags, &exe, &sources);
     cmd.arg(format!("-I{}", root().join("parmacs").display()));
     if note_each {
         cmd.arg("-DSSS_PM_NOTE_EACH");
@@ -242,4 +262,102 @@ fn more_creates_than_tasks_is_a_clear_error() {
                 || err.contains("BARRIER of 3 tasks in a job of 2: run with sss run -n 3")),
         "exit {code:?}, stderr:\n{err}"
     );
+}
+
+/// Both PARMACS dialects, each a program of two files sharing a header
+/// read with m4's `include`: SPLASH-2's `CREATE(fn)` / `WAIT_FOR_END(P -
+/// 1)` and SPLASH-3's `CREATE(fn, P)` / `WAIT_FOR_END(P)`, with condition
+/// variables (`CONDVARWAIT` on an `AGETL` lock, `CONDVARSIGNAL`,
+/// `CONDVARBCAST`), `GETSUB`, `NU_MALLOC`, `PAGE_SIZE`, `RELEASE_FENCE`,
+/// the ROI markers and `G_MALLOC`'s own semicolon. Every build and task
+/// count gives the same order, and no waiter returns from `CONDVARWAIT`
+/// more often than it was signalled (a polling wait would).
+#[test]
+fn both_dialects_block_on_condition_variables_across_files() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let ok = ["ORDER-OK", "WAKEUPS-OK"];
+    for (main, tag) in [("dialect2", "SPLASH-2 "), ("dialect3", "SPLASH-3 ")] {
+        let files = [main, "dialect_work"];
+        let pth = build_files(&dir, &files, "pthreads", false);
+        for threads in ["1", "4"] {
+            let out = Command::new(&pth)
+                .arg(threads)
+                .output()
+                .expect("run the pthreads build");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && ok.iter().all(|w| text.contains(w)),
+                "{main} pthreads on {threads}: {text}"
+            );
+        }
+        let exe = build_files(&dir, &files, "sss", false);
+        for (placement, env) in [
+            (ONE, TRAP),
+            (TWO, TRAP),
+            (&["-n", "4"][..], TRAP),
+            (FOUR_TWO_HOSTS, TRAP),
+            (FOUR_TWO_HOSTS, INVALIDATE),
+        ] {
+            let (code, out, err) = LAUNCHER.run(placement, &exe, &[placement[1]], env);
+            let line = out.lines().find(|l| l.starts_with(tag)).unwrap_or("");
+            assert!(
+                code == Some(0) && ok.iter().all(|w| line.contains(w)),
+                "{main} {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+        }
+    }
+}
+
+/// A `CREATE` of neither dialect stops m4 with the line, rather than
+/// being taken for one of them.
+#[test]
+fn create_with_three_arguments_stops_m4() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let src = dir.path().join("bad.c.in");
+    std::fs::write(
+        &src,
+        "MAIN_ENV\nvoid f(void) {}\nint main(void) { CREATE(f, 2, 3) }\n",
+    )
+    .expect("write bad.c.in");
+    for macros in ["sss", "pthreads"] {
+        let out = Command::new("m4")
+            .arg(root().join("parmacs").join(format!("{macros}.m4")))
+            .arg(&src)
+            .output()
+            .expect("run m4");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("bad.c.in:3: CREATE takes (fn) or (fn, P)"),
+            "{macros}: {:?} {err}",
+            out.status
+        );
+    }
+}
+
+/// More small `G_MALLOC`s than the heap has allocations (Water makes one
+/// per molecule and direction): they share pages, and every task writes
+/// its blocks where the creator reads them. A `G_MALLOC` and output
+/// before `MAIN_INITENV` (Barnes) work, the output appearing once.
+#[test]
+fn many_small_g_mallocs_share_pages() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let exe = build(&dir, "gmalloc", "sss", false);
+    for (placement, env) in [(TWO, TRAP), (FOUR_TWO_HOSTS, INVALIDATE)] {
+        let (code, out, err) = LAUNCHER.run(placement, &exe, &[placement[1], "4500"], env);
+        assert!(
+            code == Some(0)
+                && out.contains("GMALLOC-OK")
+                && out.matches("gmalloc: before init").count() == 1,
+            "gmalloc {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
 }

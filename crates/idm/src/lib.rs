@@ -301,6 +301,62 @@ impl Daemon {
 /// `sss status` prints). `None` when no daemon serves `node`.
 pub fn status_table(node: &str) -> Option<String> {
     let idm = Idm::open(node).ok()?;
+    Some(render(&idm.nodes()))
+}
+
+/// What `sss status` prints: the daemon's view when one serves `node`;
+/// otherwise the node itself from /proc (and its SSS tasks), and the
+/// daemons that serve other nodes of this machine.
+pub fn status_report(node: &str) -> String {
+    if running_daemon(node).is_some() {
+        if let Some(t) = status_table(node) {
+            return t;
+        }
+    }
+    let page = sample::Sampler::new(node).sample();
+    let mut out = format!(
+        "No node daemon serves {node} (`sss run` starts one per host for the length of a \
+         job, or run `sssd --node {node} --peers …`). The node itself, from /proc:\n\n"
+    );
+    out.push_str(&render(std::slice::from_ref(&page)));
+    let others = daemons_here();
+    if others.is_empty() {
+        out.push_str("\nNo node daemon runs on this machine.\n");
+    } else {
+        out.push_str("\nNode daemons on this machine (`sss status --node NODE`):\n\n");
+        for (name, pid) in others {
+            out.push_str(&format!("- {name} (pid {pid})\n"));
+        }
+    }
+    out
+}
+
+/// The nodes whose daemon runs on this machine, with its pid.
+pub fn daemons_here() -> Vec<(String, u32)> {
+    let Ok(dir) = sss_mbcf::shm_dir() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(String, u32)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e
+                .file_name()
+                .to_str()?
+                .strip_prefix("sss-idm-")?
+                .to_string();
+            let pid = Idm::open(&name).ok()?.daemon_pid();
+            alive(pid).then_some((name, pid))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The Markdown tables of `nodes`: one row per node, then its tasks.
+fn render(nodes: &[NodeData]) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -308,7 +364,7 @@ pub fn status_table(node: &str) -> Option<String> {
         "| node | state | age (ms) | cpus | runnable | load 1m | mem free / total (MiB) | tasks | packets | bytes | retrans | rejected | refused |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut tasks = String::new();
-    for d in idm.nodes() {
+    for d in nodes {
         let age = now.saturating_sub(d.updated_ns) / 1_000_000;
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {:.2} | {} / {} | {} | {} | {} | {} | {} | {} |\n",
@@ -343,5 +399,5 @@ pub fn status_table(node: &str) -> Option<String> {
         out.push_str("\n| node | task | pid | state | progress |\n|---|---|---:|---|---:|\n");
         out.push_str(&tasks);
     }
-    Some(out)
+    out
 }

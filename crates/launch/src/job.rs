@@ -301,8 +301,15 @@ impl Job {
             .clone();
         let mut cmd = match self.plan.spawner {
             Spawner::Local => {
+                // Rank 0 reads the launcher's stdin (`sss run … PROG <
+                // file`), as mpirun does; the others read nothing.
+                let stdin = if rank == 0 {
+                    Stdio::inherit()
+                } else {
+                    Stdio::null()
+                };
                 let mut c = Command::new(&self.plan.program);
-                c.args(&self.plan.args).envs(env).stdin(Stdio::null());
+                c.args(&self.plan.args).envs(env).stdin(stdin);
                 c
             }
             Spawner::Ssh => {

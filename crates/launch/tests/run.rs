@@ -210,6 +210,42 @@ fn tag_output_prefixes_whole_lines_on_both_streams() {
     check(&o.stderr, "err ");
 }
 
+/// `sss run … PROG < file`: rank 0 reads the launcher's stdin, the other
+/// tasks read nothing (on one host and on two).
+#[test]
+fn stdin_goes_to_rank_0() {
+    for hosts in [
+        &["-n", "3"][..],
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+    ] {
+        let mut child = Command::new(run_exe())
+            .args(hosts)
+            .arg(task_exe())
+            .arg("stdin")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut input, b"hello\n").unwrap();
+        drop(input);
+        let o = wait_bounded(child);
+        assert_eq!(o.status, 0, "{hosts:?}: {}", o.stderr);
+        for want in [
+            "stdin rank=0 bytes=6 text=\"hello\\n\"",
+            "stdin rank=1 bytes=0 text=\"\"",
+            "stdin rank=2 bytes=0 text=\"\"",
+        ] {
+            assert!(
+                has_line(&o.stdout, want),
+                "{hosts:?}: {want} in\n{}",
+                o.stdout
+            );
+        }
+    }
+}
+
 #[test]
 fn exit_status_of_a_clean_job_is_zero() {
     let o = run(&["-n", "3"], &["barrier", "exit=0"]);

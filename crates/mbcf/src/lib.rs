@@ -32,6 +32,7 @@
 
 mod fifo;
 pub mod idm;
+pub mod known;
 mod mem;
 pub mod node;
 pub mod nofc;

@@ -5,14 +5,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod gendocs;
+mod info;
 mod mpicc;
 mod sim;
 mod status;
+mod top;
 
 /// SSS — a scalable cluster runtime.
 #[derive(Debug, Parser)]
 #[command(name = "sss", version, about)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -25,6 +28,10 @@ enum Command {
     Sim(sim::SimArgs),
     /// Show every node's IDM page as this node's daemon sees it.
     Status(status::StatusArgs),
+    /// Show the build, what this machine offers, and every SSS_* setting.
+    Info(info::InfoArgs),
+    /// A live view of the nodes and tasks, refreshing in place.
+    Top(top::TopArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
     Bench(bench::BenchCli),
     /// Compile and link a C MPI program against libmpi (`-show` prints the command).
@@ -34,6 +41,9 @@ enum Command {
     /// Task side of `sss bench` (started by it through the launcher).
     #[command(name = "__bench-task", hide = true)]
     BenchTask(bench::TaskArgs),
+    /// Man pages and shell completions (for installers).
+    #[command(name = "__gen-docs", hide = true)]
+    GenDocs(gendocs::GenDocsArgs),
 }
 
 fn wrap(args: mpicc::WrapArgs, cxx: bool) -> ExitCode {
@@ -62,10 +72,13 @@ fn main() -> ExitCode {
         }
         Command::Sim(args) => sim::run(args).map_err(|e| e.to_string()),
         Command::Status(args) => status::run(args),
+        Command::Info(args) => info::run(args),
+        Command::Top(args) => top::run(args),
         Command::Bench(cli) => bench::run_cli(cli),
         Command::Mpicc(args) => return wrap(args, false),
         Command::Mpicxx(args) => return wrap(args, true),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
+        Command::GenDocs(args) => gendocs::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

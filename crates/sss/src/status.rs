@@ -8,16 +8,9 @@ pub struct StatusArgs {
     node: String,
 }
 
-/// Prints the table, or explains that no daemon runs there.
+/// Prints the daemon's tables, or the node itself from /proc and the
+/// daemons that do run here when none serves it.
 pub fn run(a: StatusArgs) -> Result<(), String> {
-    match sss_idm::status_table(&a.node) {
-        Some(t) => {
-            print!("{t}");
-            Ok(())
-        }
-        None => Err(format!(
-            "no node daemon serves {} (sss run starts one per host for the length of a job; or run `sssd --node {} --peers …`)",
-            a.node, a.node
-        )),
-    }
+    print!("{}", sss_idm::status_report(&a.node));
+    Ok(())
 }

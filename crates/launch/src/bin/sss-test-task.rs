@@ -93,6 +93,11 @@ fn main() {
                 std::fs::write(&p, b"x").unwrap_or_else(|e| fail(&format!("shm {p}: {e}")));
             }
             "echo" => println!("{val}"),
+            "stdin" => {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text);
+                println!("stdin rank={rank} bytes={} text={:?}", text.len(), text);
+            }
             "lines" => {
                 let n: u32 = val.parse().unwrap_or(10);
                 let out = std::io::stdout();
