@@ -2,11 +2,13 @@
 # Installs SSS under a prefix:
 #   scripts/install.sh --prefix DIR [--no-build]
 #
-#   DIR/bin/                sss, sssd, sss-run
+#   DIR/bin/                sss, sssd, sss-run; mpicc, mpicxx, mpiexec
+#                           (sss mpicc, sss mpicxx, sss run)
 #   DIR/lib/                libsss.so.VERSION (soname libsss.so.0) with the
-#                           libsss.so.0 and libsss.so links, libsss.a
+#                           libsss.so.0 and libsss.so links, libsss.a;
+#                           libmpi.so, libmpi.a
 #   DIR/lib/pkgconfig/      sss.pc
-#   DIR/include/            sss.h
+#   DIR/include/            sss.h, mpi.h
 #   DIR/share/sss/          parmacs/ (macro files and runtime), examples/
 #   DIR/share/man/man1/     sss(1) and one page per subcommand
 #   DIR/share/bash-completion/completions/sss, zsh and fish completions
@@ -34,10 +36,10 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 major=0   # the soname's number (crates/capi/build.rs)
 
 if [ "$build" = 1 ]; then
-  cargo build --release --quiet -p sss -p sss-idm --bin sssd -p sss-launch --bins -p sss-capi --lib
+  cargo build --release --quiet -p sss -p sss-idm --bin sssd -p sss-launch --bins -p sss-capi -p sss-mpi --lib
 fi
 rel=target/release
-for f in sss sssd sss-run libsss.so libsss.a; do
+for f in sss sssd sss-run libsss.so libsss.a libmpi.so libmpi.a; do
   [ -e "$rel/$f" ] || { echo "install.sh: $rel/$f is missing (build first, or drop --no-build)" >&2; exit 1; }
 done
 
@@ -51,7 +53,15 @@ install -m 755 "$rel/libsss.so" "$prefix/lib/libsss.so.$version"
 ln -sf "libsss.so.$version" "$prefix/lib/libsss.so.$major"
 ln -sf "libsss.so.$major" "$prefix/lib/libsss.so"
 install -m 644 "$rel/libsss.a" "$prefix/lib/"
-install -m 644 include/sss.h "$prefix/include/"
+install -m 644 include/sss.h include/mpi.h "$prefix/include/"
+install -m 755 "$rel/libmpi.so" "$prefix/lib/"
+install -m 644 "$rel/libmpi.a" "$prefix/lib/"
+# The names MPI users type, as Open MPI and MPICH install them.
+for w in "mpicc:mpicc" "mpicxx:mpicxx" "mpiexec:run" "mpirun:run"; do
+  name=${w%%:*} sub=${w#*:}
+  printf '#!/bin/sh\nexec "$(dirname "$0")/sss" %s "$@"\n' "$sub" > "$prefix/bin/$name"
+  chmod 755 "$prefix/bin/$name"
+done
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$prefix/lib|" \
     -e "s|@INCLUDEDIR@|$prefix/include|" -e "s|@VERSION@|$version|" \
     crates/capi/sss.pc.in | grep -v '^#' > "$prefix/lib/pkgconfig/sss.pc"

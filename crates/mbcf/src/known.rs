@@ -312,6 +312,34 @@ pub const SETTINGS: &[Known] = &[
         "sss-idm-probe: keep operating for this long (stall tests)",
         Daemon,
     ),
+    k(
+        "SSS_MPICC",
+        "cc",
+        "a C compiler command",
+        "the compiler sss mpicc runs",
+        Launcher,
+    ),
+    k(
+        "SSS_MPICXX",
+        "c++",
+        "a C++ compiler command",
+        "the compiler sss mpicxx runs",
+        Launcher,
+    ),
+    k(
+        "SSS_MPI_INCLUDE",
+        "(beside sss: the prefix's or the repository's include/)",
+        "a directory",
+        "where sss mpicc finds mpi.h (with SSS_MPI_LIBDIR)",
+        Launcher,
+    ),
+    k(
+        "SSS_MPI_LIBDIR",
+        "(beside sss)",
+        "a directory",
+        "where sss mpicc finds libmpi (with SSS_MPI_INCLUDE)",
+        Launcher,
+    ),
     secret(
         "SSS_CLUSTER_SECRET",
         "key of the node daemons' gossip (else --secret-file or ~/.config/sss/cluster.key)",
@@ -481,7 +509,7 @@ mod tests {
                 let text = std::fs::read_to_string(&p).unwrap_or_default();
                 // Only the code before a file's unit tests.
                 let code = text.split("#[cfg(test)]").next().unwrap_or("");
-                for read in ["var(\"", "var_os(\"", "raw(\"", "number(\""] {
+                for read in ["var(\"", "var_os(\"", "raw(\"", "number(\"", "env(\""] {
                     for part in code.split(read).skip(1) {
                         let var: String = part
                             .chars()

@@ -62,6 +62,10 @@ fn an_installed_prefix_builds_and_runs_the_c_examples_with_pkg_config_alone() {
         "share/man/man1/sss.1",
         "share/man/man1/sss-run.1",
         "share/bash-completion/completions/sss",
+        "bin/mpicc",
+        "bin/mpiexec",
+        "lib/libmpi.so",
+        "include/mpi.h",
     ] {
         assert!(prefix.join(f).exists(), "{f} not installed");
     }
@@ -123,5 +127,25 @@ fn an_installed_prefix_builds_and_runs_the_c_examples_with_pkg_config_alone() {
             exe.display()
         );
     }
+    // MPI as its users spell it: the prefix's mpicc and mpiexec.
+    let mpi_src = dir.join("allreduce.c");
+    std::fs::write(
+        &mpi_src,
+        "#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v) { int r, s = 0; \
+         MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r); \
+         MPI_Allreduce(&r, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD); \
+         if (r == 0) printf(\"sum %d\\n\", s); MPI_Finalize(); return 0; }\n",
+    )
+    .unwrap();
+    let mpi_exe = dir.join("allreduce");
+    ok(Command::new(prefix.join("bin/mpicc"))
+        .arg("-o")
+        .arg(&mpi_exe)
+        .arg(&mpi_src));
+    let out = ok(Command::new(prefix.join("bin/mpiexec"))
+        .args(["-np", "3"])
+        .arg(&mpi_exe)
+        .env("SSS_NO_DAEMON", "1"));
+    assert!(out.contains("sum 3"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
