@@ -445,6 +445,25 @@ pub fn nearest(name: &str) -> Option<&'static Known> {
         .map(|(_, s)| s)
 }
 
+/// The variables among `names` that look like a misspelt setting: an
+/// `SSS_` name no setting has, within a few letters of one. Each comes
+/// with the line a task prints about it. Names far from every setting
+/// (other programs' variables) are left alone.
+pub fn misspelt<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    names
+        .into_iter()
+        .filter(|n| n.starts_with("SSS_") && lookup(n).is_none())
+        .filter_map(|n| {
+            nearest(n).map(|k| {
+                format!(
+                    "{n} is not a setting and is ignored; did you mean {}?",
+                    k.name
+                )
+            })
+        })
+        .collect()
+}
+
 /// Levenshtein distance (names are short).
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -480,6 +499,10 @@ mod tests {
             Some("SSS_DSM_PROTOCOL")
         );
         assert!(nearest("SSS_SOMETHING_ELSE_ENTIRELY").is_none());
+        assert_eq!(
+            misspelt(["SSS_SPINUS", "SSS_SPIN_US", "SSS_ATTACK_CHILD", "HOME"]),
+            ["SSS_SPINUS is not a setting and is ignored; did you mean SSS_SPIN_US?"]
+        );
     }
 
     /// Every `SSS_*` variable the sources read outside tests is listed, so

@@ -259,6 +259,13 @@ impl Task {
         // Settings first: a bad one fails every task at once, before any
         // of them waits for the others.
         let cfg = TaskConfig::from_env()?;
+        // A misspelt name would be ignored: say so, once, on stderr.
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        for w in crate::known::misspelt(names.iter().map(String::as_str)) {
+            eprintln!("sss: warning: {w}");
+        }
         let boot = sss_boot::Boot::from_env().map_err(|e| Error::Boot(e.to_string()))?;
         Self::join(Box::new(boot), cfg)
     }
