@@ -33,6 +33,11 @@ impl JobSecret {
         Ok(JobSecret(b))
     }
 
+    /// A secret from its bytes.
+    pub const fn from_bytes(b: [u8; SECRET_LEN]) -> JobSecret {
+        JobSecret(b)
+    }
+
     /// Parses the hex form of `SSS_JOB_SECRET` (64 hex digits).
     pub fn from_hex(s: &str) -> Option<JobSecret> {
         let s = s.trim().as_bytes();

@@ -91,23 +91,15 @@ impl ClusterSecret {
         Self(b)
     }
 
-    /// Parses 64 hex digits, surrounding whitespace ignored.
+    /// Parses 64 hex digits, surrounding whitespace ignored (the job
+    /// secret's form).
     pub fn from_hex(s: &str) -> Option<Self> {
-        let s = s.trim().as_bytes();
-        if s.len() != 2 * SECRET_LEN {
-            return None;
-        }
-        let mut b = [0u8; SECRET_LEN];
-        for (i, pair) in s.chunks(2).enumerate() {
-            let digit = |c: u8| (c as char).to_digit(16);
-            b[i] = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-        }
-        Some(Self(b))
+        sss_boot::JobSecret::from_hex(s).map(|j| Self(*j.as_bytes()))
     }
 
     /// The hex form, for [`ENV`] and secret files.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        sss_boot::JobSecret::from_bytes(self.0).to_hex()
     }
 
     pub(crate) fn bytes(&self) -> &[u8; SECRET_LEN] {
