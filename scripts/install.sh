@@ -53,15 +53,23 @@ install -m 755 "$rel/libsss.so" "$prefix/lib/libsss.so.$version"
 ln -sf "libsss.so.$version" "$prefix/lib/libsss.so.$major"
 ln -sf "libsss.so.$major" "$prefix/lib/libsss.so"
 install -m 644 "$rel/libsss.a" "$prefix/lib/"
-install -m 644 include/sss.h include/mpi.h "$prefix/include/"
+install -m 644 include/sss.h include/mpi.h include/mpif.h "$prefix/include/"
 install -m 755 "$rel/libmpi.so" "$prefix/lib/"
 install -m 644 "$rel/libmpi.a" "$prefix/lib/"
 # The names MPI users type, as Open MPI and MPICH install them.
-for w in "mpicc:mpicc" "mpicxx:mpicxx" "mpiexec:run" "mpirun:run"; do
+for w in "mpicc:mpicc" "mpicxx:mpicxx" "mpif90:mpif90" "mpifort:mpif90" "mpiexec:run" "mpirun:run"; do
   name=${w%%:*} sub=${w#*:}
   printf '#!/bin/sh\nexec "$(dirname "$0")/sss" %s "$@"\n' "$sub" > "$prefix/bin/$name"
   chmod 755 "$prefix/bin/$name"
 done
+# The `use mpi` module, for the gfortran installed now (sss mpif90
+# builds one per compiler into ~/.cache/sss for any other).
+if command -v gfortran >/dev/null 2>&1; then
+  mod=$(mktemp -d)
+  printf "module mpi\n  implicit none\n  include 'mpif.h'\nend module mpi\n" > "$mod/mpi.f90"
+  (cd "$mod" && gfortran -I"$prefix/include" -c mpi.f90) && install -m 644 "$mod/mpi.mod" "$prefix/include/"
+  rm -rf "$mod"
+fi
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$prefix/lib|" \
     -e "s|@INCLUDEDIR@|$prefix/include|" -e "s|@VERSION@|$version|" \
     crates/capi/sss.pc.in | grep -v '^#' > "$prefix/lib/pkgconfig/sss.pc"

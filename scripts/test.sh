@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages: a C toolchain and pkg-config for the C API examples,
+# gfortran for the Fortran MPI bindings,
 # iproute2 and nftables for the tests that inject real packet loss in a
 # network namespace of their own, m4 for the PARMACS programs, OpenSSH for
 # the ssh spawner's test against a real sshd (started by the test on
@@ -15,6 +16,7 @@ cd "$(dirname "$0")/.."
 # numpy and matplotlib into a virtual environment under target/).
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v gfortran >/dev/null 2>&1 || need_apt+=(gfortran)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)

@@ -38,6 +38,9 @@ enum Command {
     Mpicc(mpicc::WrapArgs),
     /// Compile and link a C++ MPI program against libmpi.
     Mpicxx(mpicc::WrapArgs),
+    /// Compile and link a Fortran MPI program (`mpif.h` or `use mpi`) against libmpi.
+    #[command(alias = "mpifort")]
+    Mpif90(mpicc::WrapArgs),
     /// Task side of `sss bench` (started by it through the launcher).
     #[command(name = "__bench-task", hide = true)]
     BenchTask(bench::TaskArgs),
@@ -46,8 +49,8 @@ enum Command {
     GenDocs(gendocs::GenDocsArgs),
 }
 
-fn wrap(args: mpicc::WrapArgs, cxx: bool) -> ExitCode {
-    match mpicc::run(args, cxx) {
+fn wrap(args: mpicc::WrapArgs, lang: mpicc::Lang) -> ExitCode {
+    match mpicc::run(args, lang) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("sss: {e}");
@@ -75,8 +78,9 @@ fn main() -> ExitCode {
         Command::Info(args) => info::run(args),
         Command::Top(args) => top::run(args),
         Command::Bench(cli) => bench::run_cli(cli),
-        Command::Mpicc(args) => return wrap(args, false),
-        Command::Mpicxx(args) => return wrap(args, true),
+        Command::Mpicc(args) => return wrap(args, mpicc::Lang::C),
+        Command::Mpicxx(args) => return wrap(args, mpicc::Lang::Cxx),
+        Command::Mpif90(args) => return wrap(args, mpicc::Lang::Fortran),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
         Command::GenDocs(args) => gendocs::run(args),
     };

@@ -1,5 +1,6 @@
-//! `sss mpicc` and `sss mpicxx`: the C or C++ compiler with the flags of
-//! libmpi (`include/mpi.h`, `-lmpi` and its run path), every argument
+//! `sss mpicc`, `sss mpicxx` and `sss mpif90`: the C, C++ or Fortran
+//! compiler with the flags of libmpi (`include/mpi.h` or `mpif.h` and the
+//! `mpi` module, `-lmpi` and its run path), every argument
 //! passed through, as Open MPI's and MPICH's wrappers do. `-show` prints
 //! the command instead of running it; `-c`, `-E`, `-S` and `-M`/`-MM`
 //! compile without the link flags.
@@ -13,7 +14,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Arguments of `sss mpicc` / `sss mpicxx`.
+/// Arguments of `sss mpicc` / `sss mpicxx` / `sss mpif90`.
 #[derive(Debug, Args)]
 #[command(disable_help_flag = true)]
 pub struct WrapArgs {
@@ -53,8 +54,24 @@ fn locate() -> Result<(PathBuf, PathBuf), String> {
     ))
 }
 
-/// The compiler command for `args`; whether `-show` was asked.
-fn command(compiler: &str, args: &[String], inc: &Path, lib: &Path) -> (Vec<String>, bool) {
+/// The language a wrapper compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    C,
+    Cxx,
+    Fortran,
+}
+
+/// The compiler command for `args`; whether `-show` was asked. `extra`
+/// goes before the user's arguments (Fortran: the module directory and
+/// `-fallow-argument-mismatch`).
+fn command(
+    compiler: &str,
+    extra: &[String],
+    args: &[String],
+    inc: &Path,
+    lib: &Path,
+) -> (Vec<String>, bool) {
     let show = args
         .iter()
         .any(|a| a == "-show" || a == "--show" || a == "-showme");
@@ -62,6 +79,7 @@ fn command(compiler: &str, args: &[String], inc: &Path, lib: &Path) -> (Vec<Stri
         .iter()
         .any(|a| ["-c", "-E", "-S", "-M", "-MM"].contains(&a.as_str()));
     let mut cmd = vec![compiler.to_string(), format!("-I{}", inc.display())];
+    cmd.extend(extra.iter().cloned());
     cmd.extend(
         args.iter()
             .filter(|a| !matches!(a.as_str(), "-show" | "--show" | "-showme"))
@@ -77,15 +95,19 @@ fn command(compiler: &str, args: &[String], inc: &Path, lib: &Path) -> (Vec<Stri
 
 /// Runs the wrapper for `lang` (`cc` or `c++`, overridden by
 /// `SSS_MPICC` / `SSS_MPICXX`); the compiler's exit status.
-pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
-    let (var, default) = if cxx {
-        ("SSS_MPICXX", "c++")
-    } else {
-        ("SSS_MPICC", "cc")
+pub fn run(args: WrapArgs, lang: Lang) -> Result<u8, String> {
+    let (var, default) = match lang {
+        Lang::C => ("SSS_MPICC", "cc"),
+        Lang::Cxx => ("SSS_MPICXX", "c++"),
+        Lang::Fortran => ("SSS_MPIF90", "gfortran"),
     };
     let compiler = std::env::var(var).unwrap_or_else(|_| default.into());
     let (inc, lib) = locate()?;
-    let (cmd, show) = command(&compiler, &args.args, &inc, &lib);
+    let extra = match lang {
+        Lang::Fortran => fortran_flags(&compiler, &inc)?,
+        _ => Vec::new(),
+    };
+    let (cmd, show) = command(&compiler, &extra, &args.args, &inc, &lib);
     if show {
         println!("{}", cmd.join(" "));
         return Ok(0);
@@ -97,6 +119,94 @@ pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
     Ok(st.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))
 }
 
+/// Flags for a Fortran compiler: where the `mpi` module is, and, for
+/// gfortran 10 and later, `-fallow-argument-mismatch` (MPI's choice
+/// buffers take any type).
+fn fortran_flags(compiler: &str, inc: &Path) -> Result<Vec<String>, String> {
+    let version = Command::new(compiler)
+        .arg("-dumpversion")
+        .output()
+        .map_err(|e| format!("{compiler}: {e}"))?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    let major: u32 = version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    let mut flags = vec![format!(
+        "-I{}",
+        module_dir(compiler, &version, inc)?.display()
+    )];
+    if compiler.contains("gfortran") && major >= 10 {
+        flags.push("-fallow-argument-mismatch".into());
+    }
+    Ok(flags)
+}
+
+/// The directory holding `mpi.mod` for this compiler: beside `mpif.h` in
+/// an install prefix, else built once into the user's cache (a module
+/// file belongs to one compiler version).
+fn module_dir(compiler: &str, version: &str, inc: &Path) -> Result<PathBuf, String> {
+    if inc.join("mpi.mod").is_file() {
+        return Ok(inc.to_path_buf());
+    }
+    let header = std::fs::read(inc.join("mpif.h"))
+        .map_err(|e| format!("{}: {e}", inc.join("mpif.h").display()))?;
+    let mut key = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&(&header, compiler, version), &mut key);
+    let key = std::hash::Hasher::finish(&key);
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("sss");
+    let dir = cache.join(format!("fortran-{key:016x}"));
+    if dir.join("mpi.mod").is_file() {
+        return Ok(dir);
+    }
+    // Built in a directory of its own and renamed, so that concurrent
+    // builds never see half a module.
+    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let tmp = tempdir_in(&cache)?;
+    std::fs::write(
+        tmp.join("mpi.f90"),
+        "module mpi\n  implicit none\n  include 'mpif.h'\nend module mpi\n",
+    )
+    .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let st = Command::new(compiler)
+        .arg(format!("-I{}", inc.display()))
+        .arg("-c")
+        .arg("mpi.f90")
+        .current_dir(&tmp)
+        .status()
+        .map_err(|e| format!("{compiler}: {e}"))?;
+    if !st.success() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(format!(
+            "{compiler} could not build the mpi module from {}",
+            inc.join("mpif.h").display()
+        ));
+    }
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Another wrapper got there first.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    Ok(dir)
+}
+
+/// A fresh private directory in `dir`.
+fn tempdir_in(dir: &Path) -> Result<PathBuf, String> {
+    for i in 0..100u32 {
+        let p = dir.join(format!(".build-{}-{i}", std::process::id()));
+        match std::fs::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        }
+    }
+    Err(format!("no temporary directory in {}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,10 +215,10 @@ mod tests {
     fn links_only_when_linking_and_strips_show() {
         let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let (inc, lib) = (Path::new("/i"), Path::new("/l"));
-        let (c, show) = command("cc", &a(&["-O2", "x.c", "-o", "x", "-show"]), inc, lib);
+        let (c, show) = command("cc", &[], &a(&["-O2", "x.c", "-o", "x", "-show"]), inc, lib);
         assert!(show);
         assert_eq!(c.join(" "), "cc -I/i -O2 x.c -o x -L/l -Wl,-rpath,/l -lmpi");
-        let (c, show) = command("cc", &a(&["-c", "x.c"]), inc, lib);
+        let (c, show) = command("cc", &[], &a(&["-c", "x.c"]), inc, lib);
         assert!(!show);
         assert_eq!(c.join(" "), "cc -I/i -c x.c");
     }

@@ -63,6 +63,8 @@ fn an_installed_prefix_builds_and_runs_the_c_examples_with_pkg_config_alone() {
         "share/man/man1/sss-run.1",
         "share/bash-completion/completions/sss",
         "bin/mpicc",
+        "bin/mpif90",
+        "include/mpif.h",
         "bin/mpiexec",
         "lib/libmpi.so",
         "include/mpi.h",
@@ -147,5 +149,27 @@ fn an_installed_prefix_builds_and_runs_the_c_examples_with_pkg_config_alone() {
         .arg(&mpi_exe)
         .env("SSS_NO_DAEMON", "1"));
     assert!(out.contains("sum 3"), "{out}");
+    // Fortran: the prefix's mpif90 and its `use mpi` module.
+    if Command::new("gfortran").arg("--version").output().is_ok() {
+        let f_src = dir.join("allreduce.f90");
+        std::fs::write(
+            &f_src,
+            "program p\n  use mpi\n  integer :: r, s, ierr\n  call MPI_Init(ierr)\n  \
+             call MPI_Comm_rank(MPI_COMM_WORLD, r, ierr)\n  \
+             call MPI_Allreduce(r, s, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)\n  \
+             if (r == 0) print '(a, i0)', 'fortran sum ', s\n  call MPI_Finalize(ierr)\nend program p\n",
+        )
+        .unwrap();
+        let f_exe = dir.join("allreduce_f");
+        ok(Command::new(prefix.join("bin/mpif90"))
+            .arg("-o")
+            .arg(&f_exe)
+            .arg(&f_src));
+        let out = ok(Command::new(prefix.join("bin/mpiexec"))
+            .args(["-np", "3"])
+            .arg(&f_exe)
+            .env("SSS_NO_DAEMON", "1"));
+        assert!(out.contains("fortran sum 3"), "{out}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,6 +27,7 @@
 
 mod coll;
 mod collv;
+mod fortran;
 mod init;
 mod p2p;
 

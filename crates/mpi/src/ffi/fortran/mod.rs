@@ -1,0 +1,265 @@
+//! The Fortran bindings (`include/mpif.h`, `use mpi`): the F77 names
+//! gfortran calls (`mpi_send_` …), each converting its arguments and
+//! calling the C entry point.
+//!
+//! Every argument comes by reference. Handles are default `INTEGER`s
+//! with the same values as the C handles (predefined ones are the
+//! standard ABI's constants, created ones are ids below 2^31), so
+//! conversion is a widening. The sentinels (`MPI_IN_PLACE`,
+//! `MPI_BOTTOM`, `MPI_STATUS_IGNORE`, `MPI_STATUSES_IGNORE`) are common
+//! blocks: the library recognises them by address. A Fortran status is
+//! `INTEGER(MPI_STATUS_SIZE)` = 8, laid out as the C `MPI_Status`.
+//!
+//! Submodules: `env` (environment, communicators, errors), `p2p`
+//! (point-to-point), `coll` (collectives).
+
+mod coll;
+mod env;
+mod p2p;
+
+use super::{mk, Handle, MpiStatus};
+use crate::consts::err;
+use std::cell::UnsafeCell;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::OnceLock;
+
+/// A default Fortran `INTEGER`.
+pub type Fint = c_int;
+
+/// A Fortran common block the library defines, so that a program has one
+/// even when it links statically.
+#[repr(C)]
+pub struct Common<const N: usize>(UnsafeCell<[Fint; N]>);
+
+// SAFETY: the library only takes the block's address; Fortran code may
+// write it, which is no concern of the library's.
+unsafe impl<const N: usize> Sync for Common<N> {}
+
+#[no_mangle]
+static sss_mpi_bottom_: Common<1> = Common(UnsafeCell::new([0]));
+#[no_mangle]
+static sss_mpi_in_place_: Common<1> = Common(UnsafeCell::new([0]));
+#[no_mangle]
+static sss_mpi_status_ignore_: Common<8> = Common(UnsafeCell::new([0; 8]));
+#[no_mangle]
+static sss_mpi_statuses_ignore_: Common<8> = Common(UnsafeCell::new([0; 8]));
+#[no_mangle]
+static sss_mpi_errcodes_ignore_: Common<1> = Common(UnsafeCell::new([0]));
+
+/// Where a sentinel block is: the program's copy (found by name, for a
+/// program that defines its common block itself) and the library's.
+struct Sentinel {
+    found: usize,
+    own: usize,
+}
+
+impl Sentinel {
+    fn new<const N: usize>(name: &CStr, own: &Common<N>) -> Sentinel {
+        // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
+        let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) } as usize;
+        Sentinel {
+            found,
+            own: own.0.get() as usize,
+        }
+    }
+
+    fn is(&self, p: usize) -> bool {
+        p != 0 && (p == self.found || p == self.own)
+    }
+}
+
+struct Sentinels {
+    bottom: Sentinel,
+    in_place: Sentinel,
+    status: Sentinel,
+    statuses: Sentinel,
+}
+
+fn sentinels() -> &'static Sentinels {
+    static S: OnceLock<Sentinels> = OnceLock::new();
+    S.get_or_init(|| Sentinels {
+        bottom: Sentinel::new(c"sss_mpi_bottom_", &sss_mpi_bottom_),
+        in_place: Sentinel::new(c"sss_mpi_in_place_", &sss_mpi_in_place_),
+        status: Sentinel::new(c"sss_mpi_status_ignore_", &sss_mpi_status_ignore_),
+        statuses: Sentinel::new(c"sss_mpi_statuses_ignore_", &sss_mpi_statuses_ignore_),
+    })
+}
+
+/// A choice buffer: `MPI_BOTTOM` becomes the null address, `MPI_IN_PLACE`
+/// the C `MPI_IN_PLACE`.
+fn buf(p: *mut c_void) -> *mut c_void {
+    let s = sentinels();
+    let a = p as usize;
+    if s.bottom.is(a) {
+        std::ptr::null_mut()
+    } else if s.in_place.is(a) {
+        mk(crate::consts::IN_PLACE)
+    } else {
+        p
+    }
+}
+
+/// A status argument: `MPI_STATUS_IGNORE` becomes null.
+fn status(p: *mut Fint) -> *mut MpiStatus {
+    if sentinels().status.is(p as usize) {
+        std::ptr::null_mut()
+    } else {
+        p.cast()
+    }
+}
+
+/// An array-of-statuses argument: `MPI_STATUSES_IGNORE` becomes null.
+fn statuses(p: *mut Fint) -> *mut MpiStatus {
+    if sentinels().statuses.is(p as usize) || sentinels().status.is(p as usize) {
+        std::ptr::null_mut()
+    } else {
+        p.cast()
+    }
+}
+
+/// The C handle of a Fortran handle.
+fn handle(v: Fint) -> Handle {
+    // A negative value is no handle; usize::MAX is refused by every call.
+    mk(usize::try_from(v).unwrap_or(usize::MAX))
+}
+
+/// The Fortran handle of a C handle, or `MPI_ERR_INTERN` when it does not
+/// fit (the library's ids stay far below 2^31).
+fn fhandle(h: Handle) -> Result<Fint, c_int> {
+    Fint::try_from(h as usize).map_err(|_| err::INTERN)
+}
+
+/// Reads an input argument.
+///
+/// # Safety
+/// `p` points to a readable `Fint`.
+unsafe fn get(p: *const Fint) -> Fint {
+    if p.is_null() {
+        // gfortran never passes null for an argument; a C caller might.
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { p.read() }
+}
+
+/// Stores the error code, when the caller gave somewhere to store it.
+///
+/// # Safety
+/// `ierr` is null or points to a writable `Fint`.
+unsafe fn set(ierr: *mut Fint, code: c_int) {
+    if !ierr.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { ierr.write(code) }
+    }
+}
+
+/// Runs a C call that sets handle `*h` (in and out), converting.
+///
+/// # Safety
+/// `h` points to a readable and writable `Fint`; `f` is a C entry point
+/// whose handle argument may be the pointer it is given.
+unsafe fn with_handle(h: *mut Fint, f: impl FnOnce(*mut Handle) -> c_int) -> c_int {
+    if h.is_null() {
+        return f(std::ptr::null_mut());
+    }
+    // SAFETY: the caller's contract.
+    let mut c = handle(unsafe { h.read() });
+    let r = f(&mut c);
+    match fhandle(c) {
+        // SAFETY: as above.
+        Ok(v) => unsafe { h.write(v) },
+        Err(e) => return e,
+    }
+    r
+}
+
+/// Runs a C call on an array of `n` request handles (in and out).
+///
+/// # Safety
+/// `reqs` points to `n` readable and writable `Fint`s.
+unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> c_int) -> c_int {
+    let n = usize::try_from(n).unwrap_or(0);
+    if reqs.is_null() || n == 0 {
+        return f(std::ptr::null_mut());
+    }
+    // SAFETY: the caller's contract.
+    let fs = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    let mut cs: Vec<Handle> = fs.iter().map(|&v| handle(v)).collect();
+    let r = f(cs.as_mut_ptr());
+    for (fv, c) in fs.iter_mut().zip(cs) {
+        match fhandle(c) {
+            Ok(v) => *fv = v,
+            Err(e) => return e,
+        }
+    }
+    r
+}
+
+/// Declares `mpi_name_` for a C entry point whose arguments are all
+/// plain: `int` values (`v`), handles (`h`), choice buffers (`b`),
+/// pointers passed through (`p`: int outputs, int arrays, logical
+/// flags), statuses (`s`) and handle outputs (`o`).
+macro_rules! fortran {
+    ($(#[$doc:meta])* $f:ident => $c:path; $($a:ident : $k:ident),* $(,)?) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Fortran's contract: every argument is a valid reference of the
+        /// kind the MPI standard gives it.
+        #[no_mangle]
+        pub unsafe extern "C" fn $f($($a: fortran!(@ty $k),)* ierr: *mut $crate::ffi::fortran::Fint) {
+            $(fortran!(@pre $k $a);)*
+            // SAFETY: the arguments were converted as the C call expects
+            // and keep Fortran's validity.
+            let r = unsafe { $c($(fortran!(@arg $k $a)),*) };
+            $(fortran!(@post $k $a ierr);)*
+            // SAFETY: `ierr` is Fortran's error argument.
+            unsafe { $crate::ffi::fortran::set(ierr, r) };
+        }
+    };
+    (@ty v) => { *const $crate::ffi::fortran::Fint };
+    (@ty h) => { *const $crate::ffi::fortran::Fint };
+    (@ty b) => { *mut std::ffi::c_void };
+    (@ty p) => { *mut $crate::ffi::fortran::Fint };
+    (@ty s) => { *mut $crate::ffi::fortran::Fint };
+    (@ty o) => { *mut $crate::ffi::fortran::Fint };
+    (@pre o $a:ident) => { let mut $a = ($a, $crate::ffi::mk(0)); };
+    (@pre $k:ident $a:ident) => {};
+    // SAFETY (all arms): the pointers are Fortran references.
+    (@arg v $a:ident) => { $crate::ffi::fortran::get($a) };
+    (@arg h $a:ident) => { $crate::ffi::fortran::handle($crate::ffi::fortran::get($a)) };
+    (@arg b $a:ident) => { $crate::ffi::fortran::buf($a) };
+    (@arg p $a:ident) => { $a };
+    (@arg s $a:ident) => { $crate::ffi::fortran::status($a) };
+    (@arg o $a:ident) => { &mut $a.1 };
+    (@post o $a:ident $ierr:ident) => {
+        if !$a.0.is_null() {
+            match $crate::ffi::fortran::fhandle($a.1) {
+                // SAFETY: a Fortran output argument.
+                Ok(v) => unsafe { $a.0.write(v) },
+                Err(e) => {
+                    // SAFETY: `ierr` is Fortran's error argument.
+                    unsafe { $crate::ffi::fortran::set($ierr, e) };
+                    return;
+                }
+            }
+        }
+    };
+    (@post $k:ident $a:ident $ierr:ident) => {};
+}
+pub(crate) use fortran;
+
+/// Copies `s` into a Fortran `CHARACTER*(flen)` (blank-padded).
+///
+/// # Safety
+/// `dst` points to `flen` writable bytes.
+unsafe fn put_fstr(s: &[u8], dst: *mut u8, flen: usize) {
+    if dst.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let d = unsafe { std::slice::from_raw_parts_mut(dst, flen) };
+    let n = s.len().min(flen);
+    d[..n].copy_from_slice(&s[..n]);
+    d[n..].fill(b' ');
+}

@@ -1,0 +1,62 @@
+! Free-form Fortran with `use mpi`: complex and logical types, 2-D
+! arrays, MPI_STATUSES_IGNORE, scans, gatherv and Abort's exit status.
+! Rank 0 prints "modern: ok N tasks" when every check passed.
+program modern
+  use mpi
+  implicit none
+  integer :: ierr, rank, size, i, errs, s
+  integer :: reqs(2), counts(64), displs(64), got(64)
+  complex(kind=8) :: z(3), zs(3)
+  real :: grid(4, 3), recv(4, 3)
+  logical :: l(2)
+  character(len=16) :: arg
+
+  errs = 0
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
+  if (command_argument_count() > 0) then
+    call get_command_argument(1, arg)
+    if (arg == 'abort' .and. rank == size - 1) call MPI_Abort(MPI_COMM_WORLD, 5, ierr)
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  end if
+
+  z = [(cmplx(rank, i, kind=8), i = 1, 3)]
+  call MPI_Allreduce(z, zs, 3, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (zs(2) /= cmplx(size * (size - 1) / 2, 2 * size, kind=8)) errs = errs + 1
+
+  grid = real(rank)
+  call MPI_Irecv(recv, 12, MPI_REAL, modulo(rank - 1, size), 3, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Isend(grid, 12, MPI_REAL, modulo(rank + 1, size), 3, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
+  if (any(recv /= real(modulo(rank - 1, size)))) errs = errs + 1
+
+  l = [rank == 0, .true.]
+  call MPI_Allreduce(MPI_IN_PLACE, l, 2, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD, ierr)
+  if (l(1) .neqv. (size == 1) .or. .not. l(2)) errs = errs + 1
+
+  call MPI_Scan(rank + 1, s, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (s /= (rank + 1) * (rank + 2) / 2) errs = errs + 1
+
+  ! Rank r sends r + 1 copies of r.
+  got = -1
+  counts(1:size) = [(i, i = 1, size)]
+  displs(1:size) = [(i * (i - 1) / 2, i = 1, size)]
+  call MPI_Gatherv([(rank, i = 0, rank)], rank + 1, MPI_INTEGER, got, counts, displs, &
+                   MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  if (rank == 0) then
+    do i = 1, size
+      if (any(got(displs(i) + 1:displs(i) + i) /= i - 1)) errs = errs + 1
+    end do
+  end if
+
+  call MPI_Allreduce(MPI_IN_PLACE, errs, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (rank == 0) then
+    if (errs == 0) then
+      write (*, '(a, i0, a)') 'modern: ok ', size, ' tasks'
+    else
+      write (*, '(a, i0, a)') 'modern: ', errs, ' errors'
+    end if
+  end if
+  call MPI_Finalize(ierr)
+end program modern
