@@ -81,8 +81,8 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_INFO_ENV ((MPI_Info)0x131)
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0x140)
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)0x141)
-#define MPI_ERRORS_RETURN ((MPI_Errhandler)0x142)
-#define MPI_ERRORS_ABORT ((MPI_Errhandler)0x143)
+#define MPI_ERRORS_ABORT ((MPI_Errhandler)0x142)
+#define MPI_ERRORS_RETURN ((MPI_Errhandler)0x143)
 #define MPI_REQUEST_NULL ((MPI_Request)0x180)
 
 /* Datatypes (all transfer; reductions work on the numeric ones). */
@@ -111,6 +111,7 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_COMPLEX ((MPI_Datatype)0x21b)
 #define MPI_DOUBLE_PRECISION ((MPI_Datatype)0x21c)
 #define MPI_DOUBLE_COMPLEX ((MPI_Datatype)0x21d)
+#define MPI_CHARACTER ((MPI_Datatype)0x21e)
 #define MPI_LONG_DOUBLE ((MPI_Datatype)0x220)
 #define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x224)
 #define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x225)
@@ -140,7 +141,6 @@ typedef struct MPI_ABI_Datatype *MPI_Datatype;
 #define MPI_UINT64_T ((MPI_Datatype)0x259)
 #define MPI_LOGICAL1 ((MPI_Datatype)0x2c0)
 #define MPI_INTEGER1 ((MPI_Datatype)0x2c1)
-#define MPI_CHARACTER ((MPI_Datatype)0x2c3)
 #define MPI_LOGICAL2 ((MPI_Datatype)0x2c8)
 #define MPI_INTEGER2 ((MPI_Datatype)0x2c9)
 #define MPI_REAL2 ((MPI_Datatype)0x2ca)
@@ -182,8 +182,20 @@ enum {
     MPI_ERR_INTERN = 17,
     MPI_ERR_PENDING = 18,
     MPI_ERR_IN_STATUS = 19,
+    MPI_ERR_ASSERT = 22,
+    MPI_ERR_BASE = 24,
+    MPI_ERR_DISP = 26,
+    MPI_ERR_LOCKTYPE = 37,
     MPI_ERR_NO_MEM = 39,
+    MPI_ERR_RMA_ATTACH = 46,
+    MPI_ERR_RMA_CONFLICT = 47,
+    MPI_ERR_RMA_RANGE = 48,
+    MPI_ERR_RMA_SHARED = 49,
+    MPI_ERR_RMA_SYNC = 50,
+    MPI_ERR_SIZE = 52,
     MPI_ERR_UNSUPPORTED_OPERATION = 55,
+    MPI_ERR_WIN = 56,
+    MPI_ERR_RMA_FLAVOR = 57,
     MPI_ERR_PROC_ABORTED = 58,
     MPI_ERR_ERRHANDLER = 61,
     MPI_ERR_LASTCODE = 0x3fff,
@@ -213,9 +225,9 @@ enum {
 /* Thread levels and comparisons. */
 enum {
     MPI_THREAD_SINGLE = 0,
-    MPI_THREAD_FUNNELED = 1,
-    MPI_THREAD_SERIALIZED = 2,
-    MPI_THREAD_MULTIPLE = 7,
+    MPI_THREAD_FUNNELED = 1024,
+    MPI_THREAD_SERIALIZED = 2048,
+    MPI_THREAD_MULTIPLE = 4096,
     MPI_IDENT = 201,
     MPI_CONGRUENT = 202,
     MPI_SIMILAR = 203,
@@ -229,9 +241,9 @@ enum {
     MPI_IO = 502,
     MPI_HOST = 503,
     MPI_WTIME_IS_GLOBAL = 504,
-    MPI_UNIVERSE_SIZE = 505,
-    MPI_APPNUM = 506,
-    MPI_LASTUSEDCODE = 507
+    MPI_APPNUM = 505,
+    MPI_LASTUSEDCODE = 506,
+    MPI_UNIVERSE_SIZE = 507
 };
 
 /* Environment. */
@@ -321,6 +333,55 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
                              MPI_Comm comm);
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+
+/* One-sided communication. */
+enum {
+    MPI_LOCK_EXCLUSIVE = 301,
+    MPI_LOCK_SHARED = 302,
+    MPI_WIN_FLAVOR_CREATE = 311,
+    MPI_WIN_FLAVOR_ALLOCATE = 312,
+    MPI_WIN_FLAVOR_DYNAMIC = 313,
+    MPI_WIN_FLAVOR_SHARED = 314,
+    MPI_WIN_UNIFIED = 321,
+    MPI_WIN_SEPARATE = 322,
+    MPI_WIN_BASE = 601,
+    MPI_WIN_DISP_UNIT = 602,
+    MPI_WIN_SIZE = 603,
+    MPI_WIN_CREATE_FLAVOR = 604,
+    MPI_WIN_MODEL = 605,
+    MPI_MODE_NOCHECK = 1024,
+    MPI_MODE_NOPRECEDE = 2048,
+    MPI_MODE_NOPUT = 4096,
+    MPI_MODE_NOSTORE = 8192,
+    MPI_MODE_NOSUCCEED = 16384
+};
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_lock_all(int assert, MPI_Win win);
+int MPI_Win_unlock_all(MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_flush_all(MPI_Win win);
+int MPI_Win_flush_local(int rank, MPI_Win win);
+int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+            int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+                   MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr,
+                       int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                       int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
+                     MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype,
+                         int target_rank, MPI_Aint target_disp, MPI_Win win);
 
 #ifdef __cplusplus
 }

@@ -60,10 +60,10 @@
       parameter (MPI_ERRHANDLER_NULL=320)
       integer MPI_ERRORS_ARE_FATAL
       parameter (MPI_ERRORS_ARE_FATAL=321)
-      integer MPI_ERRORS_RETURN
-      parameter (MPI_ERRORS_RETURN=322)
       integer MPI_ERRORS_ABORT
-      parameter (MPI_ERRORS_ABORT=323)
+      parameter (MPI_ERRORS_ABORT=322)
+      integer MPI_ERRORS_RETURN
+      parameter (MPI_ERRORS_RETURN=323)
       integer MPI_REQUEST_NULL
       parameter (MPI_REQUEST_NULL=384)
       integer MPI_DATATYPE_NULL
@@ -116,6 +116,8 @@
       parameter (MPI_DOUBLE_PRECISION=540)
       integer MPI_DOUBLE_COMPLEX
       parameter (MPI_DOUBLE_COMPLEX=541)
+      integer MPI_CHARACTER
+      parameter (MPI_CHARACTER=542)
       integer MPI_LONG_DOUBLE
       parameter (MPI_LONG_DOUBLE=544)
       integer MPI_C_LONG_DOUBLE_COMPLEX
@@ -174,8 +176,6 @@
       parameter (MPI_LOGICAL1=704)
       integer MPI_INTEGER1
       parameter (MPI_INTEGER1=705)
-      integer MPI_CHARACTER
-      parameter (MPI_CHARACTER=707)
       integer MPI_LOGICAL2
       parameter (MPI_LOGICAL2=712)
       integer MPI_INTEGER2
@@ -260,10 +260,34 @@
       parameter (MPI_ERR_PENDING=18)
       integer MPI_ERR_IN_STATUS
       parameter (MPI_ERR_IN_STATUS=19)
+      integer MPI_ERR_ASSERT
+      parameter (MPI_ERR_ASSERT=22)
+      integer MPI_ERR_BASE
+      parameter (MPI_ERR_BASE=24)
+      integer MPI_ERR_DISP
+      parameter (MPI_ERR_DISP=26)
+      integer MPI_ERR_LOCKTYPE
+      parameter (MPI_ERR_LOCKTYPE=37)
       integer MPI_ERR_NO_MEM
       parameter (MPI_ERR_NO_MEM=39)
+      integer MPI_ERR_RMA_ATTACH
+      parameter (MPI_ERR_RMA_ATTACH=46)
+      integer MPI_ERR_RMA_CONFLICT
+      parameter (MPI_ERR_RMA_CONFLICT=47)
+      integer MPI_ERR_RMA_RANGE
+      parameter (MPI_ERR_RMA_RANGE=48)
+      integer MPI_ERR_RMA_SHARED
+      parameter (MPI_ERR_RMA_SHARED=49)
+      integer MPI_ERR_RMA_SYNC
+      parameter (MPI_ERR_RMA_SYNC=50)
+      integer MPI_ERR_SIZE
+      parameter (MPI_ERR_SIZE=52)
       integer MPI_ERR_UNSUPPORTED_OPERATION
       parameter (MPI_ERR_UNSUPPORTED_OPERATION=55)
+      integer MPI_ERR_WIN
+      parameter (MPI_ERR_WIN=56)
+      integer MPI_ERR_RMA_FLAVOR
+      parameter (MPI_ERR_RMA_FLAVOR=57)
       integer MPI_ERR_PROC_ABORTED
       parameter (MPI_ERR_PROC_ABORTED=58)
       integer MPI_ERR_ERRHANDLER
@@ -283,11 +307,11 @@
       integer MPI_THREAD_SINGLE
       parameter (MPI_THREAD_SINGLE=0)
       integer MPI_THREAD_FUNNELED
-      parameter (MPI_THREAD_FUNNELED=1)
+      parameter (MPI_THREAD_FUNNELED=1024)
       integer MPI_THREAD_SERIALIZED
-      parameter (MPI_THREAD_SERIALIZED=2)
+      parameter (MPI_THREAD_SERIALIZED=2048)
       integer MPI_THREAD_MULTIPLE
-      parameter (MPI_THREAD_MULTIPLE=7)
+      parameter (MPI_THREAD_MULTIPLE=4096)
       integer MPI_IDENT
       parameter (MPI_IDENT=201)
       integer MPI_CONGRUENT
@@ -306,12 +330,48 @@
       parameter (MPI_HOST=503)
       integer MPI_WTIME_IS_GLOBAL
       parameter (MPI_WTIME_IS_GLOBAL=504)
-      integer MPI_UNIVERSE_SIZE
-      parameter (MPI_UNIVERSE_SIZE=505)
       integer MPI_APPNUM
-      parameter (MPI_APPNUM=506)
+      parameter (MPI_APPNUM=505)
       integer MPI_LASTUSEDCODE
-      parameter (MPI_LASTUSEDCODE=507)
+      parameter (MPI_LASTUSEDCODE=506)
+      integer MPI_UNIVERSE_SIZE
+      parameter (MPI_UNIVERSE_SIZE=507)
+      integer MPI_LOCK_EXCLUSIVE
+      parameter (MPI_LOCK_EXCLUSIVE=301)
+      integer MPI_LOCK_SHARED
+      parameter (MPI_LOCK_SHARED=302)
+      integer MPI_WIN_FLAVOR_CREATE
+      parameter (MPI_WIN_FLAVOR_CREATE=311)
+      integer MPI_WIN_FLAVOR_ALLOCATE
+      parameter (MPI_WIN_FLAVOR_ALLOCATE=312)
+      integer MPI_WIN_FLAVOR_DYNAMIC
+      parameter (MPI_WIN_FLAVOR_DYNAMIC=313)
+      integer MPI_WIN_FLAVOR_SHARED
+      parameter (MPI_WIN_FLAVOR_SHARED=314)
+      integer MPI_WIN_UNIFIED
+      parameter (MPI_WIN_UNIFIED=321)
+      integer MPI_WIN_SEPARATE
+      parameter (MPI_WIN_SEPARATE=322)
+      integer MPI_WIN_BASE
+      parameter (MPI_WIN_BASE=601)
+      integer MPI_WIN_DISP_UNIT
+      parameter (MPI_WIN_DISP_UNIT=602)
+      integer MPI_WIN_SIZE
+      parameter (MPI_WIN_SIZE=603)
+      integer MPI_WIN_CREATE_FLAVOR
+      parameter (MPI_WIN_CREATE_FLAVOR=604)
+      integer MPI_WIN_MODEL
+      parameter (MPI_WIN_MODEL=605)
+      integer MPI_MODE_NOCHECK
+      parameter (MPI_MODE_NOCHECK=1024)
+      integer MPI_MODE_NOPRECEDE
+      parameter (MPI_MODE_NOPRECEDE=2048)
+      integer MPI_MODE_NOPUT
+      parameter (MPI_MODE_NOPUT=4096)
+      integer MPI_MODE_NOSTORE
+      parameter (MPI_MODE_NOSTORE=8192)
+      integer MPI_MODE_NOSUCCEED
+      parameter (MPI_MODE_NOSUCCEED=16384)
       integer MPI_STATUS_SIZE
       parameter (MPI_STATUS_SIZE=8)
       integer MPI_SOURCE

@@ -9,9 +9,10 @@ pub(crate) mod h {
     pub const COMM_SELF: usize = 0x102;
     pub const ERRHANDLER_NULL: usize = 0x140;
     pub const ERRORS_ARE_FATAL: usize = 0x141;
-    pub const ERRORS_RETURN: usize = 0x142;
-    pub const ERRORS_ABORT: usize = 0x143;
+    pub const ERRORS_ABORT: usize = 0x142;
+    pub const ERRORS_RETURN: usize = 0x143;
     pub const REQUEST_NULL: usize = 0x180;
+    pub const WIN_NULL: usize = 0x110;
     /// Handles this library creates start here, far above every
     /// predefined value.
     pub const FIRST_USER: usize = 0x10000;
@@ -27,7 +28,7 @@ pub(crate) const UNDEFINED: i32 = -32766;
 pub(crate) const IN_PLACE: usize = 1;
 
 /// Thread levels.
-pub(crate) const THREAD_SERIALIZED: i32 = 2;
+pub(crate) const THREAD_SERIALIZED: i32 = 2048;
 
 /// Error classes.
 pub(crate) mod err {
@@ -46,7 +47,14 @@ pub(crate) mod err {
     pub const OTHER: i32 = 16;
     pub const INTERN: i32 = 17;
     pub const IN_STATUS: i32 = 19;
+    pub const LOCKTYPE: i32 = 37;
     pub const NO_MEM: i32 = 39;
+    pub const DISP: i32 = 26;
+    pub const BASE: i32 = 24;
+    pub const SIZE: i32 = 52;
+    pub const RMA_RANGE: i32 = 48;
+    pub const RMA_SYNC: i32 = 50;
+    pub const WIN: i32 = 56;
     pub const PROC_ABORTED: i32 = 58;
     pub const ERRHANDLER: i32 = 61;
     pub const LASTCODE: i32 = 0x3fff;
@@ -75,7 +83,19 @@ pub(crate) fn error_string(code: i32) -> Option<&'static str> {
         17 => "MPI_ERR_INTERN: internal error",
         18 => "MPI_ERR_PENDING: pending request",
         19 => "MPI_ERR_IN_STATUS: error code is in status",
+        22 => "MPI_ERR_ASSERT: invalid assertion",
+        24 => "MPI_ERR_BASE: invalid base address",
+        26 => "MPI_ERR_DISP: invalid displacement",
+        37 => "MPI_ERR_LOCKTYPE: invalid lock type",
         39 => "MPI_ERR_NO_MEM: out of memory",
+        46 => "MPI_ERR_RMA_ATTACH: memory cannot be attached",
+        47 => "MPI_ERR_RMA_CONFLICT: conflicting accesses to a window",
+        48 => "MPI_ERR_RMA_RANGE: target memory outside the window",
+        49 => "MPI_ERR_RMA_SHARED: memory cannot be shared",
+        50 => "MPI_ERR_RMA_SYNC: wrong synchronization of one-sided operations",
+        52 => "MPI_ERR_SIZE: invalid size",
+        56 => "MPI_ERR_WIN: invalid window",
+        57 => "MPI_ERR_RMA_FLAVOR: wrong window flavor",
         55 => "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported",
         58 => "MPI_ERR_PROC_ABORTED: a peer process failed",
         61 => "MPI_ERR_ERRHANDLER: invalid error handler",

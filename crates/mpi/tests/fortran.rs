@@ -46,17 +46,12 @@ fn compile(dir: &TempDir, file: &str, static_lib: bool) -> PathBuf {
     let exe = dir.path().join(file.replace('.', "_"));
     let lib = lib_dir();
     let mut cmd = Command::new("gfortran");
-    cmd.args([
-        "-O1",
-        "-g",
-        "-Wall",
-        "-fallow-argument-mismatch",
-    ])
-    .arg(format!("-I{}", inc.display()))
-    .arg(format!("-I{}", dir.path().display()))
-    .arg("-o")
-    .arg(&exe)
-    .arg(&src);
+    cmd.args(["-O1", "-g", "-Wall", "-fallow-argument-mismatch"])
+        .arg(format!("-I{}", inc.display()))
+        .arg(format!("-I{}", dir.path().display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src);
     if static_lib {
         cmd.arg(lib.join("libmpi.a")).args(STATIC_LIBS);
     } else {

@@ -396,8 +396,8 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             501 => Some(&TAG_UB),
             502 => Some(&IO),
             503 => Some(&HOST),
-            504 | 506 => Some(&ZERO),
-            505 => Some(UNIVERSE.get_or_init(|| size as c_int)),
+            504..=506 => Some(&ZERO),
+            507 => Some(UNIVERSE.get_or_init(|| size as c_int)),
             _ => None,
         };
         // SAFETY: the caller's contract: `value` is where a pointer to the

@@ -1,11 +1,13 @@
 ! Free-form Fortran with `use mpi`: complex and logical types, 2-D
-! arrays, MPI_STATUSES_IGNORE, scans, gatherv and Abort's exit status.
+! arrays, MPI_STATUSES_IGNORE, scans, gatherv, a window and Abort's
+! exit status.
 ! Rank 0 prints "modern: ok N tasks" when every check passed.
 program modern
   use mpi
   implicit none
   integer :: ierr, rank, size, i, errs, s
-  integer :: reqs(2), counts(64), displs(64), got(64)
+  integer :: reqs(2), counts(64), displs(64), got(64), win, cells(4)
+  integer(kind=MPI_ADDRESS_KIND) :: wsize, disp
   complex(kind=8) :: z(3), zs(3)
   real :: grid(4, 3), recv(4, 3)
   logical :: l(2)
@@ -49,6 +51,18 @@ program modern
       if (any(got(displs(i) + 1:displs(i) + i) /= i - 1)) errs = errs + 1
     end do
   end if
+
+  ! One-sided: every rank puts its rank into cell 2 of the next one.
+  cells = -1
+  wsize = 16
+  call MPI_Win_create(cells, wsize, 4, MPI_INFO_NULL, MPI_COMM_WORLD, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  disp = 1
+  call MPI_Put(rank, 1, MPI_INTEGER, modulo(rank + 1, size), disp, 1, MPI_INTEGER, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  if (cells(2) /= modulo(rank - 1, size) .or. cells(1) /= -1) errs = errs + 1
+  call MPI_Win_free(win, ierr)
+  if (win /= MPI_WIN_NULL) errs = errs + 1
 
   call MPI_Allreduce(MPI_IN_PLACE, errs, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) then

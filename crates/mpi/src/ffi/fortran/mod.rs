@@ -11,11 +11,12 @@
 //! `INTEGER(MPI_STATUS_SIZE)` = 8, laid out as the C `MPI_Status`.
 //!
 //! Submodules: `env` (environment, communicators, errors), `p2p`
-//! (point-to-point), `coll` (collectives).
+//! (point-to-point), `coll` (collectives), `win` (one-sided).
 
 mod coll;
 mod env;
 mod p2p;
+mod win;
 
 use super::{mk, Handle, MpiStatus};
 use crate::consts::err;
@@ -142,6 +143,18 @@ unsafe fn get(p: *const Fint) -> Fint {
     unsafe { p.read() }
 }
 
+/// Reads an `INTEGER(KIND=MPI_ADDRESS_KIND)` argument.
+///
+/// # Safety
+/// `p` points to a readable `i64`.
+unsafe fn get_aint(p: *const i64) -> isize {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { p.read() as isize }
+}
+
 /// Stores the error code, when the caller gave somewhere to store it.
 ///
 /// # Safety
@@ -198,7 +211,8 @@ unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> 
 /// Declares `mpi_name_` for a C entry point whose arguments are all
 /// plain: `int` values (`v`), handles (`h`), choice buffers (`b`),
 /// pointers passed through (`p`: int outputs, int arrays, logical
-/// flags), statuses (`s`) and handle outputs (`o`).
+/// flags), statuses (`s`), handle outputs (`o`) and
+/// `INTEGER(KIND=MPI_ADDRESS_KIND)` values (`a`).
 macro_rules! fortran {
     ($(#[$doc:meta])* $f:ident => $c:path; $($a:ident : $k:ident),* $(,)?) => {
         $(#[$doc])*
@@ -223,6 +237,7 @@ macro_rules! fortran {
     (@ty p) => { *mut $crate::ffi::fortran::Fint };
     (@ty s) => { *mut $crate::ffi::fortran::Fint };
     (@ty o) => { *mut $crate::ffi::fortran::Fint };
+    (@ty a) => { *const i64 };
     (@pre o $a:ident) => { let mut $a = ($a, $crate::ffi::mk(0)); };
     (@pre $k:ident $a:ident) => {};
     // SAFETY (all arms): the pointers are Fortran references.
@@ -232,6 +247,7 @@ macro_rules! fortran {
     (@arg p $a:ident) => { $a };
     (@arg s $a:ident) => { $crate::ffi::fortran::status($a) };
     (@arg o $a:ident) => { &mut $a.1 };
+    (@arg a $a:ident) => { $crate::ffi::fortran::get_aint($a) };
     (@post o $a:ident $ierr:ident) => {
         if !$a.0.is_null() {
             match $crate::ffi::fortran::fhandle($a.1) {

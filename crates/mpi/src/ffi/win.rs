@@ -1,0 +1,463 @@
+//! One-sided communication: windows, `Put`, `Get`, accumulates, fences,
+//! locks and flushes (see `crate::win`).
+
+use super::coll::reduction;
+use super::{call, dst, hv, mk, nbytes, out, src, Handle};
+use crate::buf::UserBuf;
+use crate::consts::{err, h};
+use crate::engine::MpiErr;
+use crate::win::{self, combine, with_win};
+use std::ffi::{c_int, c_void};
+
+/// The communicator whose error handler a window's errors go to.
+fn errcomm(w: Handle) -> usize {
+    with_win(hv(w), |w, _| Ok(w.comm)).unwrap_or(h::COMM_WORLD)
+}
+
+fn same_size(a: usize, b: usize) -> Result<(), MpiErr> {
+    if a != b {
+        return Err(MpiErr::new(
+            err::TYPE,
+            format!("origin ({a} bytes) and target ({b} bytes) differ in size"),
+        ));
+    }
+    Ok(())
+}
+
+/// `MPI_Win_create`.
+///
+/// # Safety
+/// `base` points to `size` bytes that stay valid until the window is
+/// freed; `win` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create(
+    base: *mut c_void,
+    size: isize,
+    disp_unit: c_int,
+    _info: Handle,
+    comm: Handle,
+    win: *mut Handle,
+) -> c_int {
+    call("MPI_Win_create", hv(comm), || {
+        let len = usize::try_from(size)
+            .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
+        let unit = u64::try_from(disp_unit)
+            .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+        let seg = if len == 0 {
+            None
+        } else {
+            if base.is_null() {
+                return Err(MpiErr::new(err::BASE, "NULL base with a non-zero size"));
+            }
+            let task = crate::runtime::with(|e| Ok(e.task.clone()))?;
+            // SAFETY: the caller lends `len` bytes at `base` for the
+            // window's life (MPI's contract); MBCF checks they are mapped.
+            let seg =
+                unsafe { task.register(base.cast(), len, sss_mbcf::Perm::ALL) }.map_err(|e| {
+                    MpiErr::new(err::BASE, format!("registering the window memory: {e}"))
+                })?;
+            Some(seg)
+        };
+        let hd = win::create(hv(comm), seg, base as usize, len as u64, unit, false)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(win, mk(hd), "win") }
+    })
+}
+
+/// `MPI_Win_allocate`: the memory is shared memory MBCF reaches
+/// directly from the same node.
+///
+/// # Safety
+/// `baseptr` points to a writable `void *`; `win` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate(
+    size: isize,
+    disp_unit: c_int,
+    _info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    call("MPI_Win_allocate", hv(comm), || {
+        let len = usize::try_from(size)
+            .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
+        let unit = u64::try_from(disp_unit)
+            .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+        let task = crate::runtime::with(|e| Ok(e.task.clone()))?;
+        let seg = (len > 0)
+            .then(|| task.alloc(len, sss_mbcf::Perm::ALL))
+            .transpose()
+            .map_err(|e| MpiErr::new(err::NO_MEM, format!("window of {len} bytes: {e}")))?;
+        let base = seg.as_ref().map_or(std::ptr::null_mut(), |s| s.as_ptr());
+        let hd = win::create(hv(comm), seg, base as usize, len as u64, unit, true)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(baseptr.cast::<*mut c_void>(), base.cast(), "baseptr")?;
+            out(win, mk(hd), "win")
+        }
+    })
+}
+
+/// `MPI_Win_free`: completes everything, waits for every member, frees.
+///
+/// # Safety
+/// `win` is a writable handle.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
+    // SAFETY: null-checked here; the caller's contract otherwise.
+    let Some(w) = (unsafe { win.as_mut() }) else {
+        return call("MPI_Win_free", h::COMM_WORLD, || {
+            Err(MpiErr::new(err::ARG, "win is NULL"))
+        });
+    };
+    call("MPI_Win_free", errcomm(*w), || {
+        let hd = hv(*w);
+        let comm = with_win(hd, |w, _| {
+            if !w.held().is_empty() {
+                return Err(MpiErr::new(
+                    err::RMA_SYNC,
+                    "freeing a window while holding a lock",
+                ));
+            }
+            w.complete(None)?;
+            Ok(w.comm)
+        })?;
+        crate::coll::barrier(comm)?;
+        let x = win::take(hd)?;
+        let task = crate::runtime::with(|e| Ok(e.task.clone()))?;
+        if let Some(seg) = x.release(&task) {
+            let _ = task.free(seg);
+        }
+        let _ = crate::runtime::with(|e| Ok(e.comms.remove(&comm)));
+        *w = mk(h::WIN_NULL);
+        Ok(())
+    })
+}
+
+/// `MPI_Win_fence`: completes every operation of the epoch, then waits
+/// for every member.
+#[no_mangle]
+pub extern "C" fn MPI_Win_fence(_assert: c_int, win: Handle) -> c_int {
+    call("MPI_Win_fence", errcomm(win), || {
+        let comm = with_win(hv(win), |w, _| {
+            w.complete(None)?;
+            Ok(w.comm)
+        })?;
+        crate::coll::barrier(comm)
+    })
+}
+
+/// `MPI_Win_lock`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_lock(kind: c_int, rank: c_int, _assert: c_int, win: Handle) -> c_int {
+    call("MPI_Win_lock", errcomm(win), || {
+        with_win(hv(win), |w, t| w.lock(t, kind, rank))
+    })
+}
+
+/// `MPI_Win_unlock`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
+    call("MPI_Win_unlock", errcomm(win), || {
+        with_win(hv(win), |w, t| w.unlock(t, rank))
+    })
+}
+
+/// `MPI_Win_lock_all`: a shared lock on every member.
+#[no_mangle]
+pub extern "C" fn MPI_Win_lock_all(_assert: c_int, win: Handle) -> c_int {
+    call("MPI_Win_lock_all", errcomm(win), || {
+        with_win(hv(win), |w, t| {
+            (0..w.size() as i32).try_for_each(|r| w.lock(t, win::LOCK_SHARED, r))
+        })
+    })
+}
+
+/// `MPI_Win_unlock_all`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
+    call("MPI_Win_unlock_all", errcomm(win), || {
+        with_win(hv(win), |w, t| {
+            let mut held = w.held();
+            held.sort_unstable();
+            held.into_iter().try_for_each(|r| w.unlock(t, r as i32))
+        })
+    })
+}
+
+fn flush(name: &str, win: Handle, rank: Option<c_int>) -> c_int {
+    call(name, errcomm(win), || {
+        with_win(hv(win), |w, _| {
+            let t =
+                match rank {
+                    Some(r) => Some(u32::try_from(r).ok().filter(|&t| t < w.size()).ok_or_else(
+                        || MpiErr::new(err::RANK, format!("invalid target rank {r}")),
+                    )?),
+                    None => None,
+                };
+            w.complete(t)
+        })
+    })
+}
+
+/// `MPI_Win_flush`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush(rank: c_int, win: Handle) -> c_int {
+    flush("MPI_Win_flush", win, Some(rank))
+}
+
+/// `MPI_Win_flush_all`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush_all(win: Handle) -> c_int {
+    flush("MPI_Win_flush_all", win, None)
+}
+
+/// `MPI_Win_flush_local` (remote completion, which implies local).
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush_local(rank: c_int, win: Handle) -> c_int {
+    flush("MPI_Win_flush_local", win, Some(rank))
+}
+
+/// `MPI_Win_flush_local_all`.
+#[no_mangle]
+pub extern "C" fn MPI_Win_flush_local_all(win: Handle) -> c_int {
+    flush("MPI_Win_flush_local_all", win, None)
+}
+
+/// `MPI_Win_sync`: windows are unified (one copy), so only a fence of
+/// this process's memory accesses.
+#[no_mangle]
+pub extern "C" fn MPI_Win_sync(win: Handle) -> c_int {
+    call("MPI_Win_sync", errcomm(win), || {
+        with_win(hv(win), |_, _| {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        })
+    })
+}
+
+/// `MPI_Win_get_attr`: base, size, displacement unit, flavor, model.
+///
+/// # Safety
+/// `value` points to a writable pointer, `flag` to a writable int.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_attr(
+    win: Handle,
+    key: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    call("MPI_Win_get_attr", errcomm(win), || {
+        let (base, size, unit, flavor) = with_win(hv(win), |w, _| {
+            let flavor: isize = if w.allocated { 312 } else { 311 };
+            Ok((w.base, w.size as isize, w.disp_unit as isize, flavor))
+        })?;
+        // Attribute values are returned by address and must outlive the
+        // call: each distinct value is kept once for the process.
+        static VALUES: std::sync::Mutex<Vec<&'static isize>> = std::sync::Mutex::new(Vec::new());
+        let keep = |v: isize| -> *const isize {
+            let mut g = VALUES.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(b) = g.iter().find(|b| ***b == v) {
+                return *b;
+            }
+            let b: &'static isize = Box::leak(Box::new(v));
+            g.push(b);
+            b
+        };
+        let v: Option<*mut c_void> = match key {
+            601 => Some(base as *mut c_void),
+            602 => Some(keep(unit).cast_mut().cast()),
+            603 => Some(keep(size).cast_mut().cast()),
+            604 => Some(keep(flavor).cast_mut().cast()),
+            605 => Some(keep(321).cast_mut().cast()),
+            _ => None,
+        };
+        // SAFETY: the caller's contract.
+        unsafe {
+            if let Some(v) = v {
+                out(value.cast::<*mut c_void>(), v, "attribute_val")?;
+            }
+            out(flag, c_int::from(v.is_some()), "flag")
+        }
+    })
+}
+
+/// `MPI_Put`.
+///
+/// # Safety
+/// MPI's contract for the origin buffer.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: Handle,
+    target: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: Handle,
+    win: Handle,
+) -> c_int {
+    call("MPI_Put", errcomm(win), || {
+        let n = nbytes(ocount, otype)?;
+        same_size(n, nbytes(tcount, ttype)?)?;
+        // SAFETY: the caller's contract; MBCF copies the bytes before
+        // returning, so the buffer is free again at once.
+        let data = unsafe { src(origin, n)? };
+        with_win(hv(win), |w, t| w.put(t, data, target, disp as i64))
+    })
+}
+
+/// `MPI_Get`.
+///
+/// # Safety
+/// MPI's contract: the origin buffer stays valid until the operation
+/// completes (fence, flush, unlock).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get(
+    origin: *mut c_void,
+    ocount: c_int,
+    otype: Handle,
+    target: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: Handle,
+    win: Handle,
+) -> c_int {
+    call("MPI_Get", errcomm(win), || {
+        let n = nbytes(ocount, otype)?;
+        same_size(n, nbytes(tcount, ttype)?)?;
+        if n > 0 && origin.is_null() {
+            return Err(MpiErr::new(
+                err::BUFFER,
+                "NULL buffer with a non-zero count",
+            ));
+        }
+        // SAFETY: the caller's contract.
+        let dest = unsafe { UserBuf::new(origin.cast(), n) };
+        with_win(hv(win), |w, t| w.get(t, dest, target, disp as i64))
+    })
+}
+
+/// `MPI_Accumulate`.
+///
+/// # Safety
+/// MPI's contract for the origin buffer.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: Handle,
+    target: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: Handle,
+    op: Handle,
+    win: Handle,
+) -> c_int {
+    call("MPI_Accumulate", errcomm(win), || {
+        let n = nbytes(ocount, otype)?;
+        same_size(n, nbytes(tcount, ttype)?)?;
+        let red = reduction(ttype, op)?;
+        // SAFETY: the caller's contract.
+        let data = unsafe { src(origin, n)? };
+        with_win(hv(win), |w, t| {
+            w.atomic(t, target, disp as i64, n, |old| {
+                combine(red.op, red.num, red.size, data, old)
+            })
+            .map(|_| ())
+        })
+    })
+}
+
+/// `MPI_Get_accumulate`.
+///
+/// # Safety
+/// MPI's contract for the origin and result buffers.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate(
+    origin: *const c_void,
+    ocount: c_int,
+    otype: Handle,
+    result: *mut c_void,
+    rcount: c_int,
+    rtype: Handle,
+    target: c_int,
+    disp: isize,
+    tcount: c_int,
+    ttype: Handle,
+    op: Handle,
+    win: Handle,
+) -> c_int {
+    call("MPI_Get_accumulate", errcomm(win), || {
+        let red = reduction(ttype, op)?;
+        let n = nbytes(tcount, ttype)?;
+        let on = if red.op == crate::types::Op::Nothing {
+            n
+        } else {
+            nbytes(ocount, otype)?
+        };
+        same_size(on, n)?;
+        same_size(nbytes(rcount, rtype)?, n)?;
+        // SAFETY: the caller's contract (the origin is not read for NO_OP).
+        let data = if red.op == crate::types::Op::Nothing {
+            &[][..]
+        } else {
+            unsafe { src(origin, n)? }
+        };
+        let old = with_win(hv(win), |w, t| {
+            w.atomic(t, target, disp as i64, n, |old| {
+                combine(red.op, red.num, red.size, data, old)
+            })
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { dst(result, n)? }.copy_from_slice(&old[..n]);
+        Ok(())
+    })
+}
+
+/// `MPI_Fetch_and_op`: one element.
+///
+/// # Safety
+/// MPI's contract for the origin and result buffers.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Fetch_and_op(
+    origin: *const c_void,
+    result: *mut c_void,
+    dt: Handle,
+    target: c_int,
+    disp: isize,
+    op: Handle,
+    win: Handle,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { MPI_Get_accumulate(origin, 1, dt, result, 1, dt, target, disp, 1, dt, op, win) }
+}
+
+/// `MPI_Compare_and_swap`: one element.
+///
+/// # Safety
+/// MPI's contract for the three buffers.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Compare_and_swap(
+    origin: *const c_void,
+    compare: *const c_void,
+    result: *mut c_void,
+    dt: Handle,
+    target: c_int,
+    disp: isize,
+    win: Handle,
+) -> c_int {
+    call("MPI_Compare_and_swap", errcomm(win), || {
+        let n = nbytes(1, dt)?;
+        // SAFETY: the caller's contract.
+        let (new, cmp) = unsafe { (src(origin, n)?, src(compare, n)?) };
+        let old = with_win(hv(win), |w, t| {
+            w.atomic(t, target, disp as i64, n, |old| {
+                Ok((old == cmp).then(|| new.to_vec()))
+            })
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { dst(result, n)? }.copy_from_slice(&old[..n]);
+        Ok(())
+    })
+}
