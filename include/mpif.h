@@ -336,6 +336,12 @@
       parameter (MPI_LASTUSEDCODE=506)
       integer MPI_UNIVERSE_SIZE
       parameter (MPI_UNIVERSE_SIZE=507)
+      integer MPI_CART
+      parameter (MPI_CART=211)
+      integer MPI_GRAPH
+      parameter (MPI_GRAPH=212)
+      integer MPI_DIST_GRAPH
+      parameter (MPI_DIST_GRAPH=213)
       integer MPI_LOCK_EXCLUSIVE
       parameter (MPI_LOCK_EXCLUSIVE=301)
       integer MPI_LOCK_SHARED

@@ -50,6 +50,8 @@ pub(crate) mod err {
     pub const LOCKTYPE: i32 = 37;
     pub const NO_MEM: i32 = 39;
     pub const DISP: i32 = 26;
+    pub const TOPOLOGY: i32 = 11;
+    pub const DIMS: i32 = 12;
     pub const BASE: i32 = 24;
     pub const SIZE: i32 = 52;
     pub const RMA_RANGE: i32 = 48;

@@ -16,6 +16,7 @@
 //! - `staging` — the memory rendezvous sends are READ from;
 //! - `runtime` — the process-wide state and waiting (SS-Wait);
 //! - `coll` — collectives and communicator constructors;
+//! - `topo` — Cartesian topologies;
 //! - `win` — one-sided communication over MBCF WRITE, READ and atomics;
 //! - `buf` and `ffi` — user buffers and the `extern "C"` functions, the
 //!   only unsafe code.
@@ -29,5 +30,6 @@ mod ffi;
 mod objects;
 mod runtime;
 mod staging;
+mod topo;
 mod types;
 mod win;

@@ -30,6 +30,7 @@ mod collv;
 mod fortran;
 mod init;
 mod p2p;
+mod topo;
 mod win;
 
 use crate::consts::{err, h};

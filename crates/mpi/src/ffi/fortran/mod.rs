@@ -11,11 +11,13 @@
 //! `INTEGER(MPI_STATUS_SIZE)` = 8, laid out as the C `MPI_Status`.
 //!
 //! Submodules: `env` (environment, communicators, errors), `p2p`
-//! (point-to-point), `coll` (collectives), `win` (one-sided).
+//! (point-to-point), `coll` (collectives), `topo` (Cartesian topologies), `win`
+//! (one-sided).
 
 mod coll;
 mod env;
 mod p2p;
+mod topo;
 mod win;
 
 use super::{mk, Handle, MpiStatus};
