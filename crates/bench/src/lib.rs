@@ -25,6 +25,7 @@ pub mod fair;
 pub mod load;
 pub mod mpi;
 pub mod netns;
+pub mod npb;
 pub mod plan;
 pub mod report;
 pub mod sock;

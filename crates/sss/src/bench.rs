@@ -18,15 +18,23 @@ pub struct BenchCli {
 enum Which {
     /// Ring pass and barrier on one node: spin, block, SS-Wait, Open MPI.
     Sswait(sss_bench::sswait::SswaitArgs),
+    /// The NAS Parallel Benchmarks (a source tree you give) on SSS, Open MPI and MPICH.
+    Npb(sss_bench::npb::NpbArgs),
 }
 
-/// Dispatches `sss bench` and `sss bench sswait`.
+/// Dispatches `sss bench`, `sss bench sswait` and `sss bench npb`.
 pub fn run_cli(cli: BenchCli) -> Result<(), String> {
     match cli.which {
         None => run(cli.args).map_err(|e| e.to_string()),
         Some(Which::Sswait(a)) => {
             let exe = std::env::current_exe().map_err(|e| e.to_string())?;
             let md = sss_bench::sswait::run(&a, &exe)?;
+            print!("{md}");
+            Ok(())
+        }
+        Some(Which::Npb(a)) => {
+            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+            let md = sss_bench::npb::run(&a, &exe)?;
             print!("{md}");
             Ok(())
         }
