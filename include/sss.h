@@ -879,6 +879,16 @@ sss_status_t sss_dsm_note_write(sss_dsm_h dsm, const void *addr, size_t len);
 int sss_dsm_is_trap(sss_dsm_h dsm);
 
 /**
+ * What code compiled by `sss cc` (the RCOP pass) uses: the heap range of
+ * the DSM handle opened last in note mode (span 0 in trap mode and before
+ * any heap), tested inline after each store that may reach the heap, and
+ * the note called for stores inside it (as sss_dsm_note_write()).
+ */
+extern uint64_t sss_rcop_lo;
+extern uint64_t sss_rcop_span;
+void sss_rcop_note(const void *addr, size_t len);
+
+/**
  * Acquires lock @p id (0..255; at most 64 tasks) with acquire semantics:
  * pages other tasks wrote before releasing are re-fetched on next use.
  */

@@ -129,8 +129,14 @@ int sss_pm_size(void);
 /* Shared stores. ST(lvalue, value) stores; with SSS_PM_NOTE_EACH it also
  * notes the store (unoptimized: one consistency call per store).
  * NOTE_RANGE(addr, len) notes a contiguous run once (coalesced); it does
- * nothing with SSS_PM_NOTE_EACH, whose stores were noted one by one. */
-#ifdef SSS_PM_NOTE_EACH
+ * nothing with SSS_PM_NOTE_EACH, whose stores were noted one by one.
+ * SSS_PM_NO_NOTES makes both plain (unmodified programs). */
+#if defined(SSS_PM_NO_NOTES)
+/* Plain PARMACS, as SPLASH ships it: the program notes nothing, so it
+ * needs trap mode or a compiler that notes its stores (`sss cc`). */
+#define SSS_PM_ST(lv, v) do { (lv) = (v); } while (0)
+#define SSS_PM_NOTE_RANGE(a, n) do { (void)(a); (void)(n); } while (0)
+#elif defined(SSS_PM_NOTE_EACH)
 #define SSS_PM_ST(lv, v) \
     do { (lv) = (v); sss_pm_note((const void *)&(lv), sizeof(lv)); } while (0)
 #define SSS_PM_NOTE_RANGE(a, n) do { (void)(a); (void)(n); } while (0)

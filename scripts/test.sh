@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages: a C toolchain and pkg-config for the C API examples,
-# gfortran for the Fortran MPI bindings,
+# gfortran for the Fortran MPI bindings, clang-16 and llvm-16-dev for the
+# RCOP pass of `sss cc`,
 # iproute2 and nftables for the tests that inject real packet loss in a
 # network namespace of their own, m4 for the PARMACS programs, OpenSSH for
 # the ssh spawner's test against a real sshd (started by the test on
@@ -17,6 +18,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v gfortran >/dev/null 2>&1 || need_apt+=(gfortran)
+command -v clang-16 >/dev/null 2>&1 || need_apt+=(clang-16)
+command -v llvm-config-16 >/dev/null 2>&1 || need_apt+=(llvm-16-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)

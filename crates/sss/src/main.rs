@@ -8,6 +8,7 @@ mod bench;
 mod gendocs;
 mod info;
 mod mpicc;
+mod rcop;
 mod sim;
 mod status;
 mod top;
@@ -41,6 +42,11 @@ enum Command {
     /// Compile and link a Fortran MPI program (`mpif.h` or `use mpi`) against libmpi.
     #[command(alias = "mpifort")]
     Mpif90(mpicc::WrapArgs),
+    /// Compile and link a C program with the RCOP pass: stores to the DSM heap are noted.
+    Cc(mpicc::WrapArgs),
+    /// Compile and link a C++ program with the RCOP pass.
+    #[command(name = "c++")]
+    Cxx(mpicc::WrapArgs),
     /// Task side of `sss bench` (started by it through the launcher).
     #[command(name = "__bench-task", hide = true)]
     BenchTask(bench::TaskArgs),
@@ -50,7 +56,11 @@ enum Command {
 }
 
 fn wrap(args: mpicc::WrapArgs, lang: mpicc::Lang) -> ExitCode {
-    match mpicc::run(args, lang) {
+    exit_with(mpicc::run(args, lang))
+}
+
+fn exit_with(r: Result<u8, String>) -> ExitCode {
+    match r {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("sss: {e}");
@@ -81,6 +91,8 @@ fn main() -> ExitCode {
         Command::Mpicc(args) => return wrap(args, mpicc::Lang::C),
         Command::Mpicxx(args) => return wrap(args, mpicc::Lang::Cxx),
         Command::Mpif90(args) => return wrap(args, mpicc::Lang::Fortran),
+        Command::Cc(args) => return exit_with(rcop::run(args, false)),
+        Command::Cxx(args) => return exit_with(rcop::run(args, true)),
         Command::BenchTask(args) => bench::task(args).map_err(|e| e.to_string()),
         Command::GenDocs(args) => gendocs::run(args),
     };

@@ -23,33 +23,47 @@ pub struct WrapArgs {
     args: Vec<String>,
 }
 
+impl WrapArgs {
+    /// The arguments given.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+}
+
 /// Where `include/mpi.h` and `libmpi` are.
 fn locate() -> Result<(PathBuf, PathBuf), String> {
+    locate_lib("mpi.h", "mpi")
+}
+
+/// Where `include/<header>` and `lib<lib>` are (see the module docs).
+pub fn locate_lib(header: &str, lib: &str) -> Result<(PathBuf, PathBuf), String> {
     let env = |k: &str| std::env::var_os(k).map(PathBuf::from);
     if let (Some(inc), Some(lib)) = (env("SSS_MPI_INCLUDE"), env("SSS_MPI_LIBDIR")) {
         return Ok((inc, lib));
     }
     let exe = std::env::current_exe().map_err(|e| format!("where is sss: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let has_lib = |d: &Path| d.join("libmpi.so").is_file() || d.join("libmpi.a").is_file();
+    let has_lib = |d: &Path| {
+        d.join(format!("lib{lib}.so")).is_file() || d.join(format!("lib{lib}.a")).is_file()
+    };
     let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include");
     let candidates = [
         (dir.join("../include"), dir.join("../lib")),
         (dir.join("../../include"), dir.to_path_buf()),
         (built, dir.to_path_buf()),
     ];
-    for (inc, lib) in candidates {
-        let (inc, lib) = (
+    for (inc, dir) in candidates {
+        let (inc, dir) = (
             env("SSS_MPI_INCLUDE").unwrap_or(inc),
-            env("SSS_MPI_LIBDIR").unwrap_or(lib),
+            env("SSS_MPI_LIBDIR").unwrap_or(dir),
         );
-        if inc.join("mpi.h").is_file() && has_lib(&lib) {
+        if inc.join(header).is_file() && has_lib(&dir) {
             let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
-            return Ok((canon(inc), canon(lib)));
+            return Ok((canon(inc), canon(dir)));
         }
     }
     Err(format!(
-        "libmpi not found beside {} (build it with `cargo build --release -p sss-mpi`, or set SSS_MPI_INCLUDE and SSS_MPI_LIBDIR)",
+        "lib{lib} not found beside {} (build it with `cargo build --release`, or set SSS_MPI_INCLUDE and SSS_MPI_LIBDIR)",
         exe.display()
     ))
 }

@@ -108,12 +108,18 @@ pub unsafe extern "C" fn sss_dsm_init(
             _ => return Err(Failure::invalid("unknown write mode")),
         }
         let dsm = Dsm::new(t.task(), cfg).map_err(failure)?;
+        let (base, len) = (dsm.base() as usize, dsm.len());
         let obj = DsmObj {
             writes: dsm.config().writes,
             dsm: Mutex::new(Some(dsm)),
         };
+        let note = obj.writes == WriteMode::Note;
         // SAFETY: checked non-null and aligned.
         unsafe { put_handle(p, obj) };
+        if note {
+            // SAFETY: put_handle just stored the handle there.
+            super::rcop::register(unsafe { *p }, base, len);
+        }
         Ok(())
     })
 }
@@ -128,6 +134,7 @@ pub unsafe extern "C" fn sss_dsm_finalize(dsm: *mut DsmObj) -> Status {
         // SAFETY: header contract for handles.
         let d = unsafe { obj(dsm, "dsm") }?;
         not_in_handler()?;
+        super::rcop::unregister(dsm);
         let heap = d.dsm.lock().unwrap_or_else(|e| e.into_inner()).take();
         let r = heap.map(|h| h.finalize());
         // SAFETY: the handle came from Box::into_raw in sss_dsm_init and

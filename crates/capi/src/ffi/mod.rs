@@ -29,6 +29,7 @@ mod fifo;
 mod idm;
 mod multicast;
 mod request;
+mod rcop;
 mod rma;
 mod seg;
 mod signal;

@@ -1,0 +1,146 @@
+//! `sss cc` and `sss c++`: clang with the RCOP pass (`rcop/sss_rcop.cpp`),
+//! which notes every store that may reach the DSM heap, so that an
+//! unmodified shared-memory program runs on the heap in note mode. Every
+//! argument is passed through; `sss.h` and libsss are added as
+//! `sss mpicc` adds libmpi; `-show` prints the command.
+//!
+//! The pass is built once per clang into the user's cache
+//! (`~/.cache/sss/rcop-<hash>/sss_rcop.so`) from the source compiled into
+//! this program, with the `llvm-config` of the same LLVM. `SSS_CC` /
+//! `SSS_CXX` choose the compilers (default `clang-16`, `clang++-16`),
+//! `SSS_LLVM_CONFIG` the `llvm-config`. `SSS_RCOP_STATS=1` makes the pass
+//! report what it instrumented.
+
+use crate::mpicc::{locate_lib, WrapArgs};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The pass's source.
+const SOURCE: &str = include_str!("../../../rcop/sss_rcop.cpp");
+
+/// The LLVM version the pass is written against.
+const LLVM: &str = "16";
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("sss")
+}
+
+/// Builds the plugin for `llvm_config` unless built; its path.
+fn plugin(llvm_config: &str) -> Result<PathBuf, String> {
+    let q = |arg: &str| -> Result<String, String> {
+        let o = Command::new(llvm_config).arg(arg).output().map_err(|e| {
+            format!("{llvm_config}: {e} (install clang-{LLVM} and llvm-{LLVM}-dev)")
+        })?;
+        if !o.status.success() {
+            return Err(format!("{llvm_config} {arg} failed"));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let version = q("--version")?;
+    let cxxflags = q("--cxxflags")?;
+    let bindir = q("--bindir")?;
+    let mut key = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&(SOURCE, &version, &cxxflags), &mut key);
+    let key = std::hash::Hasher::finish(&key);
+    let dir = cache_dir().join(format!("rcop-{key:016x}"));
+    let so = dir.join("sss_rcop.so");
+    if so.is_file() {
+        return Ok(so);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join(format!("sss_rcop.{}.cpp", std::process::id()));
+    let tmp = dir.join(format!("sss_rcop.{}.so", std::process::id()));
+    std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+    let cxx = Path::new(&bindir).join("clang++");
+    let st = Command::new(&cxx)
+        .args(cxxflags.split_whitespace())
+        .args(["-fPIC", "-shared", "-O2", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .status()
+        .map_err(|e| format!("{}: {e}", cxx.display()))?;
+    let _ = std::fs::remove_file(&src);
+    if !st.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err("building the RCOP pass failed".into());
+    }
+    // A rename is atomic: concurrent builds never see half a plugin.
+    std::fs::rename(&tmp, &so).map_err(|e| format!("{}: {e}", so.display()))?;
+    Ok(so)
+}
+
+/// The compiler command for `args`; whether `-show` was asked.
+fn command(
+    compiler: &str,
+    plugin: &Path,
+    args: &[String],
+    inc: &Path,
+    lib: &Path,
+) -> (Vec<String>, bool) {
+    let show = args.iter().any(|a| a == "-show" || a == "--show");
+    let compile_only = args
+        .iter()
+        .any(|a| ["-c", "-E", "-S", "-M", "-MM"].contains(&a.as_str()));
+    let mut cmd = vec![
+        compiler.to_string(),
+        format!("-fpass-plugin={}", plugin.display()),
+        format!("-I{}", inc.display()),
+    ];
+    cmd.extend(
+        args.iter()
+            .filter(|a| !matches!(a.as_str(), "-show" | "--show"))
+            .cloned(),
+    );
+    if !compile_only {
+        cmd.push(format!("-L{}", lib.display()));
+        cmd.push(format!("-Wl,-rpath,{}", lib.display()));
+        cmd.push("-lsss".into());
+    }
+    (cmd, show)
+}
+
+/// Runs `sss cc` (`cxx`: `sss c++`); the compiler's exit status.
+pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
+    let compiler = if cxx {
+        std::env::var("SSS_CXX").unwrap_or_else(|_| format!("clang++-{LLVM}"))
+    } else {
+        std::env::var("SSS_CC").unwrap_or_else(|_| format!("clang-{LLVM}"))
+    };
+    let llvm_config =
+        std::env::var("SSS_LLVM_CONFIG").unwrap_or_else(|_| format!("llvm-config-{LLVM}"));
+    let so = plugin(&llvm_config)?;
+    let (inc, lib) = locate_lib("sss.h", "sss")?;
+    let (cmd, show) = command(&compiler, &so, args.args(), &inc, &lib);
+    if show {
+        println!("{}", cmd.join(" "));
+        return Ok(0);
+    }
+    let st = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .status()
+        .map_err(|e| format!("{}: {e} (install clang-{LLVM})", cmd[0]))?;
+    Ok(st.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_first_libsss_last_when_linking() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (p, inc, lib) = (Path::new("/p.so"), Path::new("/i"), Path::new("/l"));
+        let (c, show) = command("clang-16", p, &a(&["-O0", "x.c", "-show"]), inc, lib);
+        assert!(show);
+        assert_eq!(
+            c.join(" "),
+            "clang-16 -fpass-plugin=/p.so -I/i -O0 x.c -L/l -Wl,-rpath,/l -lsss"
+        );
+        let (c, _) = command("clang-16", p, &a(&["-c", "x.c"]), inc, lib);
+        assert_eq!(c.join(" "), "clang-16 -fpass-plugin=/p.so -I/i -c x.c");
+    }
+}
