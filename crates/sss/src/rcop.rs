@@ -9,7 +9,8 @@
 //! this program, with the `llvm-config` of the same LLVM. `SSS_CC` /
 //! `SSS_CXX` choose the compilers (default `clang-16`, `clang++-16`),
 //! `SSS_LLVM_CONFIG` the `llvm-config`. `SSS_RCOP_STATS=1` makes the pass
-//! report what it instrumented.
+//! report what it instrumented. `-fsss-opt=no|ia` (default `ia`) selects
+//! the optimization (see `docs/rcop.md`).
 
 use crate::mpicc::{locate_lib, WrapArgs};
 use std::path::{Path, PathBuf};
@@ -92,7 +93,7 @@ fn command(
     ];
     cmd.extend(
         args.iter()
-            .filter(|a| !matches!(a.as_str(), "-show" | "--show"))
+            .filter(|a| !matches!(a.as_str(), "-show" | "--show") && !a.starts_with("-fsss-opt="))
             .cloned(),
     );
     if !compile_only {
@@ -115,12 +116,22 @@ pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
     let so = plugin(&llvm_config)?;
     let (inc, lib) = locate_lib("sss.h", "sss")?;
     let (cmd, show) = command(&compiler, &so, args.args(), &inc, &lib);
+    let opt = args
+        .args()
+        .iter()
+        .rev()
+        .find_map(|a| a.strip_prefix("-fsss-opt="))
+        .unwrap_or("ia");
+    if !["no", "ia"].contains(&opt) {
+        return Err(format!("-fsss-opt={opt}: expected no or ia"));
+    }
     if show {
-        println!("{}", cmd.join(" "));
+        println!("SSS_RCOP_OPT={opt} {}", cmd.join(" "));
         return Ok(0);
     }
     let st = Command::new(&cmd[0])
         .args(&cmd[1..])
+        .env("SSS_RCOP_OPT", opt)
         .status()
         .map_err(|e| format!("{}: {e} (install clang-{LLVM})", cmd[0]))?;
     Ok(st.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))

@@ -74,12 +74,13 @@ fn build_libsss() {
         .current_dir(root()));
 }
 
-/// The pass's report for `src` at `opt`: (instrumented, private).
-fn counts(dir: &Path, src: &str, opt: &str) -> (u32, u32) {
+/// The pass's report for `src` at `opt`: (noted one by one, private,
+/// coalesced, range notes).
+fn report(dir: &Path, src: &str, opt: &str, rcop: &str) -> (u32, u32, u32, u32) {
     let c = dir.join("f.c");
     std::fs::write(&c, src).unwrap();
     let out = ok(Command::new(sss())
-        .args(["cc", opt, "-c", "-o"])
+        .args(["cc", opt, rcop, "-c", "-o"])
         .arg(dir.join("f.o"))
         .arg(&c)
         .env("SSS_RCOP_STATS", "1"));
@@ -92,7 +93,17 @@ fn counts(dir: &Path, src: &str, opt: &str) -> (u32, u32) {
         let i = f.iter().position(|w| w.starts_with(word)).unwrap();
         f[i - 1].trim_end_matches(',').parse().unwrap()
     };
-    (num("stores"), num("private"))
+    (
+        num("stores"),
+        num("private"),
+        num("coalesced"),
+        num("range"),
+    )
+}
+
+fn counts(dir: &Path, src: &str, opt: &str) -> (u32, u32) {
+    let (n, p, _, _) = report(dir, src, opt, "-fsss-opt=no");
+    (n, p)
 }
 
 #[test]
@@ -119,6 +130,34 @@ fn the_pass_notes_heap_stores_and_leaves_private_ones() {
         );
         assert_eq!(n, 4, "{opt}: expected 4 noted stores");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn consecutive_stores_over_whole_loops_become_one_range_note() {
+    if !have_llvm() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("ia");
+    // A 2-D block written row after row: one note for the whole nest.
+    let rows = "void f(double *a, int n) { for (int i = 0; i < n; i++) \
+                for (int j = 0; j < 16; j++) a[i * 16 + j] = i + j; }";
+    let (each, _, coalesced, notes) = report(&dir, rows, "-O2", "-fsss-opt=ia");
+    assert_eq!((each, notes), (0, 1), "rows: {coalesced} coalesced");
+    let (each, _, coalesced, _) = report(&dir, rows, "-O2", "-fsss-opt=no");
+    assert!(each > 0 && coalesced == 0);
+    // A loop that may leave early writes an unknown count: store by store.
+    let early = "void f(double *a, int n) { for (int i = 0; i < n; i++) \
+                 { if (a[i] < 0) break; a[i] = 2.0; } }";
+    assert_eq!(report(&dir, early, "-O2", "-fsss-opt=ia").3, 0);
+    // A store on some iterations only is never coalesced.
+    let some = "void f(double *a, int n) { for (int i = 0; i < n; i++) \
+                if (i & 1) a[i] = 1.0; }";
+    assert_eq!(report(&dir, some, "-O2", "-fsss-opt=ia").3, 0);
+    // A strided store leaves holes: not one range.
+    let strided = "void f(double *a, int n) { for (int i = 0; i < n; i++) a[2 * i] = 1.0; }";
+    assert_eq!(report(&dir, strided, "-O2", "-fsss-opt=ia").3, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
