@@ -11,8 +11,8 @@ use crate::{Error, UPDATE_HANDLER};
 use sss_mbcf::Options;
 
 /// Eager WRITEs to one home are combined up to MBCF's default datagram
-/// payload: one packet each.
-const COMBINE: usize = 1408;
+/// payload when sealed (the default): one packet each.
+const COMBINE: usize = 1392;
 
 /// How an eager write leaves the writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -108,10 +108,24 @@ pub enum Transport {
     Udp,
 }
 
+/// The payload per datagram when `SSS_PAYLOAD` is not set: a full
+/// datagram then fills a 1500-byte Ethernet frame exactly (IP and UDP
+/// headers, our header, the payload and, when sealed, the 16-byte tag),
+/// so it is never split into IP fragments.
+pub fn default_payload(security: Security) -> usize {
+    match security {
+        Security::None => sss_wire::DEFAULT_PAYLOAD,
+        Security::Auth | Security::Encrypt => sss_wire::DEFAULT_PAYLOAD - sss_seal::TAG_LEN,
+    }
+}
+
 impl Default for TaskConfig {
     fn default() -> Self {
         Self {
-            proto: Config::default(),
+            proto: Config {
+                payload_size: default_payload(Security::Auth),
+                ..Config::default()
+            },
             spin: Duration::from_micros(50),
             spin_max: Duration::from_micros(250),
             sockbuf: 4 << 20,

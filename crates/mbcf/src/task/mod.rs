@@ -36,7 +36,7 @@ mod udp;
 mod wait;
 
 pub use boot::{Bootstrap, ThreadBoot};
-pub use config::{Bind, SsWaitTuning, TaskConfig, Transport};
+pub use config::{default_payload, Bind, SsWaitTuning, TaskConfig, Transport};
 pub use queue::Fifo;
 pub use request::{Options, Reply, Request, Sink};
 pub use transport::TransportKind;
