@@ -29,7 +29,12 @@ pub(crate) fn register(dsm: *mut DsmObj, base: usize, len: usize) {
 /// `dsm` is going away: stores are no longer noted through it.
 pub(crate) fn unregister(dsm: *mut DsmObj) {
     if CURRENT
-        .compare_exchange(dsm, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+        .compare_exchange(
+            dsm,
+            std::ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
         .is_ok()
     {
         sss_rcop_span.store(0, Ordering::Release);
