@@ -18,9 +18,8 @@ impl Shared {
     /// Handles one fault from the fault thread.
     fn handle_fault(&self, f: sys::Fault) -> Result<(), Error> {
         let t0 = Instant::now();
-        let base = self.view.base();
-        let page = page_of((f.addr - base) as u64);
-        let paddr = base + page as usize * PAGE;
+        let page = page_of(self.offset(f.addr, 1)?);
+        let paddr = self.page_addr(page)?;
         let trap = self.cfg.writes == WriteMode::Trap;
         if f.wp {
             bump(&self.stats.write_faults, 1);
@@ -56,7 +55,6 @@ impl Shared {
     /// Fetches `page` (and prefetch pages) from the home and installs it.
     /// With `twin`, the page is installed writable and its twin kept.
     fn fetch_install(&self, page: u64, twin: bool) -> Result<(), Error> {
-        let base = self.view.base();
         let last = (self.view.len() / PAGE) as u64;
         let home = self.home_of(page)?;
         let proto = self.proto_of(page)?;
@@ -123,11 +121,12 @@ impl Shared {
                     continue;
                 }
                 let install_wp = wp && !(twin && i == 0);
-                let fresh = self
-                    .uffd
-                    .copy(base + p as usize * PAGE, chunk, install_wp)?;
+                let paddr = self.page_addr(p)?;
+                let patched = self.window.get().and_then(|w| w.patch(p, chunk));
+                let chunk = patched.as_deref().unwrap_or(chunk);
+                let fresh = self.uffd.copy(paddr, chunk, install_wp)?;
                 if i == 0 && !fresh {
-                    self.uffd.wake(base + p as usize * PAGE, PAGE)?;
+                    self.uffd.wake(paddr, PAGE)?;
                 }
                 if i > 0 && fresh {
                     bump(&self.stats.pages_fetched, 1);

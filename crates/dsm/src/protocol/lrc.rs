@@ -18,14 +18,13 @@ impl Shared {
     /// protected (and may drop it: the bytes to send are copied already).
     pub(super) fn collect_runs(&self) -> Result<Vec<Run>, Error> {
         let noted = std::mem::take(&mut lock(&self.out).noted);
-        let base = self.view.base();
         let mut runs: Vec<Run> = noted
             .into_iter()
             .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
             .collect::<Result<_, Error>>()?;
         let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
         for page in pages {
-            let paddr = base + page as usize * PAGE;
+            let paddr = self.page_addr(page)?;
             let (cur, twin) = {
                 let mut st = lock(&self.state);
                 let Some(Some(twin)) = st.dirty.remove(&page) else {
