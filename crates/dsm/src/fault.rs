@@ -20,7 +20,7 @@ impl Shared {
         let t0 = Instant::now();
         let page = page_of(self.offset(f.addr, 1)?);
         let paddr = self.page_addr(page)?;
-        let trap = self.cfg.writes == WriteMode::Trap;
+        let trap = self.traps();
         if f.wp {
             bump(&self.stats.write_faults, 1);
             let mut st = lock(&self.state);
@@ -113,7 +113,7 @@ impl Shared {
                 continue;
             }
             bump(&self.stats.pages_fetched, 1);
-            let wp = self.cfg.writes == WriteMode::Trap;
+            let wp = self.traps();
             for i in 0..n {
                 let p = page + i;
                 let chunk = &data[i as usize * PAGE..(i as usize + 1) * PAGE];
@@ -142,6 +142,22 @@ impl Shared {
             }
             return Ok(());
         }
+    }
+}
+
+impl Shared {
+    /// Whether stores are trapped: in trap mode with more than one task.
+    /// A task alone keeps its copies writable (nobody else reads the
+    /// homes; a dropped page is written home first, see `discard`), so a
+    /// program that synchronizes often does not pay a write fault per
+    /// page and release.
+    pub(crate) fn traps(&self) -> bool {
+        self.cfg.writes == WriteMode::Trap && self.size > 1
+    }
+
+    /// A task alone in trap mode: its copies hold its stores, not yet home.
+    pub(crate) fn solo_trap(&self) -> bool {
+        self.cfg.writes == WriteMode::Trap && self.size == 1
     }
 }
 

@@ -34,6 +34,7 @@ fn task_mode() {
         "messages" => bad_messages(),
         "adopt:note" => adopt(WriteMode::Note),
         "adopt:trap" => adopt(WriteMode::Trap),
+        "solo" => solo(),
         s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
         _ => Err("unknown scenario".into()),
     });
@@ -296,6 +297,37 @@ fn adopt(writes: WriteMode) -> R {
     Ok(())
 }
 
+/// A task alone in trap mode: stores between 100 lock releases fault
+/// once per page, not once per release; a page dropped by a protocol
+/// switch takes its stores home first.
+fn solo() -> R {
+    let task = Task::init()?;
+    let dsm = Dsm::new(
+        &task,
+        Config {
+            heap: HEAP,
+            writes: WriteMode::Trap,
+            ..Config::default()
+        },
+    )?;
+    let p = dsm.malloc(2 * PAGE, Placement::Block)?;
+    for i in 0..100u8 {
+        dsm.lock(1)?;
+        poke(p, i);
+        poke(p.wrapping_add(PAGE), i);
+        dsm.unlock(1)?;
+    }
+    let faults = dsm.stats().write_faults;
+    check(faults == 2, &format!("{faults} write faults, want 2"))?;
+    dsm.set_protocol(p, Protocol::HomeOnly)?;
+    let mut b = [0u8; 1];
+    dsm.read(p.wrapping_add(PAGE), &mut b)?;
+    check(b[0] == 99, "a store was lost with its page")?;
+    dsm.finalize()?;
+    println!("DSM-OK");
+    Ok(())
+}
+
 /// `Dsm::from_env` under a bad value of `var` (set by the test) fails
 /// before any collective step, with an error naming `var`.
 fn bad_setting(var: &str) -> R {
@@ -379,6 +411,16 @@ fn adopted_globals_are_shared_and_bad_arguments_refused() {
             &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
         ],
     );
+}
+
+/// Regression (issue 17, Radiosity): a task alone in trap mode paid a
+/// write-protect fault for every page it wrote after each release.
+#[test]
+fn a_task_alone_in_trap_mode_faults_once_per_page() {
+    if is_part() {
+        return;
+    }
+    run_on("solo", &[&["-n", "1"]]);
 }
 
 /// Regression (issue 12, item 6, for the DSM): settings out of range were

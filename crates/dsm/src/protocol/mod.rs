@@ -228,6 +228,11 @@ impl Shared {
             if st.present.remove(&p) {
                 st.transient.remove(&p);
                 let addr = self.page_addr(p)?;
+                if self.solo_trap() {
+                    // Its stores were not trapped: they go home now.
+                    let off = p * PAGE as u64;
+                    self.home_write(off, &self.view_read(off, PAGE)?)?;
+                }
                 match self.window.get().filter(|w| w.holds(p * PAGE as u64)) {
                     Some(w) => {
                         // Present until discarded: reading it cannot fault.
