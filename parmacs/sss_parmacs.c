@@ -83,6 +83,7 @@ static __thread struct pm_state {
     sss_dsm_placement_t place;
     uint32_t place_param;
     int trap;
+    uint32_t held[PM_SYNC_LOCK]; /* this task's holds of each lock id */
     int adopted;              /* globals are a shared range (trap mode) */
     uintptr_t exe_base;
     uintptr_t relro_end;      /* end of the executable's read-only data */
@@ -581,9 +582,28 @@ void sss_pm_alock_init(sss_pm_lock_t *locks, unsigned long n)
     sss_pm_note(locks, sizeof *locks * n);
 }
 
-void sss_pm_lock(sss_pm_lock_t l) { check(sss_dsm_lock(S.dsm, l), "LOCK"); }
+/* Lock ids wrap round (the heap has 256 locks; Radiosity makes
+ * thousands), so two locks a task nests may share an id: the inner LOCK
+ * then counts a hold of the id this task has, rather than wait for
+ * itself, and the id is released at the last UNLOCK. Exclusion stays:
+ * nobody else holds the id meanwhile. */
+void sss_pm_lock(sss_pm_lock_t l)
+{
+    if (l < PM_SYNC_LOCK && S.held[l]++ > 0)
+        return;
+    check(sss_dsm_lock(S.dsm, l), "LOCK");
+}
 
-void sss_pm_unlock(sss_pm_lock_t l) { check(sss_dsm_unlock(S.dsm, l), "UNLOCK"); }
+void sss_pm_unlock(sss_pm_lock_t l)
+{
+    if (l < PM_SYNC_LOCK && S.held[l] > 1) {
+        S.held[l]--;
+        return;
+    }
+    if (l < PM_SYNC_LOCK)
+        S.held[l] = 0; /* also an UNLOCK of a lock another task took */
+    check(sss_dsm_unlock(S.dsm, l), "UNLOCK");
+}
 
 void sss_pm_barrier(int n)
 {

@@ -369,7 +369,10 @@ fn many_small_g_mallocs_share_pages() {
 /// arrive; a pointer to a `G_MALLOC` block, an array, many pages of
 /// `.bss` and a scalar that one task sets after `CREATE` reach every task
 /// at a `BARRIER`; a global counter incremented under a `LOCK` by every
-/// task loses nothing; every task writes its own word of one page.
+/// task loses nothing; every task writes its own word of one page, and
+/// its own byte and `int` of shared words; nested `ALOCK`s of an array of
+/// 300 locks (more than the heap's 256 ids: some share one) do not wait
+/// for themselves.
 #[test]
 fn globals_written_after_create_are_shared() {
     if LAUNCHER.is_part() {
