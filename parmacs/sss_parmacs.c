@@ -449,7 +449,11 @@ void sss_pm_init(void)
     S.size = sss_task_size(S.task);
     check(sss_dsm_init(S.task, SSS_DSM_PROTOCOL_ENV, SSS_DSM_WRITES_ENV, &S.dsm), "dsm init");
     S.trap = sss_dsm_is_trap(S.dsm);
-    if (S.trap && S.size > 1)
+    const char *g = getenv("SSS_PARMACS_GLOBALS");
+    int fork_globals = g && strcmp(g, "fork") == 0;
+    if (g && *g && !fork_globals && strcmp(g, "shared") != 0)
+        die("SSS_PARMACS_GLOBALS is shared or fork, not %s", g);
+    if (S.trap && S.size > 1 && !fork_globals)
         adopt_globals();
     S.snap_len = S.adopted ? 0 : data_len() + bss_len();
     S.snap_word = CTL_WORDS + S.size;

@@ -143,6 +143,11 @@ const INVALIDATE: &[(&str, &str)] = &[
     ("SSS_DSM_WRITES", "trap"),
 ];
 const TRAP: &[(&str, &str)] = &[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "trap")];
+const TRAP_FORK: &[(&str, &str)] = &[
+    ("SSS_DSM_PROTOCOL", "ulrc"),
+    ("SSS_DSM_WRITES", "trap"),
+    ("SSS_PARMACS_GLOBALS", "fork"),
+];
 const HOME_UPDATE: &[(&str, &str)] = &[
     ("SSS_DSM_PROTOCOL", "home_update"),
     ("SSS_DSM_WRITES", "note"),
@@ -204,7 +209,8 @@ fn radix_every_build_gives_the_same_order() {
 }
 
 /// With notes (stores to globals are not noted, so globals are not
-/// shared; in trap mode they are: `globals_written_after_create_are_shared`).
+/// shared; in trap mode they are, `globals_written_after_create_are_shared`,
+/// unless `SSS_PARMACS_GLOBALS=fork`).
 #[test]
 fn create_forks_the_creators_globals() {
     if LAUNCHER.is_part() {
@@ -214,6 +220,7 @@ fn create_forks_the_creators_globals() {
     for (placement, env, note_each) in [
         (FOUR_TWO_HOSTS, ULRC, false),
         (&["-n", "3"][..], ULRC, true),
+        (&["-n", "3"][..], TRAP_FORK, false),
         (
             TWO,
             &[
@@ -408,5 +415,17 @@ fn globals_written_after_create_are_shared() {
                 "{prog} {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
             );
         }
+        // SSS_PARMACS_GLOBALS=fork: each task keeps its copy from CREATE.
+        let (code, out, err) = LAUNCHER.run(TWO, &exe, &["2"], TRAP_FORK);
+        assert!(
+            code != Some(0) && out.contains("GLOBALS-FAILED") && err.contains("gptr is NULL"),
+            "{prog} with fork globals: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        let bad = [("SSS_DSM_WRITES", "trap"), ("SSS_PARMACS_GLOBALS", "both")];
+        let (code, _out, err) = LAUNCHER.run(TWO, &exe, &["2"], &bad);
+        assert!(
+            code != Some(0) && err.contains("SSS_PARMACS_GLOBALS is shared or fork, not both"),
+            "{prog} with a bad SSS_PARMACS_GLOBALS: exit {code:?}\nstderr:\n{err}"
+        );
     }
 }
