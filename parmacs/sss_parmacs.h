@@ -9,7 +9,8 @@
  * (SSS_DSM_WRITES=trap) on more than one task the global variables are
  * shared memory (the executable's .data and .bss are a DSM range homed at
  * rank 0, sss_dsm_adopt): writes reach other tasks at LOCK, BARRIER and
- * condition variables, as with threads. With notes, CREATE instead sends
+ * condition variables, as with threads (SSS_PARMACS_GLOBALS=fork keeps
+ * the snapshot below instead). With notes, CREATE instead sends
  * a snapshot of the creator's globals (in pieces): the created task
  * starts as a fork of its creator would, and later writes to globals are
  * not shared. Shared data lives in the shared heap (G_MALLOC), so
