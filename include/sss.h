@@ -889,6 +889,24 @@ extern uint64_t sss_rcop_span;
 void sss_rcop_note(const void *addr, size_t len);
 
 /**
+ * Collective: makes the program's own memory [@p addr, @p addr + @p len)
+ * (its global variables; page-aligned, at the same address in every
+ * task) shared, as an allocation homed at rank 0 with SSS_DSM_ULRC: every
+ * task now sees rank 0's bytes, and stores to it reach the other tasks at
+ * release (trap mode records them) as heap stores do. @p keep holds
+ * @p nkeep pairs (address, length) of ranges inside it (at most 256, each
+ * at most 4 KiB) that stay each task's own bytes. The memory's old
+ * contents are replaced: no other thread may touch it during the call,
+ * and it must never be unmapped. Pages arrive when first touched;
+ * sss_dsm_finalize() fills in the rest, so it stays whole afterwards.
+ * SSS_ERR_INVALID_PARAM outside trap mode, for a misaligned range, a
+ * range overlapping the heap or differing between tasks, or a second
+ * call (in any task: every task fails alike).
+ */
+sss_status_t sss_dsm_adopt(sss_dsm_h dsm, void *addr, size_t len,
+                           const size_t *keep, size_t nkeep);
+
+/**
  * Acquires lock @p id (0..255; at most 64 tasks) with acquire semantics:
  * pages other tasks wrote before releasing are re-fetched on next use.
  */

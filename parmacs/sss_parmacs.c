@@ -59,9 +59,11 @@ struct pm_skip {
     uintptr_t lo, hi;
 };
 
-/* Everything the runtime keeps lives here: it is in the executable's
- * .bss, so installing a snapshot saves and restores it. */
-static struct pm_state {
+/* Everything the runtime keeps lives here, in thread-local storage of
+ * the main thread (the only one that calls the runtime): not among the
+ * executable's globals, which CREATE's snapshot overwrites and trap mode
+ * shares. */
+static __thread struct pm_state {
     sss_task_h task;
     sss_dsm_h dsm;
     uint32_t rank, size;
@@ -81,6 +83,10 @@ static struct pm_state {
     sss_dsm_placement_t place;
     uint32_t place_param;
     int trap;
+    uint32_t held[PM_SYNC_LOCK]; /* this task's holds of each lock id */
+    int adopted;              /* globals are a shared range (trap mode) */
+    uintptr_t exe_base;
+    uintptr_t relro_end;      /* end of the executable's read-only data */
 } S;
 
 static void die(const char *fmt, ...)
@@ -154,13 +160,15 @@ static void no_aslr(void)
     die("re-executing /proc/self/exe: %s", strerror(errno));
 }
 
-static uintptr_t exe_base;
-
 static int find_exe(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     (void)arg;
-    exe_base = info->dlpi_addr; /* the first object is the executable */
+    S.exe_base = info->dlpi_addr; /* the first object is the executable */
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO)
+            S.relro_end = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr +
+                         info->dlpi_phdr[i].p_memsz;
     return 1;
 }
 
@@ -216,13 +224,45 @@ static void find_copy_relocs(void)
                 continue;
             size_t s = ELF64_R_SYM(r[k].r_info);
             uint64_t size = s < nsyms ? syms[s].st_size : 8;
-            uintptr_t lo = exe_base + r[k].r_offset;
+            uintptr_t lo = S.exe_base + r[k].r_offset;
             skip_add(lo, lo + (size ? size : 8));
         }
     }
     free(img);
     /* Belt and braces for the one object that always differs. */
     skip_add((uintptr_t)&environ, (uintptr_t)&environ + sizeof environ);
+}
+
+#define PM_PAGE ((uintptr_t)4096)
+
+/* Trap mode on more than one task: the executable's writable data (.data
+ * and .bss, whole pages past its read-only part) becomes a shared range
+ * homed at rank 0 (sss_dsm_adopt), so globals behave as threads see
+ * them, under release consistency. The copy-relocated objects stay each
+ * task's own. With notes, stores to globals are not noted: they keep
+ * CREATE's snapshot. */
+static void adopt_globals(void)
+{
+    uintptr_t lo = (uintptr_t)__data_start & ~(PM_PAGE - 1);
+    uintptr_t relro = (S.relro_end + PM_PAGE - 1) & ~(PM_PAGE - 1);
+    if (lo < relro)
+        lo = relro;
+    uintptr_t hi = ((uintptr_t)_end + PM_PAGE - 1) & ~(PM_PAGE - 1);
+    if (hi <= lo)
+        return;
+    size_t keep[2 * PM_MAX_SKIP];
+    size_t nkeep = 0;
+    for (int i = 0; i < S.nskip; i++) {
+        uintptr_t a = S.skip[i].lo < lo ? lo : S.skip[i].lo;
+        uintptr_t b = S.skip[i].hi > hi ? hi : S.skip[i].hi;
+        if (a >= b || b - a > PM_PAGE) /* larger ones are libraries' tables */
+            continue;
+        keep[2 * nkeep] = a;
+        keep[2 * nkeep + 1] = b - a;
+        nkeep++;
+    }
+    check(sss_dsm_adopt(S.dsm, (void *)lo, hi - lo, keep, nkeep), "sharing the globals");
+    S.adopted = 1;
 }
 
 static size_t data_len(void) { return (size_t)(_edata - __data_start); }
@@ -389,7 +429,8 @@ static void serve(void)
             finish(0);
         void (*fn)(void) = (void (*)(void))(uintptr_t)S.w[W_FN];
         sync_point();
-        install(snap);
+        if (!S.adopted)
+            install(snap);
         fn();
         sync_point();
         fetch_add(0, W_DONE, 1);
@@ -408,7 +449,13 @@ void sss_pm_init(void)
     S.size = sss_task_size(S.task);
     check(sss_dsm_init(S.task, SSS_DSM_PROTOCOL_ENV, SSS_DSM_WRITES_ENV, &S.dsm), "dsm init");
     S.trap = sss_dsm_is_trap(S.dsm);
-    S.snap_len = data_len() + bss_len();
+    const char *g = getenv("SSS_PARMACS_GLOBALS");
+    int fork_globals = g && strcmp(g, "fork") == 0;
+    if (g && *g && !fork_globals && strcmp(g, "shared") != 0)
+        die("SSS_PARMACS_GLOBALS is shared or fork, not %s", g);
+    if (S.trap && S.size > 1 && !fork_globals)
+        adopt_globals();
+    S.snap_len = S.adopted ? 0 : data_len() + bss_len();
     S.snap_word = CTL_WORDS + S.size;
     S.cvtab = calloc(S.size, sizeof *S.cvtab);
     if (!S.cvtab)
@@ -461,7 +508,8 @@ static void create(void (*fn)(void), uint64_t count)
     char *buf = malloc(S.snap_len ? S.snap_len : 1);
     if (!buf)
         die("out of memory");
-    snapshot(buf);
+    if (S.snap_len)
+        snapshot(buf);
     sync_point();
     for (uint64_t i = 0; i < count; i++) {
         uint32_t to = S.order[first + i];
@@ -538,9 +586,28 @@ void sss_pm_alock_init(sss_pm_lock_t *locks, unsigned long n)
     sss_pm_note(locks, sizeof *locks * n);
 }
 
-void sss_pm_lock(sss_pm_lock_t l) { check(sss_dsm_lock(S.dsm, l), "LOCK"); }
+/* Lock ids wrap round (the heap has 256 locks; Radiosity makes
+ * thousands), so two locks a task nests may share an id: the inner LOCK
+ * then counts a hold of the id this task has, rather than wait for
+ * itself, and the id is released at the last UNLOCK. Exclusion stays:
+ * nobody else holds the id meanwhile. */
+void sss_pm_lock(sss_pm_lock_t l)
+{
+    if (l < PM_SYNC_LOCK && S.held[l]++ > 0)
+        return;
+    check(sss_dsm_lock(S.dsm, l), "LOCK");
+}
 
-void sss_pm_unlock(sss_pm_lock_t l) { check(sss_dsm_unlock(S.dsm, l), "UNLOCK"); }
+void sss_pm_unlock(sss_pm_lock_t l)
+{
+    if (l < PM_SYNC_LOCK && S.held[l] > 1) {
+        S.held[l]--;
+        return;
+    }
+    if (l < PM_SYNC_LOCK)
+        S.held[l] = 0; /* also an UNLOCK of a lock another task took */
+    check(sss_dsm_unlock(S.dsm, l), "UNLOCK");
+}
 
 void sss_pm_barrier(int n)
 {

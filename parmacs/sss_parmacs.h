@@ -5,13 +5,18 @@
  * at once. Before main (or at MAIN_INITENV, sss_pm_init) each joins the
  * job and creates the shared heap; rank 0 runs main, every other task
  * waits for a CREATE. CREATE (sss_pm_create) hands a function to the next
- * idle task, going round-robin over the hosts of the job, together with a
- * snapshot of the creator's global variables (.data and .bss, in pieces):
- * the created task starts as a fork of its creator would. Shared data
- * lives in the shared heap (G_MALLOC), so pointers to it kept in globals
- * are valid everywhere; pointers to the creator's private memory (stack,
- * malloc) are not, as with fork across machines. Globals written after
- * CREATE are not shared (Water's XTT, FMM's Grid, Volrend's view).
+ * idle task, going round-robin over the hosts of the job. In trap mode
+ * (SSS_DSM_WRITES=trap) on more than one task the global variables are
+ * shared memory (the executable's .data and .bss are a DSM range homed at
+ * rank 0, sss_dsm_adopt): writes reach other tasks at LOCK, BARRIER and
+ * condition variables, as with threads (SSS_PARMACS_GLOBALS=fork keeps
+ * the snapshot below instead). With notes, CREATE instead sends
+ * a snapshot of the creator's globals (in pieces): the created task
+ * starts as a fork of its creator would, and later writes to globals are
+ * not shared. Shared data lives in the shared heap (G_MALLOC), so
+ * pointers to it kept in globals are valid everywhere; pointers to a
+ * task's private memory (stack, malloc) are not, as with fork across
+ * machines.
  *
  * Build: m4 parmacs/sss.m4 prog.c.in > prog.c, then
  *   cc -Iinclude -Iparmacs prog.c parmacs/sss_parmacs.c -lsss

@@ -143,6 +143,11 @@ const INVALIDATE: &[(&str, &str)] = &[
     ("SSS_DSM_WRITES", "trap"),
 ];
 const TRAP: &[(&str, &str)] = &[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "trap")];
+const TRAP_FORK: &[(&str, &str)] = &[
+    ("SSS_DSM_PROTOCOL", "ulrc"),
+    ("SSS_DSM_WRITES", "trap"),
+    ("SSS_PARMACS_GLOBALS", "fork"),
+];
 const HOME_UPDATE: &[(&str, &str)] = &[
     ("SSS_DSM_PROTOCOL", "home_update"),
     ("SSS_DSM_WRITES", "note"),
@@ -203,6 +208,9 @@ fn radix_every_build_gives_the_same_order() {
     }
 }
 
+/// With notes (stores to globals are not noted, so globals are not
+/// shared; in trap mode they are, `globals_written_after_create_are_shared`,
+/// unless `SSS_PARMACS_GLOBALS=fork`).
 #[test]
 fn create_forks_the_creators_globals() {
     if LAUNCHER.is_part() {
@@ -211,7 +219,8 @@ fn create_forks_the_creators_globals() {
     let dir = TempDir::new().expect("tempdir");
     for (placement, env, note_each) in [
         (FOUR_TWO_HOSTS, ULRC, false),
-        (&["-n", "3"][..], TRAP, false),
+        (&["-n", "3"][..], ULRC, true),
+        (&["-n", "3"][..], TRAP_FORK, false),
         (
             TWO,
             &[
@@ -358,6 +367,65 @@ fn many_small_g_mallocs_share_pages() {
                 && out.contains("GMALLOC-OK")
                 && out.matches("gmalloc: before init").count() == 1,
             "gmalloc {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
+
+/// Globals are shared memory in trap mode, as threads share them, in
+/// both dialects: values set before `CREATE` (and `.data` initializers)
+/// arrive; a pointer to a `G_MALLOC` block, an array, many pages of
+/// `.bss` and a scalar that one task sets after `CREATE` reach every task
+/// at a `BARRIER`; a global counter incremented under a `LOCK` by every
+/// task loses nothing; every task writes its own word of one page, and
+/// its own byte and `int` of shared words; nested `ALOCK`s of an array of
+/// 300 locks (more than the heap's 256 ids: some share one) do not wait
+/// for themselves.
+#[test]
+fn globals_written_after_create_are_shared() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    for (prog, tag) in [("globals2", "SPLASH-2 "), ("globals3", "SPLASH-3 ")] {
+        let pth = build(&dir, prog, "pthreads", false);
+        for threads in ["1", "4"] {
+            let out = Command::new(&pth)
+                .arg(threads)
+                .output()
+                .expect("run the pthreads build");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains("GLOBALS-OK"),
+                "{prog} pthreads on {threads}: {text}"
+            );
+        }
+        let exe = build(&dir, prog, "sss", false);
+        for (placement, env) in [
+            (ONE, TRAP),
+            (TWO, TRAP),
+            (&["-n", "4"][..], TRAP),
+            (FOUR_TWO_HOSTS, TRAP),
+            (FOUR_TWO_HOSTS, INVALIDATE),
+        ] {
+            let n = placement[1];
+            let (code, out, err) = LAUNCHER.run(placement, &exe, &[n], env);
+            let want = format!("{tag}GLOBALS-OK {n} tasks");
+            assert!(
+                code == Some(0) && out.contains(&want),
+                "{prog} {placement:?} {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+        }
+        // SSS_PARMACS_GLOBALS=fork: each task keeps its copy from CREATE.
+        let (code, out, err) = LAUNCHER.run(TWO, &exe, &["2"], TRAP_FORK);
+        assert!(
+            code != Some(0) && out.contains("GLOBALS-FAILED") && err.contains("gptr is NULL"),
+            "{prog} with fork globals: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        let bad = [("SSS_DSM_WRITES", "trap"), ("SSS_PARMACS_GLOBALS", "both")];
+        let (code, _out, err) = LAUNCHER.run(TWO, &exe, &["2"], &bad);
+        assert!(
+            code != Some(0) && err.contains("SSS_PARMACS_GLOBALS is shared or fork, not both"),
+            "{prog} with a bad SSS_PARMACS_GLOBALS: exit {code:?}\nstderr:\n{err}"
         );
     }
 }

@@ -18,10 +18,9 @@ impl Shared {
     /// Handles one fault from the fault thread.
     fn handle_fault(&self, f: sys::Fault) -> Result<(), Error> {
         let t0 = Instant::now();
-        let base = self.view.base();
-        let page = page_of((f.addr - base) as u64);
-        let paddr = base + page as usize * PAGE;
-        let trap = self.cfg.writes == WriteMode::Trap;
+        let page = page_of(self.offset(f.addr, 1)?);
+        let paddr = self.page_addr(page)?;
+        let trap = self.traps();
         if f.wp {
             bump(&self.stats.write_faults, 1);
             let mut st = lock(&self.state);
@@ -56,7 +55,6 @@ impl Shared {
     /// Fetches `page` (and prefetch pages) from the home and installs it.
     /// With `twin`, the page is installed writable and its twin kept.
     fn fetch_install(&self, page: u64, twin: bool) -> Result<(), Error> {
-        let base = self.view.base();
         let last = (self.view.len() / PAGE) as u64;
         let home = self.home_of(page)?;
         let proto = self.proto_of(page)?;
@@ -115,7 +113,7 @@ impl Shared {
                 continue;
             }
             bump(&self.stats.pages_fetched, 1);
-            let wp = self.cfg.writes == WriteMode::Trap;
+            let wp = self.traps();
             for i in 0..n {
                 let p = page + i;
                 let chunk = &data[i as usize * PAGE..(i as usize + 1) * PAGE];
@@ -123,11 +121,12 @@ impl Shared {
                     continue;
                 }
                 let install_wp = wp && !(twin && i == 0);
-                let fresh = self
-                    .uffd
-                    .copy(base + p as usize * PAGE, chunk, install_wp)?;
+                let paddr = self.page_addr(p)?;
+                let patched = self.window.get().and_then(|w| w.patch(p, chunk));
+                let chunk = patched.as_deref().unwrap_or(chunk);
+                let fresh = self.uffd.copy(paddr, chunk, install_wp)?;
                 if i == 0 && !fresh {
-                    self.uffd.wake(base + p as usize * PAGE, PAGE)?;
+                    self.uffd.wake(paddr, PAGE)?;
                 }
                 if i > 0 && fresh {
                     bump(&self.stats.pages_fetched, 1);
@@ -143,6 +142,22 @@ impl Shared {
             }
             return Ok(());
         }
+    }
+}
+
+impl Shared {
+    /// Whether stores are trapped: in trap mode with more than one task.
+    /// A task alone keeps its copies writable (nobody else reads the
+    /// homes; a dropped page is written home first, see `discard`), so a
+    /// program that synchronizes often does not pay a write fault per
+    /// page and release.
+    pub(crate) fn traps(&self) -> bool {
+        self.cfg.writes == WriteMode::Trap && self.size > 1
+    }
+
+    /// A task alone in trap mode: its copies hold its stores, not yet home.
+    pub(crate) fn solo_trap(&self) -> bool {
+        self.cfg.writes == WriteMode::Trap && self.size == 1
     }
 }
 

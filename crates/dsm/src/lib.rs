@@ -85,6 +85,7 @@
 
 #![warn(missing_docs)]
 
+mod adopt;
 mod config;
 mod fault;
 mod layout;
@@ -211,6 +212,7 @@ impl Dsm {
             acks_expected: AtomicU64::new(0),
             stats: Counters::default(),
             packets0,
+            window: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&shared);
         task.set_handler(
@@ -466,6 +468,35 @@ impl Dsm {
         self.note_write(addr as *const u8, n)
     }
 
+    /// Collective: makes the program's own memory `[addr, addr+len)` (its
+    /// global variables: page-aligned, at the same address in every task)
+    /// a shared range, as if allocated with [`Placement::Explicit`]`(0)`
+    /// and [`Protocol::Ulrc`]: rank 0's bytes now are every task's, and
+    /// stores to it are trapped and reach the others at release, as for
+    /// heap pages. The `keep` ranges (address, length; at most 256 of at
+    /// most 4 KiB) stay each task's own bytes. Needs trap mode. Pages are
+    /// fetched lazily; [`Dsm::finalize`] fills in the rest, so the memory
+    /// stays whole afterwards.
+    ///
+    /// # Safety
+    /// `[addr, addr+len)` is mapped, readable and writable, and holds
+    /// plain bytes (no Rust object); no other thread touches it until this
+    /// returns (its contents are replaced), and it is never unmapped while
+    /// `self` lives.
+    #[allow(unsafe_code)]
+    pub unsafe fn adopt(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        keep: &[(usize, usize)],
+    ) -> Result<(), Error> {
+        let t0 = Instant::now();
+        // SAFETY: the caller's guarantees, passed on.
+        let r = unsafe { self.shared.adopt(addr as usize, len, keep) };
+        bump(&self.shared.stats.sync_ns, t0.elapsed().as_nanos() as u64);
+        r
+    }
+
     /// Acquires lock `id` (< 256): a ticket lock at task `id % size`, then
     /// acquire semantics (pages others wrote are invalidated). A waiter
     /// leaves a slot at the lock's home for the releaser to ring; it also
@@ -533,6 +564,7 @@ impl Dsm {
     /// stderr), stops the fault thread.
     pub fn finalize(mut self) -> Result<Stats, Error> {
         let r = self.barrier();
+        let r = r.and_then(|()| self.shared.fill_window());
         let st = self.stats();
         if self.print_stats {
             eprintln!("{}", st.to_json(self.shared.rank));

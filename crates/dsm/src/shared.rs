@@ -3,6 +3,7 @@
 //! ([`Shared`]), and its bounds-checked accessors of the heap view, the
 //! home segment and the metadata words.
 
+use crate::adopt::Window;
 use crate::config::Config;
 use crate::layout as L;
 use crate::protocol::eager::Pending;
@@ -13,7 +14,7 @@ use crate::Error;
 use sss_mbcf::{Options, RemoteAddr, Segment, SegmentInfo, Task};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 #[derive(Default)]
 pub(crate) struct State {
@@ -74,6 +75,8 @@ pub(crate) struct Shared {
     pub(crate) acks_expected: AtomicU64,
     pub(crate) stats: Counters,
     pub(crate) packets0: u64,
+    /// The program's global variables, once adopted (`Dsm::adopt`).
+    pub(crate) window: OnceLock<Window>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,22 +112,24 @@ impl Shared {
 
     /// `len` bytes of this task's heap view at heap offset `off`.
     pub(crate) fn view_read(&self, off: u64, len: usize) -> Result<Vec<u8>, Error> {
-        let at = span(off, len, self.view.len() as u64)?;
+        let at = self.vaddr_span(off, len)?;
         #[allow(unsafe_code)]
-        // SAFETY: inside the view (checked by `span`), which `self` keeps
-        // reserved; a missing page faults and the fault thread fetches it.
-        let v = unsafe { sys::copy_out(self.view.base() + at, len) };
+        // SAFETY: inside the view or the adopted window (checked by
+        // `vaddr_span`), which `self` keeps mapped; a missing page faults
+        // and the fault thread fetches it.
+        let v = unsafe { sys::copy_out(at, len) };
         Ok(v)
     }
 
     /// Writes `data` into this task's heap view at heap offset `off`.
     pub(crate) fn view_write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
-        let at = span(off, data.len(), self.view.len() as u64)?;
+        let at = self.vaddr_span(off, data.len())?;
         #[allow(unsafe_code)]
-        // SAFETY: inside the view (checked by `span`), which `self` keeps
-        // reserved; heap bytes are plain data.
+        // SAFETY: inside the view or the adopted window (checked by
+        // `vaddr_span`), which `self` keeps mapped; heap bytes are plain
+        // data.
         unsafe {
-            sys::copy_in(self.view.base() + at, data)
+            sys::copy_in(at, data)
         };
         Ok(())
     }
@@ -151,7 +156,32 @@ impl Shared {
         Ok(())
     }
 
+    /// The address in this task of heap offset `off`, whose `len` bytes
+    /// lie in the view or all in the adopted window.
+    pub(crate) fn vaddr_span(&self, off: u64, len: usize) -> Result<usize, Error> {
+        if let Some(w) = self.window.get() {
+            if w.holds(off) {
+                let rel = span(off - w.off, len, w.map.len() as u64)?;
+                return Ok(w.map.base() + rel);
+            }
+        }
+        Ok(self.view.base() + span(off, len, self.view.len() as u64)?)
+    }
+
+    /// The address of page `page` in this task (view or window).
+    pub(crate) fn page_addr(&self, page: u64) -> Result<usize, Error> {
+        self.vaddr_span(page * PAGE as u64, PAGE)
+    }
+
+    /// The heap offset of `[addr, addr+len)`, which lies in the heap view
+    /// or in the adopted window.
     pub(crate) fn offset(&self, addr: usize, len: usize) -> Result<u64, Error> {
+        if let Some(w) = self.window.get() {
+            let b = w.map.base();
+            if addr >= b && addr.checked_add(len).is_some_and(|e| e <= b + w.map.len()) {
+                return Ok(w.off + (addr - b) as u64);
+            }
+        }
         let base = self.view.base();
         if addr < base
             || addr

@@ -166,6 +166,68 @@ impl Drop for Reservation {
     }
 }
 
+/// Memory of the program (its global variables) that the DSM took over:
+/// replaced by an anonymous mapping at the same address, which userfaultfd
+/// can register. Never unmapped: the program's code refers to it.
+#[derive(Debug)]
+pub struct Adopted {
+    base: usize,
+    len: usize,
+}
+
+impl Adopted {
+    /// Maps fresh anonymous memory over `[addr, addr+len)` (page-aligned),
+    /// replacing what was there.
+    ///
+    /// # Safety
+    /// Nothing in this process touches `[addr, addr+len)` until this
+    /// returns (its old bytes are lost; the caller saved what it needs),
+    /// and no Rust object lives there.
+    pub unsafe fn replace(addr: usize, len: usize) -> io::Result<Self> {
+        if addr % PAGE != 0 || len % PAGE != 0 || len == 0 {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: the caller guarantees the range is ours to replace and
+        // untouched meanwhile; MAP_FIXED replaces exactly that range.
+        let p = unsafe {
+            libc::mmap(
+                addr as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self { base: addr, len })
+    }
+
+    /// First byte.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Drops the pages in `[addr, addr+len)` (inside the mapping), so the
+    /// next access faults again.
+    pub fn discard(&self, addr: usize, len: usize) -> io::Result<()> {
+        if addr < self.base || addr + len > self.base + self.len {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: the range lies inside the anonymous mapping we made;
+        // MADV_DONTNEED only drops page contents, never the mapping.
+        check(unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) })
+            .map(|_| ())
+    }
+}
+
 /// A page fault reported by userfaultfd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {

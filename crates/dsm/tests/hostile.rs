@@ -8,7 +8,9 @@
 //! set) and the tasks (when [`TASK_ENV`] names a scenario).
 
 use sss_dsm::msg::{encode_invalidation, Update, TAG_COPY, TAG_HOME};
-use sss_dsm::{Config, Dsm, Error, Placement, Protocol, INVALIDATE_HANDLER, PAGE, UPDATE_HANDLER};
+use sss_dsm::{
+    Config, Dsm, Error, Placement, Protocol, WriteMode, INVALIDATE_HANDLER, PAGE, UPDATE_HANDLER,
+};
 use sss_mbcf::{Options, Task};
 use sss_testkit::{check, Launcher, TaskResult};
 use std::time::{Duration, Instant};
@@ -30,6 +32,9 @@ fn task_mode() {
     sss_testkit::task_mode(TASK_ENV, |scenario| match scenario {
         "alloc" => alloc_limits(),
         "messages" => bad_messages(),
+        "adopt:note" => adopt(WriteMode::Note),
+        "adopt:trap" => adopt(WriteMode::Trap),
+        "solo" => solo(),
         s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
         _ => Err("unknown scenario".into()),
     });
@@ -176,6 +181,153 @@ fn bad_messages() -> R {
     Ok(())
 }
 
+/// Where the test's "globals" live in every task: an address no test
+/// maps otherwise (the test binary's own statics move with ASLR, and
+/// adopted memory must be at one address everywhere).
+const GLOBALS_AT: usize = 0x2000_0000_0000;
+
+/// Three anonymous pages at [`GLOBALS_AT`], standing for a program's
+/// global variables (never unmapped: adopted memory stays).
+fn globals() -> Result<*mut u8, String> {
+    // SAFETY: a fresh anonymous mapping; MAP_FIXED_NOREPLACE fails
+    // instead of replacing anything.
+    #[allow(unsafe_code)]
+    let p = unsafe {
+        libc::mmap(
+            GLOBALS_AT as *mut libc::c_void,
+            3 * PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if p as usize != GLOBALS_AT {
+        return Err(format!(
+            "cannot map {GLOBALS_AT:#x}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(p.cast())
+}
+
+fn poke(p: *mut u8, v: u8) {
+    // SAFETY: tests pass addresses inside `globals()`, plain bytes that
+    // only this thread touches (and the DSM, once adopted).
+    #[allow(unsafe_code)]
+    unsafe {
+        p.write_volatile(v)
+    }
+}
+
+fn peek(p: *const u8) -> u8 {
+    // SAFETY: as in `poke`.
+    #[allow(unsafe_code)]
+    unsafe {
+        p.read_volatile()
+    }
+}
+
+/// `Dsm::adopt`: refused with notes, for misaligned ranges, private
+/// ranges outside or too large, the heap itself, and a second time (every
+/// task alike, the memory untouched); in trap mode rank 0's bytes reach
+/// every task, a write reaches the others at a barrier, the private bytes
+/// stay each task's own, and after finalize the memory stays whole.
+fn adopt(writes: WriteMode) -> R {
+    let task = Task::init()?;
+    let me = task.rank();
+    let last = task.size() - 1;
+    let base = globals()?;
+    let len = 3 * PAGE;
+    let at = |off: usize| base.wrapping_add(off);
+    let keep = [(at(PAGE + 100) as usize, 8)];
+    poke(at(0), if me == 0 { 7 } else { 9 });
+    poke(at(PAGE + 100), me as u8 + 1);
+    let dsm = Dsm::new(
+        &task,
+        Config {
+            heap: HEAP,
+            writes,
+            ..Config::default()
+        },
+    )?;
+    let refused = |addr: *mut u8, n: usize, keep: &[(usize, usize)]| -> R {
+        // SAFETY: `globals()` (or the heap, which adopt refuses) is
+        // mapped plain bytes no other thread touches.
+        #[allow(unsafe_code)]
+        let r = unsafe { dsm.adopt(addr, n, keep) };
+        match r {
+            Err(Error::Invalid(_)) => Ok(()),
+            other => Err(format!("adopt({addr:?}, {n}) gave {other:?}").into()),
+        }
+    };
+    if writes == WriteMode::Note {
+        refused(base, len, &[])?;
+        check(peek(at(0)) == if me == 0 { 7 } else { 9 }, "memory changed")?;
+        dsm.finalize()?;
+        println!("DSM-OK");
+        return Ok(());
+    }
+    refused(at(1), PAGE, &[])?;
+    refused(base, len, &[(base as usize + len, 8)])?;
+    refused(base, len, &[(base as usize, PAGE + 1)])?;
+    refused(dsm.base(), PAGE, &[])?;
+    check(peek(at(0)) == if me == 0 { 7 } else { 9 }, "memory changed")?;
+    // SAFETY: as above.
+    #[allow(unsafe_code)]
+    unsafe {
+        dsm.adopt(base, len, &keep)?
+    };
+    refused(base, len, &[])?;
+    check(peek(at(0)) == 7, "rank 0's byte did not arrive")?;
+    check(peek(at(PAGE + 100)) == me as u8 + 1, "private byte lost")?;
+    if me == last {
+        poke(at(2 * PAGE + 8), 42);
+        poke(at(PAGE + 200), 5);
+    }
+    dsm.barrier()?;
+    check(peek(at(2 * PAGE + 8)) == 42, "a write did not arrive")?;
+    check(peek(at(PAGE + 200)) == 5, "a write did not arrive")?;
+    check(peek(at(PAGE + 100)) == me as u8 + 1, "private byte lost")?;
+    dsm.finalize()?;
+    check(peek(at(2 * PAGE + 8)) == 42, "lost at finalize")?;
+    check(peek(at(PAGE + 100)) == me as u8 + 1, "private byte lost")?;
+    poke(at(2 * PAGE + 16), 1);
+    println!("DSM-OK");
+    Ok(())
+}
+
+/// A task alone in trap mode: stores between 100 lock releases fault
+/// once per page, not once per release; a page dropped by a protocol
+/// switch takes its stores home first.
+fn solo() -> R {
+    let task = Task::init()?;
+    let dsm = Dsm::new(
+        &task,
+        Config {
+            heap: HEAP,
+            writes: WriteMode::Trap,
+            ..Config::default()
+        },
+    )?;
+    let p = dsm.malloc(2 * PAGE, Placement::Block)?;
+    for i in 0..100u8 {
+        dsm.lock(1)?;
+        poke(p, i);
+        poke(p.wrapping_add(PAGE), i);
+        dsm.unlock(1)?;
+    }
+    let faults = dsm.stats().write_faults;
+    check(faults == 2, &format!("{faults} write faults, want 2"))?;
+    dsm.set_protocol(p, Protocol::HomeOnly)?;
+    let mut b = [0u8; 1];
+    dsm.read(p.wrapping_add(PAGE), &mut b)?;
+    check(b[0] == 99, "a store was lost with its page")?;
+    dsm.finalize()?;
+    println!("DSM-OK");
+    Ok(())
+}
+
 /// `Dsm::from_env` under a bad value of `var` (set by the test) fails
 /// before any collective step, with an error naming `var`.
 fn bad_setting(var: &str) -> R {
@@ -241,6 +393,34 @@ fn messages_outside_the_heap_are_dropped_and_counted() {
         "messages",
         &[&["-n", "2"], &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"]],
     );
+}
+
+/// A program's globals adopted as shared memory (issue 17): arguments it
+/// must refuse, and the bytes that must and must not move.
+#[test]
+fn adopted_globals_are_shared_and_bad_arguments_refused() {
+    if is_part() {
+        return;
+    }
+    run_on("adopt:note", &[&["-n", "2"]]);
+    run_on(
+        "adopt:trap",
+        &[
+            &["-n", "1"],
+            &["-n", "2"],
+            &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+        ],
+    );
+}
+
+/// Regression (issue 17, Radiosity): a task alone in trap mode paid a
+/// write-protect fault for every page it wrote after each release.
+#[test]
+fn a_task_alone_in_trap_mode_faults_once_per_page() {
+    if is_part() {
+        return;
+    }
+    run_on("solo", &[&["-n", "1"]]);
 }
 
 /// Regression (issue 12, item 6, for the DSM): settings out of range were

@@ -271,6 +271,13 @@ pub const SETTINGS: &[Known] = &[
         Dsm,
     ),
     k(
+        "SSS_PARMACS_GLOBALS",
+        "shared",
+        "shared, fork",
+        "PARMACS programs in trap mode: globals shared as with threads, or copied at CREATE",
+        Dsm,
+    ),
+    k(
         "SSS_PARMACS_REEXEC",
         "(set by PARMACS)",
         "1",

@@ -444,3 +444,39 @@ pub unsafe extern "C" fn sss_dsm_is_trap(dsm: *const DsmObj) -> i32 {
         unsafe { dsm.as_ref() }.map(|d| (d.writes == WriteMode::Trap) as i32)
     })
 }
+
+/// See `sss_dsm_adopt` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_adopt(
+    dsm: *const DsmObj,
+    addr: *mut c_void,
+    len: usize,
+    keep: *const usize,
+    nkeep: usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        not_in_handler()?;
+        if nkeep > 0 && keep.is_null() {
+            return Err(Failure::invalid("keep is NULL"));
+        }
+        if nkeep > 256 {
+            return Err(Failure::invalid("more than 256 private ranges"));
+        }
+        let pairs = if nkeep == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the header requires `keep` to hold 2 * nkeep words
+            // (checked non-null; nkeep bounded above).
+            let k = unsafe { std::slice::from_raw_parts(keep, 2 * nkeep) };
+            k.chunks_exact(2).map(|c| (c[0], c[1])).collect()
+        };
+        // SAFETY: the header's contract for the adopted memory is the one
+        // `Dsm::adopt` requires.
+        with(d, |h| unsafe { h.adopt(addr.cast::<u8>(), len, &pairs) })
+    })
+}

@@ -18,14 +18,13 @@ impl Shared {
     /// protected (and may drop it: the bytes to send are copied already).
     pub(super) fn collect_runs(&self) -> Result<Vec<Run>, Error> {
         let noted = std::mem::take(&mut lock(&self.out).noted);
-        let base = self.view.base();
         let mut runs: Vec<Run> = noted
             .into_iter()
             .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
             .collect::<Result<_, Error>>()?;
         let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
         for page in pages {
-            let paddr = base + page as usize * PAGE;
+            let paddr = self.page_addr(page)?;
             let (cur, twin) = {
                 let mut st = lock(&self.state);
                 let Some(Some(twin)) = st.dirty.remove(&page) else {
@@ -39,8 +38,11 @@ impl Shared {
             };
             bump(&self.stats.diffs, 1);
             let off0 = page * PAGE as u64;
-            // Word granularity (as TreadMarks): programs are data-race
-            // free at 8-byte words, and whole words keep runs long.
+            // Runs of changed words (as TreadMarks: whole words keep runs
+            // long), trimmed at both ends to the bytes that changed: tasks
+            // that write neighbouring bytes or 4-byte values of one word
+            // (a partition boundary in a byte table) do not send each
+            // other's old bytes.
             let same = |w: usize| cur[w * 8..w * 8 + 8] == twin[w * 8..w * 8 + 8];
             let words = PAGE / 8;
             let mut i = 0;
@@ -50,7 +52,8 @@ impl Shared {
                     continue;
                 }
                 let j = (i..words).find(|&j| same(j)).unwrap_or(words);
-                runs.push((off0 + i as u64 * 8, cur[i * 8..j * 8].to_vec()));
+                let (lo, hi) = changed_bytes(&cur, &twin, i * 8, j * 8);
+                runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
                 i = j;
             }
         }
@@ -102,6 +105,17 @@ impl Shared {
     }
 }
 
+/// The first and one past the last byte of `[lo, hi)` where `cur` and
+/// `twin` differ (they differ in the first and last word).
+fn changed_bytes(cur: &[u8], twin: &[u8], lo: usize, hi: usize) -> (usize, usize) {
+    let first = (lo..hi).find(|&b| cur[b] != twin[b]).unwrap_or(lo);
+    let last = (lo..hi)
+        .rev()
+        .find(|&b| cur[b] != twin[b])
+        .map_or(hi, |b| b + 1);
+    (first, last)
+}
+
 /// Heap offset and the bytes written there.
 pub(super) type Run = (u64, Vec<u8>);
 
@@ -129,6 +143,17 @@ pub(super) fn merge_runs(mut runs: Vec<Run>) -> Vec<Run> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_bytes_trims_a_run_to_what_changed() {
+        let twin = [0u8; 24];
+        let mut cur = twin;
+        cur[5] = 1; // word 0
+        cur[9] = 2; // word 1
+        cur[17] = 3; // word 2
+        assert_eq!(changed_bytes(&cur, &twin, 0, 24), (5, 18));
+        assert_eq!(changed_bytes(&cur, &twin, 8, 16), (9, 10));
+    }
 
     #[test]
     fn merge_runs_keeps_every_byte() {

@@ -223,12 +223,24 @@ impl Shared {
 
     /// Drops present pages among `pages` (state lock held).
     pub(crate) fn discard(&self, st: &mut State, pages: &[u64]) -> Result<(), Error> {
-        let base = self.view.base();
         let mut any = false;
         for &p in pages {
             if st.present.remove(&p) {
                 st.transient.remove(&p);
-                self.view.discard(base + p as usize * PAGE, PAGE)?;
+                let addr = self.page_addr(p)?;
+                if self.solo_trap() {
+                    // Its stores were not trapped: they go home now.
+                    let off = p * PAGE as u64;
+                    self.home_write(off, &self.view_read(off, PAGE)?)?;
+                }
+                match self.window.get().filter(|w| w.holds(p * PAGE as u64)) {
+                    Some(w) => {
+                        // Present until discarded: reading it cannot fault.
+                        w.save(p, &self.view_read(p * PAGE as u64, PAGE)?);
+                        w.map.discard(addr, PAGE)?;
+                    }
+                    None => self.view.discard(addr, PAGE)?,
+                }
                 bump(&self.stats.invalidations, 1);
                 any = true;
             }
