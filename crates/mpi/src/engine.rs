@@ -697,6 +697,7 @@ impl Engine {
                     Err(e) => status.error = mbcf_err(e).class,
                 }
             }
+            r.buf.commit();
             *done = true;
             let fin = r.fin.take();
             self.reading.swap_remove(i);
@@ -727,7 +728,7 @@ impl Engine {
                 ..
             }) => match &mut r.buf {
                 Dest::Own { data, .. } => std::mem::take(data),
-                Dest::User(_) => Vec::new(),
+                Dest::User(_) | Dest::Typed { .. } => Vec::new(),
             },
             _ => Vec::new(),
         }

@@ -151,6 +151,24 @@ fn collectives_and_communicators() {
 }
 
 #[test]
+fn derived_datatypes_and_user_ops() {
+    let dir = scratch();
+    let exe = compile(&dir, "dtype.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("dtype: ok {n} tasks"));
+}
+
+#[test]
+fn groups_and_communicators_from_groups() {
+    let dir = scratch();
+    let exe = compile(&dir, "group.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("group: ok {n} tasks"));
+}
+
+#[test]
 fn cxx_and_static_library() {
     let dir = scratch();
     let exe = compile(&dir, "hello.cpp", false);

@@ -1,7 +1,7 @@
 //! Point-to-point: sends, receives, probes and the request functions.
 
-use super::{call, empty_status, hv, mk, nbytes, out, put_status, src, Handle, MpiStatus};
-use crate::buf::UserBuf;
+use super::{call, empty_status, hv, mk, nbytes, out, put_status, send_data, Handle, MpiStatus};
+use crate::buf::{TypedBuf, UserBuf};
 use crate::consts::{err, h, UNDEFINED};
 use crate::engine::{Dest, MpiErr, St};
 use crate::runtime::{wait_until, with};
@@ -16,12 +16,11 @@ fn start_send(
     comm: Handle,
     sync: bool,
 ) -> Result<usize, MpiErr> {
-    let n = nbytes(count, dt)?;
     // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`. The
     // engine copies the data before returning, so the slice does not
     // outlive the call.
-    let data = unsafe { src(buf, n) }?;
-    with(|e| e.isend(hv(comm), dest, tag, data, sync))
+    let data = unsafe { send_data(buf, count, dt) }?;
+    with(|e| e.isend(hv(comm), dest, tag, &data, sync))
 }
 
 fn start_recv(
@@ -33,16 +32,36 @@ fn start_recv(
     comm: Handle,
 ) -> Result<usize, MpiErr> {
     let n = nbytes(count, dt)?;
-    if n > 0 && buf.is_null() {
+    let dest = recv_dest(buf, count, dt, n)?;
+    with(|e| e.irecv(hv(comm), source, tag, dest))
+}
+
+/// Where a receive of `count` elements of `dt` (`n` packed bytes) at
+/// `buf` goes.
+pub(super) fn recv_dest(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    n: usize,
+) -> Result<Dest, MpiErr> {
+    let l = super::lay(dt)?;
+    if l.contiguous() && n > 0 && buf.is_null() {
         return Err(MpiErr::new(
             err::BUFFER,
             "NULL buffer with a non-zero count",
         ));
     }
-    // SAFETY: MPI's contract: `buf` holds `count` elements of `dt` and is
-    // the library's until the receive completes.
-    let ub = unsafe { UserBuf::new(buf.cast(), n) };
-    with(|e| e.irecv(hv(comm), source, tag, Dest::User(ub)))
+    Ok(if l.contiguous() {
+        // SAFETY: MPI's contract: `buf` holds `count` elements of `dt` and
+        // is the library's until the receive completes.
+        Dest::User(unsafe { UserBuf::new(buf.cast(), n) })
+    } else {
+        // SAFETY: as above, for the blocks of a non-contiguous type.
+        Dest::Typed {
+            buf: unsafe { TypedBuf::new(buf.cast(), super::ucount(count)?, l) },
+            data: Vec::new(),
+        }
+    })
 }
 
 /// Waits for request `id`; its status (an error in it is returned too).
@@ -540,7 +559,7 @@ pub unsafe extern "C" fn MPI_Get_count(
         // SAFETY: the caller's contract.
         let st =
             unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
-        let size = super::dtype(dt)?.size as u64;
+        let size = super::lay(dt)?.size as u64;
         let bytes = st.count();
         let n = if size == 0 {
             0
@@ -604,4 +623,52 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(h::REQUEST_NULL), "request") }
     })
+}
+
+/// `MPI_Get_elements`: basic elements received, or `MPI_UNDEFINED`
+/// when the bytes end inside one.
+///
+/// # Safety
+/// `status` is a readable status; `count` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut c_int,
+) -> c_int {
+    call("MPI_Get_elements", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let st =
+            unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+        let l = super::lay(dt)?;
+        let n = usize::try_from(st.count())
+            .ok()
+            .and_then(|b| l.elements(b))
+            .and_then(|n| c_int::try_from(n).ok())
+            .unwrap_or(UNDEFINED);
+        // SAFETY: the caller's contract.
+        unsafe { out(count, n, "count") }
+    })
+}
+
+/// `MPI_Get_elements_x`.
+///
+/// # Safety
+/// As [`MPI_Get_elements`], `count` an `MPI_Count`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut i64,
+) -> c_int {
+    let mut n: c_int = 0;
+    // SAFETY: the caller's contract; `n` is ours.
+    let r = unsafe { MPI_Get_elements(status, dt, &mut n) };
+    if r == 0 {
+        // SAFETY: the caller's contract.
+        return call("MPI_Get_elements_x", h::COMM_WORLD, || unsafe {
+            out(count, i64::from(n), "count")
+        });
+    }
+    r
 }
