@@ -27,6 +27,8 @@ use std::sync::Arc;
 
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
+mod matched;
+
 /// Largest message sent eagerly, in bytes.
 pub(crate) const EAGER_MAX: usize = 8192;
 /// Messages a sender may have unconsumed in one receiver's FIFO.
@@ -141,6 +143,8 @@ pub(crate) struct Engine {
     /// Requests freed by the application before they completed: removed
     /// once they do.
     detached: Vec<usize>,
+    /// Messages taken by `MPI_Mprobe`: communicator, its group, message.
+    matched: HashMap<usize, (usize, Arc<Vec<u32>>, Msg)>,
 }
 
 fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
@@ -239,6 +243,7 @@ impl Engine {
             bad_msgs: 0,
             closing: false,
             detached: Vec::new(),
+            matched: HashMap::new(),
         })
     }
 

@@ -169,6 +169,15 @@ fn groups_and_communicators_from_groups() {
 }
 
 #[test]
+fn buffered_ready_persistent_and_matched() {
+    let dir = scratch();
+    let exe = compile(&dir, "p2pmore.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("p2pmore: ok {n} tasks"));
+}
+
+#[test]
 fn cxx_and_static_library() {
     let dir = scratch();
     let exe = compile(&dir, "hello.cpp", false);

@@ -31,6 +31,7 @@ mod dtype;
 mod group;
 mod init;
 mod p2p;
+mod requests;
 
 use crate::coll::Block;
 use crate::consts::{err, h};
@@ -57,6 +58,7 @@ fn mk(v: usize) -> Handle {
 /// byte count in the first two internal words (low, high) and the
 /// cancelled flag in the third.
 #[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct MpiStatus {
     source: c_int,
     tag: c_int,

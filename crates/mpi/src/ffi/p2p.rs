@@ -1,5 +1,6 @@
 //! Point-to-point: sends, receives, probes and the request functions.
 
+use super::requests::release;
 use super::{call, empty_status, hv, mk, nbytes, out, put_status, send_data, Handle, MpiStatus};
 use crate::buf::{TypedBuf, UserBuf};
 use crate::consts::{err, h, UNDEFINED};
@@ -7,7 +8,7 @@ use crate::engine::{Dest, MpiErr, St};
 use crate::runtime::{wait_until, with};
 use std::ffi::{c_int, c_void};
 
-fn start_send(
+pub(super) fn start_send(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -23,7 +24,7 @@ fn start_send(
     with(|e| e.isend(hv(comm), dest, tag, &data, sync))
 }
 
-fn start_recv(
+pub(super) fn start_recv(
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
@@ -65,7 +66,7 @@ pub(super) fn recv_dest(
 }
 
 /// Waits for request `id`; its status (an error in it is returned too).
-fn finish(id: usize) -> Result<St, MpiErr> {
+pub(super) fn finish(id: usize) -> Result<St, MpiErr> {
     let peer = with(|e| {
         e.reqs
             .get(&id)
@@ -79,7 +80,7 @@ fn finish(id: usize) -> Result<St, MpiErr> {
     })
 }
 
-fn status_error(st: &St, what: &str) -> Result<(), MpiErr> {
+pub(super) fn status_error(st: &St, what: &str) -> Result<(), MpiErr> {
     if st.error != 0 {
         let msg = if st.error == err::TRUNCATE {
             format!("{what}: message of more bytes than the receive buffer holds")
@@ -250,17 +251,16 @@ pub unsafe extern "C" fn MPI_Sendrecv(
 ///
 /// # Safety
 /// `req` is null or a readable handle.
-unsafe fn req_id(req: *const Handle) -> Result<Option<usize>, MpiErr> {
+pub(super) unsafe fn req_id(req: *const Handle) -> Result<Option<usize>, MpiErr> {
     if req.is_null() {
         return Err(MpiErr::new(err::REQUEST, "request pointer is NULL"));
     }
     // SAFETY: non-null; the caller's contract.
-    let v = hv(unsafe { req.read() });
-    Ok((v != h::REQUEST_NULL).then_some(v))
+    Ok(super::requests::resolve(hv(unsafe { req.read() })))
 }
 
 /// The communicator of request `id`, for its error handler.
-fn req_comm(id: Option<usize>) -> usize {
+pub(super) fn req_comm(id: Option<usize>) -> usize {
     id.and_then(|id| with(|e| Ok(e.reqs.get(&id).map(|r| r.comm))).ok().flatten())
         .unwrap_or(h::COMM_WORLD)
 }
@@ -280,7 +280,7 @@ pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c
             Some(id) => {
                 let st = finish(id)?;
                 // SAFETY: the caller's contract.
-                unsafe { out(req, mk(h::REQUEST_NULL), "request")? };
+                unsafe { release(req) };
                 st
             }
         };
@@ -324,9 +324,7 @@ pub unsafe extern "C" fn MPI_Test(
         };
         // SAFETY: the caller's contract.
         unsafe {
-            if hv(req.read()) != h::REQUEST_NULL {
-                out(req, mk(h::REQUEST_NULL), "request")?;
-            }
+            release(req);
             put_status(status, &st);
         }
         status_error(&st, "MPI_Test")
@@ -337,7 +335,7 @@ pub unsafe extern "C" fn MPI_Test(
 ///
 /// # Safety
 /// `reqs` holds `count` readable handles.
-unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, MpiErr> {
+pub(super) unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, MpiErr> {
     let n = usize::try_from(count)
         .map_err(|_| MpiErr::new(err::COUNT, format!("invalid count {count}")))?;
     if n == 0 {
@@ -350,7 +348,7 @@ unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, M
     let all = unsafe { std::slice::from_raw_parts(reqs, n) };
     Ok(all
         .iter()
-        .map(|&r| (hv(r) != h::REQUEST_NULL).then_some(hv(r)))
+        .map(|&r| super::requests::resolve(hv(r)))
         .collect())
 }
 
@@ -360,7 +358,7 @@ unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, M
 /// # Safety
 /// `reqs` holds `ids.len()` writable handles; `statuses` is null or
 /// holds as many writable statuses.
-unsafe fn collect_all(
+pub(super) unsafe fn collect_all(
     ids: &[Option<usize>],
     reqs: *mut Handle,
     statuses: *mut MpiStatus,
@@ -378,7 +376,7 @@ unsafe fn collect_all(
         // SAFETY: the caller's contract: index i < ids.len().
         unsafe {
             if id.is_some() {
-                reqs.add(i).write(mk(h::REQUEST_NULL));
+                release(reqs.add(i));
             }
             if !statuses.is_null() {
                 put_status(statuses.add(i), &st);
@@ -484,7 +482,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         let st = with(|e| Ok(ids[hit].and_then(|id| e.take(id))))?.unwrap_or_else(empty_status);
         // SAFETY: the caller's contract; hit < count.
         unsafe {
-            reqs.add(hit).write(mk(h::REQUEST_NULL));
+            release(reqs.add(hit));
             out(index, hit as c_int, "index")?;
             put_status(status, &st);
         }
@@ -612,6 +610,10 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
     call("MPI_Request_free", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        if unsafe { super::requests::free_persistent(req) }? {
+            return Ok(());
+        }
         // SAFETY: the caller's contract.
         let Some(id) = (unsafe { req_id(req) })? else {
             return Err(MpiErr::new(
