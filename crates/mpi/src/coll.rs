@@ -34,6 +34,8 @@ struct Coll {
 }
 
 fn coll(comm: usize) -> Result<Coll, MpiErr> {
+    // Nonblocking collectives issued before this one run first.
+    crate::ffi::run_pending(None);
     with(|e| {
         let c = e.comm(comm)?;
         Ok(Coll {

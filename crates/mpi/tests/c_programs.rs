@@ -178,6 +178,15 @@ fn buffered_ready_persistent_and_matched() {
 }
 
 #[test]
+fn nonblocking_collectives() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbc.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("nbc: ok {n} tasks"));
+}
+
+#[test]
 fn cxx_and_static_library() {
     let dir = scratch();
     let exe = compile(&dir, "hello.cpp", false);

@@ -58,6 +58,7 @@ pub(super) fn resolve(v: usize) -> Option<usize> {
     if v == h::REQUEST_NULL {
         return None;
     }
+    super::run_pending(Some(v));
     match state().persist.get(&v) {
         Some(p) => p.active,
         None => Some(v),
