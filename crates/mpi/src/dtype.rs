@@ -227,21 +227,40 @@ impl Builder {
         if l.size > isize::MAX as usize {
             return Err(too_big());
         }
-        if old.blocks.len().saturating_mul(count) + l.blocks.len() > MAX_BLOCKS {
-            return Err(MpiErr::new(
-                err::NO_MEM,
-                format!("datatype of more than {MAX_BLOCKS} blocks"),
-            ));
-        }
-        for k in 0..count as isize {
-            let d = at + k * old.extent;
-            for &(o, n) in &old.blocks {
-                push_block(&mut l.blocks, d + o, n);
+        let too_many = |adding: usize, have: usize| {
+            if adding.saturating_add(have) > MAX_BLOCKS {
+                return Err(MpiErr::new(
+                    err::NO_MEM,
+                    format!("datatype of more than {MAX_BLOCKS} blocks"),
+                ));
             }
-            for &(b, s) in &old.runs {
-                match l.runs.last_mut() {
-                    Some((lb, ls)) if *ls == s => *lb += b,
-                    _ => l.runs.push((b, s)),
+            Ok(())
+        };
+        // Copies of a gapless type make one block, of one run one run:
+        // no per-copy work (large contiguous types are common).
+        match old.blocks.as_slice() {
+            [(o, n)] if *n as isize == old.extent => {
+                too_many(1, l.blocks.len())?;
+                push_block(&mut l.blocks, at + o, added);
+            }
+            _ => {
+                too_many(old.blocks.len().saturating_mul(count), l.blocks.len())?;
+                for k in 0..count as isize {
+                    let d = at + k * old.extent;
+                    for &(o, n) in &old.blocks {
+                        push_block(&mut l.blocks, d + o, n);
+                    }
+                }
+            }
+        }
+        match old.runs.as_slice() {
+            [(b, s)] => push_run(&mut l.runs, b * count, *s),
+            _ => {
+                too_many(old.runs.len().saturating_mul(count), l.runs.len())?;
+                for _ in 0..count {
+                    for &(b, s) in &old.runs {
+                        push_run(&mut l.runs, b, s);
+                    }
                 }
             }
         }
@@ -254,6 +273,16 @@ impl Builder {
         }
         self.l.env = env;
         self.l
+    }
+}
+
+fn push_run(runs: &mut Vec<(usize, usize)>, bytes: usize, size: usize) {
+    if bytes == 0 {
+        return;
+    }
+    match runs.last_mut() {
+        Some((b, s)) if *s == size => *b += bytes,
+        _ => runs.push((bytes, size)),
     }
 }
 
@@ -364,6 +393,17 @@ pub(crate) fn subarray(
     }
     let total = s;
     let fast = dims[0];
+    // One placement per row: bound them before looping.
+    dims[1..]
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(subs[d] as usize))
+        .filter(|&r| r <= MAX_BLOCKS)
+        .ok_or_else(|| {
+            MpiErr::new(
+                err::NO_MEM,
+                format!("subarray of more than {MAX_BLOCKS} rows"),
+            )
+        })?;
     let mut b = Builder::new();
     let mut idx = vec![0i64; nd];
     loop {
@@ -457,5 +497,11 @@ mod tests {
         assert_eq!((s.size, s.extent), (12, 16));
         assert!(s.base.is_none());
         assert!(hvector(i64::from(i32::MAX), 1, 1 << 40, &int(), Envelope::default()).is_err());
+        // A huge gapless type is one block.
+        let big = hvector(1, 1 << 30, 0, &int(), Envelope::default()).unwrap();
+        assert_eq!((big.blocks.len(), big.runs.len()), (1, 1));
+        assert!(big.contiguous());
+        let holes = hvector(1 << 30, 1, 8, &int(), Envelope::default());
+        assert_eq!(holes.map(|_| ()).unwrap_err().class, err::NO_MEM);
     }
 }

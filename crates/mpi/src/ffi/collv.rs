@@ -265,9 +265,12 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         let mut displs = Vec::with_capacity(counts.len());
         let mut total: c_int = 0;
         for &c in counts {
+            if c < 0 {
+                return Err(MpiErr::new(err::COUNT, format!("negative count {c}")));
+            }
             displs.push(total);
             total = total
-                .checked_add(c.max(0))
+                .checked_add(c)
                 .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
         }
         let sum = total;

@@ -393,6 +393,11 @@ unsafe fn created(dt: *const Handle) -> Result<usize, MpiErr> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
     call("MPI_Type_commit", h::COMM_WORLD, || {
+        // A predefined type is committed already.
+        // SAFETY: the caller's contract (checked for null first).
+        if !dt.is_null() && dtype::predefined(hv(unsafe { dt.read() })).is_some() {
+            return Ok(());
+        }
         // SAFETY: the caller's contract.
         let v = unsafe { created(dt) }?;
         if let Some(l) = reg().types.get_mut(&v) {
