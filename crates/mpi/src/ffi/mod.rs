@@ -161,7 +161,10 @@ fn ucount(count: c_int) -> Result<usize, MpiErr> {
 
 /// Packed bytes of `count` elements of `dt`.
 fn nbytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
-    let t = lay(dt)?;
+    bytes_of(count, &*lay(dt)?)
+}
+
+fn bytes_of(count: c_int, t: &Layout) -> Result<usize, MpiErr> {
     ucount(count)?
         .checked_mul(t.size)
         .filter(|&n| n <= isize::MAX as usize)
@@ -179,8 +182,8 @@ unsafe fn send_data<'a>(
     count: c_int,
     dt: Handle,
 ) -> Result<Cow<'a, [u8]>, MpiErr> {
-    let n = nbytes(count, dt)?;
     let l = lay(dt)?;
+    let n = bytes_of(count, &l)?;
     if l.contiguous() {
         // SAFETY: the caller's contract.
         return Ok(Cow::Borrowed(unsafe { src(p, n) }?));
@@ -241,8 +244,8 @@ impl Area<'_> {
 /// MPI's contract: `p` holds `count` writable elements of `dt`, the
 /// library's for `'a`.
 unsafe fn recv_area<'a>(p: *mut c_void, count: c_int, dt: Handle) -> Result<Area<'a>, MpiErr> {
-    let n = nbytes(count, dt)?;
     let l = lay(dt)?;
+    let n = bytes_of(count, &l)?;
     if l.contiguous() {
         // SAFETY: the caller's contract.
         return Ok(Area::Direct(unsafe { dst(p, n) }?));

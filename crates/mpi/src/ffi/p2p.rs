@@ -1,7 +1,7 @@
 //! Point-to-point: sends, receives, probes and the request functions.
 
 use super::requests::release;
-use super::{call, empty_status, hv, mk, nbytes, out, put_status, send_data, Handle, MpiStatus};
+use super::{call, empty_status, hv, mk, out, put_status, send_data, Handle, MpiStatus};
 use crate::buf::{TypedBuf, UserBuf};
 use crate::consts::{err, h, UNDEFINED};
 use crate::engine::{Dest, MpiErr, St};
@@ -32,20 +32,14 @@ pub(super) fn start_recv(
     tag: c_int,
     comm: Handle,
 ) -> Result<usize, MpiErr> {
-    let n = nbytes(count, dt)?;
-    let dest = recv_dest(buf, count, dt, n)?;
+    let dest = recv_dest(buf, count, dt)?;
     with(|e| e.irecv(hv(comm), source, tag, dest))
 }
 
-/// Where a receive of `count` elements of `dt` (`n` packed bytes) at
-/// `buf` goes.
-pub(super) fn recv_dest(
-    buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    n: usize,
-) -> Result<Dest, MpiErr> {
+/// Where a receive of `count` elements of `dt` at `buf` goes.
+pub(super) fn recv_dest(buf: *mut c_void, count: c_int, dt: Handle) -> Result<Dest, MpiErr> {
     let l = super::lay(dt)?;
+    let n = super::bytes_of(count, &l)?;
     if l.contiguous() && n > 0 && buf.is_null() {
         return Err(MpiErr::new(
             err::BUFFER,

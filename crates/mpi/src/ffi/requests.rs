@@ -567,7 +567,6 @@ unsafe fn mrecv_start(
     }
     // SAFETY: non-null; the caller's contract.
     let m = hv(unsafe { msg.read() });
-    let n = nbytes(count, dt)?;
     let id = if m == MESSAGE_NO_PROC {
         with(|e| {
             e.irecv(
@@ -581,7 +580,7 @@ unsafe fn mrecv_start(
             )
         })?
     } else {
-        let dest = recv_dest(buf, count, dt, n)?;
+        let dest = recv_dest(buf, count, dt)?;
         with(|e| e.mrecv(m, dest))?
     };
     // SAFETY: the caller's contract.
