@@ -256,8 +256,30 @@ static void collectives(void) {
         for (i = 0; i < n; i++)
             for (j = 0; j < n; j++)
                 CHECK(b[4 * i + (n - 1 - j)] == j * 1000 + 4 * i + (n - 1 - rank));
+        /* Gatherv and Scatterv of columns, in reverse order. */
+        for (i = 0; i < 4 * n; i++) b[i] = -1;
+        MPI_Gatherv(mine, n, MPI_DOUBLE, b, cnts, dsp, colr, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            for (i = 0; i < n; i++)
+                for (j = 0; j < n; j++) CHECK(b[4 * i + (n - 1 - j)] == j * 100 + i);
+        double back[64];
+        MPI_Scatterv(b, cnts, dsp, colr, back, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        for (i = 0; i < n; i++) CHECK(back[i] == rank * 100 + i);
         free(a);
         free(b);
+    }
+    /* A large strided broadcast: rendezvous inside the tree. */
+    {
+        int big = 200000;
+        MPI_Datatype every3;
+        MPI_Type_vector(big, 1, 3, MPI_INT, &every3);
+        MPI_Type_commit(&every3);
+        int *x = malloc(sizeof(int) * 3 * (size_t)big);
+        for (i = 0; i < 3 * big; i++) x[i] = rank == n - 1 ? i : -1;
+        MPI_Bcast(x, 1, every3, n - 1, MPI_COMM_WORLD);
+        for (i = 0; i < 3 * big; i++) CHECK(x[i] == (i % 3 == 0 || rank == n - 1 ? i : -1));
+        free(x);
+        MPI_Type_free(&every3);
     }
     /* Predefined operations on a type of one predefined type. */
     double v[6] = {rank, 1, 2 * rank, 3, 4, 5}, s[6];
