@@ -19,8 +19,11 @@
 //! on it is pending.
 //!
 //! Submodules: `init` (environment, communicators, errors), `p2p`
-//! (point-to-point and requests), `coll` (collectives), `collv` (the `v`
-//! collectives and scans).
+//! (point-to-point and requests), `requests` (persistent, buffered and
+//! ready sends, the `some`/`any` calls), `mprobe` (matched probes),
+//! `coll` (collectives), `collv` (the `v` collectives and scans),
+//! `icoll` (nonblocking collectives), `dtype` (datatypes, pack/unpack),
+//! `group` (groups, communicators from groups, user operations).
 
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -31,6 +34,7 @@ mod dtype;
 mod group;
 mod icoll;
 mod init;
+mod mprobe;
 mod p2p;
 mod requests;
 
