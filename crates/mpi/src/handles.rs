@@ -32,6 +32,9 @@ pub(crate) struct Reg {
     pub types: HashMap<usize, Arc<Layout>>,
     pub ops: HashMap<usize, UserOp>,
     pub groups: HashMap<usize, Arc<Vec<u32>>>,
+    /// Types and operations freed while a deferred collective or a
+    /// persistent request may still name them: removed by [`purge`].
+    zombies: Vec<usize>,
     next: usize,
 }
 
@@ -40,6 +43,25 @@ impl Reg {
     pub(crate) fn handle(&mut self) -> usize {
         self.next = self.next.max(h::FIRST_USER) + 8;
         self.next
+    }
+
+    /// Frees type or operation `v` (MPI: operations already started with
+    /// it go on as if it were still there).
+    pub(crate) fn retire(&mut self, v: usize, in_use: bool) {
+        if in_use {
+            self.zombies.push(v);
+        } else {
+            self.types.remove(&v);
+            self.ops.remove(&v);
+        }
+    }
+
+    /// Drops what [`Reg::retire`] kept, once nothing can name it.
+    pub(crate) fn purge(&mut self) {
+        for v in std::mem::take(&mut self.zombies) {
+            self.types.remove(&v);
+            self.ops.remove(&v);
+        }
     }
 
     pub(crate) fn add_type(&mut self, l: Layout) -> usize {

@@ -417,7 +417,8 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     call("MPI_Type_free", h::COMM_WORLD, || {
         // SAFETY: the caller's contract.
         let v = unsafe { created(dt) }?;
-        reg().types.remove(&v);
+        let busy = super::handles_in_use();
+        reg().retire(v, busy);
         // SAFETY: the caller's contract.
         unsafe { out(dt, mk(DATATYPE_NULL), "datatype") }
     })

@@ -455,12 +455,16 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
         }
         // SAFETY: non-null; the caller's contract.
         let v = hv(unsafe { op.read() });
-        if reg().ops.remove(&v).is_none() {
+        let busy = super::handles_in_use();
+        let mut r = reg();
+        if !r.ops.contains_key(&v) {
             return Err(MpiErr::new(
                 err::OP,
                 format!("{v:#x} is not a user-defined operation"),
             ));
         }
+        r.retire(v, busy);
+        drop(r);
         // SAFETY: the caller's contract.
         unsafe { out(op, mk(OP_NULL), "op") }
     })

@@ -37,6 +37,11 @@ impl<T: Copy> Arg<T> {
     }
 }
 
+/// Whether collectives wait to run.
+pub(super) fn pending() -> bool {
+    !PENDING.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+}
+
 /// Runs pending collectives in order: all of them (`upto` None) or up to
 /// and including request `upto` if it is pending.
 pub(crate) fn run_pending(upto: Option<usize>) {
@@ -70,6 +75,7 @@ pub(crate) fn run_pending(upto: Option<usize>) {
         }
     }
     RUNNING.store(false, Ordering::Release);
+    super::purge_freed();
 }
 
 /// Records `f` as a collective on `comm`; the request in `req`.

@@ -373,6 +373,19 @@ unsafe fn recv_v<'a>(
     Ok((Area::Packed { data, segs, l }, b))
 }
 
+/// Whether a deferred collective or a persistent request may still
+/// name a datatype or operation being freed.
+fn handles_in_use() -> bool {
+    icoll::pending() || requests::persistent()
+}
+
+/// Drops freed datatypes and operations once nothing can name them.
+fn purge_freed() {
+    if !handles_in_use() {
+        crate::handles::reg().purge();
+    }
+}
+
 /// Calls a user-defined operation: `inout = inv (op) inout` on packed
 /// elements of datatype `dt` (laid out as `l`), in the type's own
 /// layout when it is not contiguous.

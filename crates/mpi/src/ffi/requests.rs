@@ -49,6 +49,11 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether any persistent request exists.
+pub(super) fn persistent() -> bool {
+    !state().persist.is_empty()
+}
+
 /// The engine request handle `v` stands for: itself, a persistent
 /// request's active operation, or None (null or inactive).
 pub(super) fn resolve(v: usize) -> Option<usize> {
@@ -95,6 +100,7 @@ pub(super) unsafe fn free_persistent(req: *mut Handle) -> Result<bool, MpiErr> {
     if let Some(id) = p.active {
         with(|e| e.detach(id))?;
     }
+    super::purge_freed();
     // SAFETY: the caller's contract.
     unsafe { req.write(mk(h::REQUEST_NULL)) };
     Ok(true)

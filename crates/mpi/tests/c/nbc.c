@@ -15,6 +15,12 @@
 
 static int rank, size;
 
+static void maxabs(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    int *a = in, *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = abs(a[i]) > abs(b[i]) ? abs(a[i]) : abs(b[i]);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -91,6 +97,22 @@ int main(int argc, char **argv) {
     for (i = 1; i <= n; i++) fact *= i;
     CHECK(one == fact);
     MPI_Comm_free(&dup);
+    /* A datatype and an operation freed while a collective using them
+     * is pending: the collective goes on as if they were there. */
+    MPI_Datatype pair;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    MPI_Op op;
+    MPI_Op_create(maxabs, 1, &op);
+    int pv[4] = {rank == 0 ? 7 : 0, -1, rank == 0 ? 8 : 0, -1};
+    int mv = rank % 2 ? -rank : rank, mo = 0;
+    MPI_Request two[2];
+    MPI_Ibcast(pv, 1, pair, 0, MPI_COMM_WORLD, &two[0]);
+    MPI_Iallreduce(&mv, &mo, 1, MPI_INT, op, MPI_COMM_WORLD, &two[1]);
+    MPI_Type_free(&pair);
+    MPI_Op_free(&op);
+    MPI_Waitall(2, two, MPI_STATUSES_IGNORE);
+    CHECK(pv[0] == 7 && pv[2] == 8 && pv[1] == -1 && mo == n - 1);
     free(g), free(ag), free(sc), free(a2a), free(a2b), free(cnt), free(dsp), free(gv), free(agv), free(a2v),
         free(ones);
     MPI_Barrier(MPI_COMM_WORLD);

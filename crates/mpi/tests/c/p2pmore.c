@@ -91,6 +91,18 @@ int main(int argc, char **argv) {
     while (!flag) MPI_Test(&pr[1], &flag, &st);
     CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == 6 && pr[1] != MPI_REQUEST_NULL);
     MPI_Wait(&pr[0], MPI_STATUS_IGNORE);
+    /* A persistent send keeps working after its datatype is freed. */
+    MPI_Datatype two;
+    MPI_Type_contiguous(2, MPI_INT, &two);
+    MPI_Type_commit(&two);
+    MPI_Send_init(sv, 1, two, next, 14, MPI_COMM_WORLD, &rr);
+    MPI_Type_free(&two);
+    sv[0] = rank, sv[1] = -rank;
+    MPI_Start(&rr);
+    MPI_Recv(rv, 2, MPI_INT, prev, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&rr, MPI_STATUS_IGNORE);
+    CHECK(rv[0] == prev && rv[1] == -prev);
+    MPI_Request_free(&rr);
     MPI_Bsend_init(sv, 1, MPI_INT, next, 8, MPI_COMM_WORLD, &rr);
     MPI_Rsend_init(sv, 1, MPI_INT, next, 9, MPI_COMM_WORLD, &r);
     MPI_Request_free(&rr);
