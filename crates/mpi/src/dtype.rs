@@ -82,7 +82,7 @@ impl Layout {
             return Some(0);
         }
         let (full, mut rem) = (bytes / self.size, bytes % self.size);
-        let mut n = full * per;
+        let mut n = full.checked_mul(per)?;
         for &(b, s) in &self.runs {
             if rem == 0 {
                 break;
@@ -91,7 +91,7 @@ impl Layout {
             if take % s.max(1) != 0 {
                 return None;
             }
-            n += take / s.max(1);
+            n = n.checked_add(take / s.max(1))?;
             rem -= take;
         }
         Some(n)
@@ -191,19 +191,34 @@ impl Builder {
             .checked_mul(count as isize - 1)
             .ok_or_else(too_big)?;
         let (lo, hi) = if span >= 0 { (0, span) } else { (span, 0) };
-        let lb = at.checked_add(old.lb + lo).ok_or_else(too_big)?;
-        let ub = at
-            .checked_add(old.lb + old.extent + hi)
+        let lb = old
+            .lb
+            .checked_add(lo)
+            .and_then(|x| x.checked_add(at))
             .ok_or_else(too_big)?;
-        let tlb = at + old.true_lb + lo;
-        let tub = at + old.true_ub + hi;
+        let ub = old
+            .lb
+            .checked_add(old.extent)
+            .and_then(|x| x.checked_add(hi))
+            .and_then(|x| x.checked_add(at))
+            .ok_or_else(too_big)?;
+        // Every block offset below lies between these two.
+        let tlb = at
+            .checked_add(old.true_lb)
+            .and_then(|x| x.checked_add(lo))
+            .ok_or_else(too_big)?;
+        let tub = at
+            .checked_add(old.true_ub)
+            .and_then(|x| x.checked_add(hi))
+            .ok_or_else(too_big)?;
         if self.first {
-            (l.lb, l.extent, l.true_lb, l.true_ub) = (lb, ub - lb, tlb, tub);
+            let ext = ub.checked_sub(lb).ok_or_else(too_big)?;
+            (l.lb, l.extent, l.true_lb, l.true_ub) = (lb, ext, tlb, tub);
             l.base = old.base;
         } else {
             let ub0 = l.lb + l.extent;
             l.lb = l.lb.min(lb);
-            l.extent = ub0.max(ub) - l.lb;
+            l.extent = ub0.max(ub).checked_sub(l.lb).ok_or_else(too_big)?;
             if old.size > 0 {
                 if l.size == 0 {
                     (l.true_lb, l.true_ub) = (tlb, tub);
@@ -452,10 +467,10 @@ pub(crate) fn span(l: &Layout, count: usize) -> Option<(isize, usize)> {
     if count == 0 || l.size == 0 {
         return Some((0, 0));
     }
-    let last = l.extent.checked_mul(count as isize - 1)?;
-    let lo = l.true_lb + last.min(0);
-    let hi = l.true_ub + last.max(0);
-    Some((lo, usize::try_from(hi - lo).ok()?))
+    let last = l.extent.checked_mul(isize::try_from(count).ok()? - 1)?;
+    let lo = l.true_lb.checked_add(last.min(0))?;
+    let hi = l.true_ub.checked_add(last.max(0))?;
+    Some((lo, usize::try_from(hi.checked_sub(lo)?).ok()?))
 }
 
 #[cfg(test)]
@@ -497,6 +512,15 @@ mod tests {
         assert_eq!((s.size, s.extent), (12, 16));
         assert!(s.base.is_none());
         assert!(hvector(i64::from(i32::MAX), 1, 1 << 40, &int(), Envelope::default()).is_err());
+        // Displacements at the ends of the address space are refused, not
+        // wrapped.
+        let far = hindexed(
+            &[1, 1],
+            &[isize::MIN + 2, isize::MAX - 2],
+            &int(),
+            Envelope::default(),
+        );
+        assert_eq!(far.map(|_| ()).unwrap_err().class, err::COUNT);
         // A huge gapless type is one block.
         let big = hvector(1, 1 << 30, 0, &int(), Envelope::default()).unwrap();
         assert_eq!((big.blocks.len(), big.runs.len()), (1, 1));
