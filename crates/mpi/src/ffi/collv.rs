@@ -314,3 +314,44 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     // SAFETY: `counts` holds one int per task; the rest is the caller's.
     unsafe { MPI_Reduce_scatter(sendbuf, recvbuf, counts.as_ptr(), dt, o, comm) }
 }
+
+/// `MPI_Alltoallw`: per task a count, a byte displacement and a
+/// datatype, on both sides.
+///
+/// # Safety
+/// MPI's contract for the buffers and arrays.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Handle,
+    comm: Handle,
+) -> c_int {
+    call("MPI_Alltoallw", hv(comm), || {
+        let (_, n) = rank_size(comm)?;
+        let send = if in_place(sendbuf) {
+            None
+        } else {
+            // SAFETY: MPI's contract; the send blocks are only read (and
+            // copied, as they may alias the receive blocks).
+            let (mut s, sb) =
+                unsafe { super::blocks_w(sendbuf.cast_mut(), sendcounts, sdispls, sendtypes, n) }?;
+            Some((s.bytes().to_vec(), sb))
+        };
+        // SAFETY: MPI's contract for recvbuf and the arrays.
+        let (mut all, rb) = unsafe { super::blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;
+        coll::alltoallv(
+            hv(comm),
+            send.as_ref().map(|(s, b)| (&s[..], &b[..])),
+            all.bytes(),
+            &rb,
+        )?;
+        all.finish();
+        Ok(())
+    })
+}

@@ -197,3 +197,9 @@ nonblocking!(
     MPI_Iexscan => MPI_Exscan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
         comm: Handle) on comm
 );
+nonblocking!(
+    /// `MPI_Ialltoallw`.
+    MPI_Ialltoallw => MPI_Alltoallw(s: *const c_void, scs: *const c_int, sds: *const c_int,
+        sts: *const Handle, r: *mut c_void, rcs: *const c_int, rds: *const c_int, rts: *const Handle,
+        comm: Handle) on comm
+);

@@ -212,9 +212,8 @@ pub(crate) enum Area<'a> {
     Direct(&'a mut [u8]),
     Packed {
         data: Vec<u8>,
-        /// (address, elements) written back in order.
-        segs: Vec<(usize, usize)>,
-        l: Arc<Layout>,
+        /// (address, elements, their layout) written back in order.
+        segs: Vec<(usize, usize, Arc<Layout>)>,
     },
 }
 
@@ -228,9 +227,9 @@ impl Area<'_> {
 
     /// Writes a packed area back into the caller's memory.
     pub(crate) fn finish(self) {
-        if let Area::Packed { data, segs, l } = self {
+        if let Area::Packed { data, segs } = self {
             let mut at = 0;
-            for (addr, count) in segs {
+            for (addr, count, l) in segs {
                 let n = count * l.size;
                 // SAFETY: the segments were made by `recv_area`/`recv_v`
                 // from the caller's buffer, which MPI's contract keeps
@@ -261,8 +260,7 @@ unsafe fn recv_area<'a>(p: *mut c_void, count: c_int, dt: Handle) -> Result<Area
     unsafe { crate::buf::pack(p.cast_const().cast(), c, &l, &mut data) };
     Ok(Area::Packed {
         data,
-        segs: vec![(p as usize, c)],
-        l,
+        segs: vec![(p as usize, c, l)],
     })
 }
 
@@ -368,9 +366,47 @@ unsafe fn recv_v<'a>(
         let at = (p as *mut u8).wrapping_offset(d.wrapping_mul(l.extent));
         // SAFETY: the caller's contract: block i's elements are ours.
         unsafe { crate::buf::pack(at, c, &l, &mut data) };
-        segs.push((at as usize, c));
+        segs.push((at as usize, c, l.clone()));
     }
-    Ok((Area::Packed { data, segs, l }, b))
+    Ok((Area::Packed { data, segs }, b))
+}
+
+/// The buffers of `MPI_Alltoallw`: `n` blocks of `counts[i]` elements
+/// of `types[i]` at byte displacement `displs[i]` from `p`, packed, with
+/// their blocks in the packed buffer; `send`: only read.
+///
+/// # Safety
+/// MPI's contract: the arrays hold `n` values each; every block's
+/// elements are readable (and, unless `send`, the library's to write
+/// for the call).
+unsafe fn blocks_w<'a>(
+    p: *mut c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const Handle,
+    n: u32,
+) -> Result<(Area<'a>, Vec<Block>), MpiErr> {
+    if types.is_null() {
+        return Err(MpiErr::new(err::ARG, "array of datatypes is NULL"));
+    }
+    // SAFETY: the caller's contract.
+    let prs = unsafe { pairs(counts, displs, n) }?;
+    let mut data = Vec::new();
+    let mut segs = Vec::with_capacity(prs.len());
+    let mut blocks = Vec::with_capacity(prs.len());
+    for (i, &(d, c)) in prs.iter().enumerate() {
+        // SAFETY: the caller's contract: `n` datatypes.
+        let l = lay(unsafe { types.add(i).read() })?;
+        let len = c
+            .checked_mul(l.size)
+            .ok_or_else(|| MpiErr::new(err::COUNT, "count too large"))?;
+        let at = (p as *mut u8).wrapping_offset(d);
+        blocks.push((data.len(), len));
+        // SAFETY: the caller's contract: block i's elements are readable.
+        unsafe { crate::buf::pack(at, c, &l, &mut data) };
+        segs.push((at as usize, c, l));
+    }
+    Ok((Area::Packed { data, segs }, blocks))
 }
 
 /// Whether a deferred collective or a persistent request may still

@@ -268,6 +268,35 @@ static void collectives(void) {
         free(a);
         free(b);
     }
+    /* Alltoallw: task r sends p+1 ints to task p from byte 64 * p;
+     * from an odd task it receives into every other int. */
+    {
+        MPI_Datatype gap;
+        MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gap);
+        MPI_Type_commit(&gap);
+        int sb[64], rbuf[64], sc[4], sd[4], rc[4], rd[4];
+        MPI_Datatype st[4], rt[4];
+        for (i = 0; i < 64; i++) sb[i] = rank * 1000 + i, rbuf[i] = -1;
+        for (j = 0; j < n && n <= 4; j++) {
+            sc[j] = j + 1, sd[j] = 64 * j, st[j] = MPI_INT;
+            rc[j] = rank + 1, rd[j] = 64 * j, rt[j] = j % 2 ? gap : MPI_INT;
+        }
+        if (n <= 4) {
+            MPI_Alltoallw(sb, sc, sd, st, rbuf, rc, rd, rt, MPI_COMM_WORLD);
+            for (j = 0; j < n; j++)
+                for (i = 0; i <= rank; i++) {
+                    int at = 16 * j + (j % 2 ? 2 * i : i);
+                    CHECK(rbuf[at] == j * 1000 + 16 * rank + i);
+                    if (j % 2) CHECK(rbuf[at + 1] == -1);
+                }
+            MPI_Request w;
+            for (i = 0; i < 64; i++) rbuf[i] = -1;
+            MPI_Ialltoallw(sb, sc, sd, st, rbuf, rc, rd, rt, MPI_COMM_WORLD, &w);
+            MPI_Wait(&w, MPI_STATUS_IGNORE);
+            CHECK(rbuf[16 * (n - 1) + ((n - 1) % 2 ? 2 * rank : rank)] == (n - 1) * 1000 + 16 * rank + rank);
+        }
+        MPI_Type_free(&gap);
+    }
     /* A large strided broadcast: rendezvous inside the tree. */
     {
         int big = 200000;
