@@ -163,7 +163,11 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     })
 }
 
-fn scan(
+/// `MPI_Scan` or `MPI_Exscan`.
+///
+/// # Safety
+/// MPI's contract for the buffers.
+unsafe fn scan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -205,7 +209,8 @@ pub unsafe extern "C" fn MPI_Scan(
     o: Handle,
     comm: Handle,
 ) -> c_int {
-    scan(sendbuf, recvbuf, count, dt, o, comm, false)
+    // SAFETY: the caller's contract.
+    unsafe { scan(sendbuf, recvbuf, count, dt, o, comm, false) }
 }
 
 /// `MPI_Exscan` (rank 0's receive buffer is left as it was).
@@ -236,7 +241,8 @@ pub unsafe extern "C" fn MPI_Exscan(
             coll::scan(hv(comm), &mut acc, &red, true)
         });
     }
-    scan(sendbuf, recvbuf, count, dt, o, comm, true)
+    // SAFETY: the caller's contract.
+    unsafe { scan(sendbuf, recvbuf, count, dt, o, comm, true) }
 }
 
 /// `MPI_Reduce_scatter`: the reduction of every task's `sum(recvcounts)`

@@ -114,7 +114,8 @@ unsafe fn mrecv_start(
             )
         })?
     } else {
-        let dest = recv_dest(buf, count, dt)?;
+        // SAFETY: the caller's contract.
+        let dest = unsafe { recv_dest(buf, count, dt) }?;
         with(|e| e.mrecv(m, dest))?
     };
     // SAFETY: the caller's contract.

@@ -8,7 +8,11 @@ use crate::engine::{Dest, MpiErr, St};
 use crate::runtime::{wait_until, with};
 use std::ffi::{c_int, c_void};
 
-pub(super) fn start_send(
+/// Starts a send of `count` elements of `dt` at `buf`.
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` readable elements of `dt`.
+pub(super) unsafe fn start_send(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -24,7 +28,12 @@ pub(super) fn start_send(
     with(|e| e.isend(hv(comm), dest, tag, &data, sync))
 }
 
-pub(super) fn start_recv(
+/// Posts a receive into `count` elements of `dt` at `buf`.
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` elements of `dt`, the library's
+/// until the receive completes.
+pub(super) unsafe fn start_recv(
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
@@ -32,12 +41,16 @@ pub(super) fn start_recv(
     tag: c_int,
     comm: Handle,
 ) -> Result<usize, MpiErr> {
-    let dest = recv_dest(buf, count, dt)?;
+    // SAFETY: the caller's contract.
+    let dest = unsafe { recv_dest(buf, count, dt) }?;
     with(|e| e.irecv(hv(comm), source, tag, dest))
 }
 
 /// Where a receive of `count` elements of `dt` at `buf` goes.
-pub(super) fn recv_dest(buf: *mut c_void, count: c_int, dt: Handle) -> Result<Dest, MpiErr> {
+///
+/// # Safety
+/// As [`start_recv`].
+pub(super) unsafe fn recv_dest(buf: *mut c_void, count: c_int, dt: Handle) -> Result<Dest, MpiErr> {
     let l = super::lay(dt)?;
     let n = super::bytes_of(count, &l)?;
     if l.contiguous() && n > 0 && buf.is_null() {
@@ -100,7 +113,8 @@ pub unsafe extern "C" fn MPI_Send(
     comm: Handle,
 ) -> c_int {
     call("MPI_Send", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
         status_error(&finish(id)?, "MPI_Send")
     })
 }
@@ -119,7 +133,8 @@ pub unsafe extern "C" fn MPI_Ssend(
     comm: Handle,
 ) -> c_int {
     call("MPI_Ssend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, true)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, true) }?;
         status_error(&finish(id)?, "MPI_Ssend")
     })
 }
@@ -139,7 +154,8 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Recv", hv(comm), || {
-        let id = start_recv(buf, count, dt, source, tag, comm)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_recv(buf, count, dt, source, tag, comm) }?;
         let st = finish(id)?;
         // SAFETY: the caller's contract.
         unsafe { put_status(status, &st) };
@@ -162,7 +178,8 @@ pub unsafe extern "C" fn MPI_Isend(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Isend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -183,7 +200,8 @@ pub unsafe extern "C" fn MPI_Issend(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Issend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, true)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, true) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -204,7 +222,8 @@ pub unsafe extern "C" fn MPI_Irecv(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Irecv", hv(comm), || {
-        let id = start_recv(buf, count, dt, source, tag, comm)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_recv(buf, count, dt, source, tag, comm) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -230,8 +249,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Sendrecv", hv(comm), || {
-        let r = start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-        let s = start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let r = unsafe { start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let s = unsafe { start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false) }?;
         let sst = finish(s)?;
         let st = finish(r)?;
         // SAFETY: the caller's contract.

@@ -109,7 +109,10 @@ pub(super) unsafe fn free_persistent(req: *mut Handle) -> Result<bool, MpiErr> {
 /// Buffered send: the data is copied at once (as every send of this
 /// library does), and counted against the attached buffer until it is
 /// delivered.
-fn bsend(
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` readable elements of `dt`.
+unsafe fn bsend(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -136,19 +139,27 @@ fn bsend(
             ));
         }
     }
-    let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+    // SAFETY: the caller's contract.
+    let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
     with(|e| e.detach(id))?;
     state().bsends.push((id, need));
     with(|e| Ok(e.completed(hv(comm))))
 }
 
 /// Starts one operation of `mode`; its engine request.
-fn start(p: &Persist) -> Result<usize, MpiErr> {
+///
+/// # Safety
+/// `p`'s buffer is valid as MPI's contract for persistent requests
+/// keeps it.
+unsafe fn start(p: &Persist) -> Result<usize, MpiErr> {
     let (b, dt, comm) = (p.buf as *mut c_void, mk(p.dt), mk(p.comm));
     match p.mode {
-        Mode::Recv => start_recv(b, p.count, dt, p.peer, p.tag, comm),
-        Mode::Buffered => bsend(b, p.count, dt, p.peer, p.tag, comm),
-        m => start_send(b, p.count, dt, p.peer, p.tag, comm, m == Mode::Sync),
+        // SAFETY: the caller's contract for the buffer.
+        Mode::Recv => unsafe { start_recv(b, p.count, dt, p.peer, p.tag, comm) },
+        // SAFETY: as above.
+        Mode::Buffered => unsafe { bsend(b, p.count, dt, p.peer, p.tag, comm) },
+        // SAFETY: as above.
+        m => unsafe { start_send(b, p.count, dt, p.peer, p.tag, comm, m == Mode::Sync) },
     }
 }
 
@@ -269,7 +280,9 @@ fn start_one(v: usize) -> Result<(), MpiErr> {
     }
     let snapshot = Persist { active: None, ..*p };
     drop(s);
-    let id = start(&snapshot)?;
+    // SAFETY: MPI's contract keeps a persistent request's buffer valid
+    // while the request exists.
+    let id = unsafe { start(&snapshot) }?;
     if let Some(p) = state().persist.get_mut(&v) {
         p.active = Some(id);
     }
@@ -324,7 +337,8 @@ pub unsafe extern "C" fn MPI_Bsend(
     comm: Handle,
 ) -> c_int {
     call("MPI_Bsend", hv(comm), || {
-        let id = bsend(buf, count, dt, dest, tag, comm)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { bsend(buf, count, dt, dest, tag, comm) }?;
         finish(id).map(|_| ())
     })
 }
@@ -344,7 +358,8 @@ pub unsafe extern "C" fn MPI_Ibsend(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Ibsend", hv(comm), || {
-        let id = bsend(buf, count, dt, dest, tag, comm)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { bsend(buf, count, dt, dest, tag, comm) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -364,7 +379,8 @@ pub unsafe extern "C" fn MPI_Rsend(
     comm: Handle,
 ) -> c_int {
     call("MPI_Rsend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
         status_error(&finish(id)?, "MPI_Rsend")
     })
 }
@@ -384,7 +400,8 @@ pub unsafe extern "C" fn MPI_Irsend(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Irsend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -459,7 +476,8 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
                 },
             )
         })?;
-        let s = start_send(buf, count, dt, dest, sendtag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let s = unsafe { start_send(buf, count, dt, dest, sendtag, comm, false) }?;
         let sst = finish(s)?;
         wait_until(None, |e| Ok(e.reqs.get(&r).is_none_or(|q| q.done)))?;
         let (data, st) = with(|e| {
