@@ -84,6 +84,24 @@ static void queries(void) {
     CHECK(MPI_Send(buf, 1, v, MPI_PROC_NULL, 0, MPI_COMM_WORLD) == MPI_SUCCESS);
     MPI_Datatype pre = MPI_INT;
     CHECK(MPI_Type_free(&pre) == MPI_ERR_TYPE);
+    CHECK(MPI_Type_commit(&pre) == MPI_SUCCESS);
+    /* Bad constructor arguments are refused with a class, not a crash. */
+    MPI_Datatype bad;
+    CHECK(MPI_Type_contiguous(-1, MPI_INT, &bad) == MPI_ERR_COUNT);
+    CHECK(MPI_Type_vector(2, 1, 1, (MPI_Datatype)0x7777, &bad) == MPI_ERR_TYPE);
+    CHECK(MPI_Type_vector(1 << 30, 1, 2, MPI_INT, &bad) == MPI_ERR_NO_MEM);
+    int dims[2] = {4, 4}, sub[2] = {2, 5}, st0[2] = {0, 0};
+    CHECK(MPI_Type_create_subarray(2, dims, sub, st0, MPI_ORDER_C, MPI_INT, &bad) == MPI_ERR_ARG);
+    sub[1] = 2;
+    CHECK(MPI_Type_create_subarray(2, dims, sub, st0, 99, MPI_INT, &bad) == MPI_ERR_ARG);
+    MPI_Aint far[2] = {0, (MPI_Aint)((~(size_t)0) >> 1) - 2};
+    int one2[2] = {1, 1};
+    CHECK(MPI_Type_create_hindexed(2, one2, far, MPI_INT, &bad) == MPI_ERR_COUNT);
+    int pos = 0;
+    char small[4];
+    CHECK(MPI_Pack(buf, 2, MPI_INT, small, 4, &pos, MPI_COMM_WORLD) == MPI_ERR_TRUNCATE);
+    pos = 9;
+    CHECK(MPI_Pack(buf, 1, MPI_INT, small, 4, &pos, MPI_COMM_WORLD) == MPI_ERR_ARG);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     MPI_Type_free(&v);
     CHECK(v == MPI_DATATYPE_NULL);
