@@ -10,13 +10,16 @@ use super::{call, hv, mk, out, Handle};
 use crate::runtime::with;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 type Job = Box<dyn FnOnce() -> c_int + Send>;
 
 /// Collectives issued and not yet run: request and job, in issue order.
 static PENDING: Mutex<VecDeque<(usize, Job)>> = Mutex::new(VecDeque::new());
+/// How many jobs `PENDING` holds: the point-to-point waits check this
+/// word, not the lock.
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
 /// Set while jobs run: the blocking collective a job calls must not
 /// start the next job.
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -39,12 +42,15 @@ impl<T: Copy> Arg<T> {
 
 /// Whether collectives wait to run.
 pub(super) fn pending() -> bool {
-    !PENDING.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    QUEUED.load(Ordering::Acquire) > 0
 }
 
 /// Runs pending collectives in order: all of them (`upto` None) or up to
 /// and including request `upto` if it is pending.
 pub(crate) fn run_pending(upto: Option<usize>) {
+    if !pending() {
+        return;
+    }
     let q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
     if q.is_empty() || upto.is_some_and(|v| !q.iter().any(|(id, _)| *id == v)) {
         return;
@@ -61,6 +67,7 @@ pub(crate) fn run_pending(upto: Option<usize>) {
         let Some((id, f)) = job else {
             break;
         };
+        QUEUED.fetch_sub(1, Ordering::AcqRel);
         let code = f();
         if code != 0 {
             let _ = with(|e| {
@@ -92,6 +99,7 @@ unsafe fn defer(name: &str, comm: Handle, req: *mut Handle, f: Job) -> c_int {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push_back((id, f));
+        QUEUED.fetch_add(1, Ordering::AcqRel);
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })

@@ -8,6 +8,7 @@ use crate::engine::{Dest, MpiErr};
 use crate::runtime::{wait_until, with};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 /// `MPI_BSEND_OVERHEAD`.
@@ -49,9 +50,13 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How many persistent requests exist: the point-to-point waits check
+/// this word, not the lock.
+static PERSISTENT: AtomicUsize = AtomicUsize::new(0);
+
 /// Whether any persistent request exists.
 pub(super) fn persistent() -> bool {
-    !state().persist.is_empty()
+    PERSISTENT.load(Ordering::Acquire) > 0
 }
 
 /// The engine request handle `v` stands for: itself, a persistent
@@ -61,6 +66,9 @@ pub(super) fn resolve(v: usize) -> Option<usize> {
         return None;
     }
     super::run_pending(Some(v));
+    if !persistent() {
+        return Some(v);
+    }
     match state().persist.get(&v) {
         Some(p) => p.active,
         None => Some(v),
@@ -75,9 +83,11 @@ pub(super) fn resolve(v: usize) -> Option<usize> {
 pub(super) unsafe fn release(req: *mut Handle) {
     // SAFETY: the caller's contract.
     let v = hv(unsafe { req.read() });
-    if let Some(p) = state().persist.get_mut(&v) {
-        p.active = None;
-        return;
+    if persistent() {
+        if let Some(p) = state().persist.get_mut(&v) {
+            p.active = None;
+            return;
+        }
     }
     // SAFETY: the caller's contract.
     unsafe { req.write(mk(h::REQUEST_NULL)) };
@@ -89,7 +99,7 @@ pub(super) unsafe fn release(req: *mut Handle) {
 /// # Safety
 /// `req` is null or a readable and writable handle.
 pub(super) unsafe fn free_persistent(req: *mut Handle) -> Result<bool, MpiErr> {
-    if req.is_null() {
+    if req.is_null() || !persistent() {
         return Ok(false);
     }
     // SAFETY: the caller's contract.
@@ -97,6 +107,7 @@ pub(super) unsafe fn free_persistent(req: *mut Handle) -> Result<bool, MpiErr> {
     let Some(p) = state().persist.remove(&v) else {
         return Ok(false);
     };
+    PERSISTENT.fetch_sub(1, Ordering::AcqRel);
     if let Some(id) = p.active {
         with(|e| e.detach(id))?;
     }
@@ -194,6 +205,7 @@ unsafe fn init(
             active: None,
         };
         state().persist.insert(id, p);
+        PERSISTENT.fetch_add(1, Ordering::AcqRel);
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
