@@ -55,7 +55,7 @@ static void queries(void) {
     CHECK(lb == 0 && ext == (MPI_Aint)sizeof(struct particle));
     MPI_Type_size(s, &n);
     CHECK(n == 13);
-    CHECK(MPI_Aint_add(base, 8) == disp[1] + base || disp[1] != 8);
+    CHECK(MPI_Aint_add(base, disp[1]) == base + disp[1] && MPI_Aint_diff(base + 8, base) == 8);
     /* Names and envelopes. */
     char name[MPI_MAX_OBJECT_NAME];
     int len;
@@ -80,7 +80,7 @@ static void queries(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int buf[12] = {0};
     CHECK(MPI_Send(buf, 1, v, MPI_PROC_NULL, 0, MPI_COMM_WORLD) == MPI_ERR_TYPE);
-    CHECK(MPI_Type_commit(&buf[0] == 0 ? &v : &v) == MPI_SUCCESS);
+    CHECK(MPI_Type_commit(&v) == MPI_SUCCESS);
     CHECK(MPI_Send(buf, 1, v, MPI_PROC_NULL, 0, MPI_COMM_WORLD) == MPI_SUCCESS);
     MPI_Datatype pre = MPI_INT;
     CHECK(MPI_Type_free(&pre) == MPI_ERR_TYPE);
@@ -249,8 +249,7 @@ static void collectives(void) {
         /* Scatter back: column r to task r. */
         double got[64];
         MPI_Scatter(m, 1, colr, got, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        if (rank == 0 || 1)
-            for (i = 0; i < n; i++) CHECK(got[i] == rank * 100 + i);
+        for (i = 0; i < n; i++) CHECK(got[i] == rank * 100 + i);
         /* Allgather into columns everywhere. */
         for (i = 0; i < 4 * n; i++) m[i] = -1;
         MPI_Allgather(mine, n, MPI_DOUBLE, m, 1, colr, MPI_COMM_WORLD);
@@ -334,7 +333,7 @@ static void collectives(void) {
     CHECK(s[0] == n * (n - 1) / 2.0 && s[1] == n && s[2] == n * (n - 1.0) && s[5] == 5.0 * n);
     for (int root = 0; root < n; root++) {
         double r[6] = {0};
-        MPI_Reduce(v, r, 1, colr == MPI_DATATYPE_NULL ? three : three, MPI_MAX, root, MPI_COMM_WORLD);
+        MPI_Reduce(v, r, 1, three, MPI_MAX, root, MPI_COMM_WORLD);
         if (rank == root) CHECK(r[0] == n - 1 && r[1] == 1 && r[2] == 2 * (n - 1) && r[3] == 0);
     }
     MPI_Scan(v, s, 1, three, MPI_SUM, MPI_COMM_WORLD);
@@ -474,7 +473,8 @@ static void user_ops(void) {
     int a[4] = {rank, -5, 10 * rank, -6}, b[4] = {-1, -1, -1, -1};
     MPI_Allreduce(a, b, 1, v, ss, MPI_COMM_WORLD);
     CHECK(b[0] == size * (size - 1) / 2 && b[2] == 10 * size * (size - 1) / 2 && b[1] == -1 && b[3] == -1);
-    CHECK(size == 1 || calls > 0 || rank != 0);
+    /* Task 0 combines at least once whenever there are two tasks. */
+    CHECK(size == 1 || rank != 0 || calls > 0);
     MPI_Op_free(&ss);
     MPI_Type_free(&v);
     MPI_Type_free(&mat);
