@@ -213,26 +213,21 @@ impl Builder {
             .ok_or_else(too_big)?;
         if self.first {
             let ext = ub.checked_sub(lb).ok_or_else(too_big)?;
-            (l.lb, l.extent, l.true_lb, l.true_ub) = (lb, ext, tlb, tub);
-            l.base = old.base;
+            (l.lb, l.extent) = (lb, ext);
         } else {
             let ub0 = l.lb + l.extent;
             l.lb = l.lb.min(lb);
             l.extent = ub0.max(ub).checked_sub(l.lb).ok_or_else(too_big)?;
-            if old.size > 0 {
-                if l.size == 0 {
-                    (l.true_lb, l.true_ub) = (tlb, tub);
-                } else {
-                    l.true_lb = l.true_lb.min(tlb);
-                    l.true_ub = l.true_ub.max(tub);
-                }
-            }
-            if old.base.map(|b| b.name) != l.base.map(|b| b.name) && old.size > 0 {
+        }
+        // Data bounds and the base type come from copies holding data.
+        if self.first || (l.size == 0 && old.size > 0) {
+            (l.true_lb, l.true_ub, l.base) = (tlb, tub, old.base);
+        } else if old.size > 0 {
+            l.true_lb = l.true_lb.min(tlb);
+            l.true_ub = l.true_ub.max(tub);
+            if old.base.map(|b| b.name) != l.base.map(|b| b.name) {
                 self.base_mixed = true;
             }
-        }
-        if l.size == 0 && old.size > 0 && !self.first {
-            l.base = old.base;
         }
         self.first = false;
         l.align = l.align.max(old.align);
@@ -512,6 +507,12 @@ mod tests {
         assert_eq!((s.size, s.extent), (12, 16));
         assert!(s.base.is_none());
         assert!(hvector(i64::from(i32::MAX), 1, 1 << 40, &int(), Envelope::default()).is_err());
+        // An empty member does not make a struct of doubles mixed.
+        let empty = Arc::new(hvector(1, 0, 0, &int(), Envelope::default()).unwrap());
+        let dbl = predefined(0x214).unwrap().clone();
+        let one = structure(&[1, 2], &[0, 8], &[empty, dbl], Envelope::default()).unwrap();
+        assert_eq!(one.base.map(|b| b.name), Some("MPI_DOUBLE"));
+        assert_eq!((one.true_lb, one.true_ub, one.size), (8, 24, 16));
         // Displacements at the ends of the address space are refused, not
         // wrapped.
         let far = hindexed(
