@@ -220,6 +220,8 @@
       parameter (MPI_MAX_OBJECT_NAME=128)
       integer MPI_MAX_PROCESSOR_NAME
       parameter (MPI_MAX_PROCESSOR_NAME=256)
+      integer MPI_BSEND_OVERHEAD
+      parameter (MPI_BSEND_OVERHEAD=512)
       integer MPI_SUCCESS
       parameter (MPI_SUCCESS=0)
       integer MPI_ERR_BUFFER
@@ -320,6 +322,36 @@
       parameter (MPI_SIMILAR=203)
       integer MPI_UNEQUAL
       parameter (MPI_UNEQUAL=204)
+      integer MPI_ORDER_C
+      parameter (MPI_ORDER_C=12)
+      integer MPI_ORDER_FORTRAN
+      parameter (MPI_ORDER_FORTRAN=15)
+      integer MPI_COMBINER_NAMED
+      parameter (MPI_COMBINER_NAMED=101)
+      integer MPI_COMBINER_DUP
+      parameter (MPI_COMBINER_DUP=102)
+      integer MPI_COMBINER_CONTIGUOUS
+      parameter (MPI_COMBINER_CONTIGUOUS=103)
+      integer MPI_COMBINER_VECTOR
+      parameter (MPI_COMBINER_VECTOR=104)
+      integer MPI_COMBINER_HVECTOR
+      parameter (MPI_COMBINER_HVECTOR=105)
+      integer MPI_COMBINER_INDEXED
+      parameter (MPI_COMBINER_INDEXED=106)
+      integer MPI_COMBINER_HINDEXED
+      parameter (MPI_COMBINER_HINDEXED=107)
+      integer MPI_COMBINER_INDEXED_BLOCK
+      parameter (MPI_COMBINER_INDEXED_BLOCK=108)
+      integer MPI_COMBINER_HINDEXED_BLOCK
+      parameter (MPI_COMBINER_HINDEXED_BLOCK=109)
+      integer MPI_COMBINER_STRUCT
+      parameter (MPI_COMBINER_STRUCT=110)
+      integer MPI_COMBINER_SUBARRAY
+      parameter (MPI_COMBINER_SUBARRAY=111)
+      integer MPI_COMBINER_DARRAY
+      parameter (MPI_COMBINER_DARRAY=112)
+      integer MPI_COMBINER_RESIZED
+      parameter (MPI_COMBINER_RESIZED=116)
       integer MPI_KEYVAL_INVALID
       parameter (MPI_KEYVAL_INVALID=0)
       integer MPI_TAG_UB

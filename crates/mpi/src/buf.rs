@@ -3,6 +3,9 @@
 
 #![allow(unsafe_code)]
 
+use crate::dtype::Layout;
+use std::sync::Arc;
+
 /// A receive buffer: `len` writable bytes at `ptr`, lent by the caller
 /// until the receive completes (MPI's rule for every buffer of a
 /// pending operation).
@@ -50,5 +53,82 @@ impl UserBuf {
         // SAFETY: `new`'s contract; `&mut self` keeps this the only
         // slice made from this buffer at a time.
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
+    }
+}
+
+/// Appends `count` elements of layout `l` at `base` to `out`, packed.
+///
+/// # Safety
+/// Every block of the `count` elements at `base` (element i at
+/// `base + i * extent`) is readable.
+pub(crate) unsafe fn pack(base: *const u8, count: usize, l: &Layout, out: &mut Vec<u8>) {
+    out.reserve(l.size.saturating_mul(count));
+    for i in 0..count as isize {
+        let e = base.wrapping_offset(i * l.extent);
+        for &(o, n) in &l.blocks {
+            // SAFETY: the caller's contract for this block.
+            let s = unsafe { std::slice::from_raw_parts(e.wrapping_offset(o), n) };
+            out.extend_from_slice(s);
+        }
+    }
+}
+
+/// Writes packed `data` into elements of layout `l` at `base`, in
+/// type-map order, as far as `data` and `count` elements go.
+///
+/// # Safety
+/// Every block of the `count` elements at `base` is writable and not
+/// otherwise accessed meanwhile; `data` does not overlap them.
+pub(crate) unsafe fn unpack(base: *mut u8, count: usize, l: &Layout, data: &[u8]) {
+    let mut at = 0;
+    for i in 0..count as isize {
+        let e = base.wrapping_offset(i * l.extent);
+        for &(o, n) in &l.blocks {
+            let k = n.min(data.len() - at);
+            if k == 0 {
+                return;
+            }
+            // SAFETY: the caller's contract for this block; `k` bytes
+            // remain in `data` from `at`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr().add(at), e.wrapping_offset(o), k)
+            };
+            at += k;
+        }
+    }
+}
+
+/// A receive buffer of `count` elements of a non-contiguous datatype,
+/// lent by the caller until the receive completes.
+#[derive(Debug, Clone)]
+pub(crate) struct TypedBuf {
+    base: usize,
+    count: usize,
+    layout: Arc<Layout>,
+}
+
+impl TypedBuf {
+    /// # Safety
+    /// The blocks of `count` elements of `layout` at `base` are writable
+    /// and stay the library's until the operation using this buffer
+    /// completes.
+    pub(crate) unsafe fn new(base: *mut u8, count: usize, layout: Arc<Layout>) -> TypedBuf {
+        TypedBuf {
+            base: base as usize,
+            count,
+            layout,
+        }
+    }
+
+    /// Capacity in packed bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.layout.size * self.count
+    }
+
+    /// Unpacks `data` (at most the capacity) into the buffer.
+    pub(crate) fn fill(&self, data: &[u8]) {
+        let n = data.len().min(self.len());
+        // SAFETY: `new`'s contract; `data` is the library's memory.
+        unsafe { unpack(self.base as *mut u8, self.count, &self.layout, &data[..n]) };
     }
 }

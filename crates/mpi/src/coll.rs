@@ -6,11 +6,13 @@
 //! agreement (dup, split).
 //!
 //! Buffers are byte slices the caller made from the C arguments for the
-//! duration of the call; counts are already in bytes. Reductions assume
-//! the predefined operations' commutativity.
+//! duration of the call; counts are already in bytes (packed). Reductions
+//! combine in rank order when the operation is not commutative.
 
 use crate::consts::{err, h, UNDEFINED};
+use crate::dtype::Layout;
 use crate::engine::{Comm, Dest, Engine, MpiErr};
+use crate::handles::UserOp;
 use crate::runtime::{wait_until, with};
 use crate::types::{reduce as apply, Num, Op};
 use std::sync::Arc;
@@ -32,6 +34,8 @@ struct Coll {
 }
 
 fn coll(comm: usize) -> Result<Coll, MpiErr> {
+    // Nonblocking collectives issued before this one run first.
+    crate::ffi::run_pending(None);
     with(|e| {
         let c = e.comm(comm)?;
         Ok(Coll {
@@ -174,22 +178,73 @@ fn bcast_in(c: &Coll, buf: &mut [u8], root: u32) -> Result<(), MpiErr> {
 }
 
 /// An operation on a datatype, for reductions.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Reduction {
-    pub op: Op,
-    pub num: Num,
-    pub size: usize,
+#[derive(Debug, Clone)]
+pub(crate) enum Reduction {
+    /// A predefined operation on elements of one predefined type.
+    Pre { op: Op, num: Num, size: usize },
+    /// A user function on elements of datatype `dt`.
+    User {
+        op: UserOp,
+        dt: usize,
+        layout: Arc<Layout>,
+    },
+}
+
+impl Reduction {
+    fn commute(&self) -> bool {
+        match self {
+            Reduction::Pre { .. } => true,
+            Reduction::User { op, .. } => op.commute,
+        }
+    }
+
+    /// `inout = inv (op) inout`, element-wise on packed bytes.
+    pub(crate) fn apply(&self, inv: &[u8], inout: &mut [u8]) -> Result<(), MpiErr> {
+        match self {
+            Reduction::Pre { op, num, size } => {
+                apply(*op, *num, *size, inv, inout).map_err(|class| {
+                    MpiErr::new(class, format!("{op:?} is not defined on this datatype"))
+                })
+            }
+            Reduction::User { op, dt, layout } => {
+                crate::ffi::user_op(op.func, *dt, layout, inv, inout);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// `MPI_Reduce`: `acc` holds our contribution and, at `root`, ends with
 /// the result.
-pub(crate) fn reduce(comm: usize, acc: &mut [u8], red: Reduction, root: i32) -> Result<(), MpiErr> {
+pub(crate) fn reduce(
+    comm: usize,
+    acc: &mut [u8],
+    red: &Reduction,
+    root: i32,
+) -> Result<(), MpiErr> {
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
-    reduce_in(&c, acc, red, root)
+    if red.commute() || root == 0 {
+        return reduce_in(&c, acc, red, root);
+    }
+    // The tree keeps rank order only from task 0: reduce there, then move
+    // the result to the root.
+    reduce_in(&c, acc, red, 0)?;
+    if c.rank == 0 {
+        let id = c.send(root, TAG_REDUCE, acc)?;
+        c.wait(&[id], None)?;
+    } else if c.rank == root {
+        let id = c.recv(0, TAG_REDUCE, acc.len())?;
+        let d = c.wait(&[id], Some(0))?;
+        let n = d[0].len().min(acc.len());
+        acc[..n].copy_from_slice(&d[0][..n]);
+    }
+    Ok(())
 }
 
-fn reduce_in(c: &Coll, acc: &mut [u8], red: Reduction, root: u32) -> Result<(), MpiErr> {
+/// Binomial tree rooted at `root`: a task combines its own (lower
+/// ranks) then what the subtree above it sent, in that order.
+fn reduce_in(c: &Coll, acc: &mut [u8], red: &Reduction, root: u32) -> Result<(), MpiErr> {
     let vr = (c.rank + c.n - root) % c.n;
     let real = |v: u32| (v + root) % c.n;
     let mut mask = 1;
@@ -198,13 +253,14 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: Reduction, root: u32) -> Result<(), 
             let src = vr | mask;
             if src < c.n {
                 let id = c.recv(real(src), TAG_REDUCE, acc.len())?;
-                let d = c.wait(&[id], Some(real(src)))?;
-                apply(red.op, red.num, red.size, &d[0], acc).map_err(|class| {
-                    MpiErr::new(
-                        class,
-                        format!("{:?} is not defined on this datatype", red.op),
-                    )
-                })?;
+                let mut d = c.wait(&[id], Some(real(src)))?;
+                if red.commute() {
+                    red.apply(&d[0], acc)?;
+                } else {
+                    red.apply(acc, &mut d[0])?;
+                    let n = d[0].len().min(acc.len());
+                    acc[..n].copy_from_slice(&d[0][..n]);
+                }
             }
         } else {
             let id = c.send(real(vr & !mask), TAG_REDUCE, acc)?;
@@ -217,7 +273,7 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: Reduction, root: u32) -> Result<(), 
 }
 
 /// `MPI_Allreduce`: `acc` holds our contribution and ends with the result.
-pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: Reduction) -> Result<(), MpiErr> {
+pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<(), MpiErr> {
     let c = coll(comm)?;
     reduce_in(&c, acc, red, 0)?;
     bcast_in(&c, acc, 0)
@@ -372,12 +428,12 @@ pub(crate) fn alltoall(
 fn agree_ctx(c: &Coll) -> Result<u32, MpiErr> {
     let mine = with(|e| Ok(e.next_ctx))?;
     let mut acc = u64::from(mine).to_ne_bytes();
-    let red = Reduction {
+    let red = Reduction::Pre {
         op: Op::Max,
         num: Num::U64,
         size: 8,
     };
-    reduce_in(c, &mut acc, red, 0)?;
+    reduce_in(c, &mut acc, &red, 0)?;
     bcast_in(c, &mut acc, 0)?;
     let ctx = u32::try_from(u64::from_ne_bytes(acc))
         .ok()
@@ -617,7 +673,7 @@ pub(crate) fn alltoallv(
 pub(crate) fn scan(
     comm: usize,
     acc: &mut [u8],
-    red: Reduction,
+    red: &Reduction,
     exclusive: bool,
 ) -> Result<(), MpiErr> {
     let c = coll(comm)?;
@@ -628,12 +684,7 @@ pub(crate) fn scan(
         let d = c.wait(&[id], Some(c.rank - 1))?;
         // Prefix first: inout = prefix (op) ours.
         let mut inc = mine.clone();
-        apply(red.op, red.num, red.size, &d[0], &mut inc).map_err(|class| {
-            MpiErr::new(
-                class,
-                format!("{:?} is not defined on this datatype", red.op),
-            )
-        })?;
+        red.apply(&d[0], &mut inc)?;
         if exclusive {
             acc.copy_from_slice(&d[0][..acc.len().min(d[0].len())]);
         } else {
@@ -648,4 +699,71 @@ pub(crate) fn scan(
         c.wait(&[id], None)?;
     }
     Ok(())
+}
+
+/// The communicator rank of each member of `group` (world ranks) in
+/// `c`; an error if one is not in `c`.
+fn members_in(c: &Coll, group: &[u32]) -> Result<Vec<u32>, MpiErr> {
+    group
+        .iter()
+        .map(|w| {
+            c.group
+                .iter()
+                .position(|g| g == w)
+                .map(|r| r as u32)
+                .ok_or_else(|| {
+                    MpiErr::new(err::GROUP, "the group is not a subset of the communicator")
+                })
+        })
+        .collect()
+}
+
+fn new_comm(comm: usize, ctx: u32, group: &[u32], me: u32) -> Result<usize, MpiErr> {
+    let Some(rank) = group.iter().position(|&w| w == me) else {
+        return Ok(h::COMM_NULL);
+    };
+    with(|e| {
+        let errh = e.comm(comm)?.errh;
+        Ok(add_comm(
+            e,
+            Comm {
+                ctx,
+                group: Arc::new(group.to_vec()),
+                rank: rank as u32,
+                errh,
+            },
+        ))
+    })
+}
+
+/// `MPI_Comm_create`: every task of `comm` calls it with the same
+/// `group` (world ranks); members get the new communicator, the others
+/// `MPI_COMM_NULL`.
+pub(crate) fn comm_create(comm: usize, group: &[u32]) -> Result<usize, MpiErr> {
+    let c = coll(comm)?;
+    members_in(&c, group)?;
+    let ctx = agree_ctx(&c)?;
+    new_comm(comm, ctx, group, c.group[c.rank as usize])
+}
+
+/// `MPI_Comm_create_group`: only the members of `group` call it.
+pub(crate) fn comm_create_group(comm: usize, group: &[u32]) -> Result<usize, MpiErr> {
+    let c = coll(comm)?;
+    members_in(&c, group)?;
+    let me = c.group[c.rank as usize];
+    let rank = group
+        .iter()
+        .position(|&w| w == me)
+        .ok_or_else(|| MpiErr::new(err::GROUP, "the calling task is not a member of the group"))?;
+    // The members agree among themselves, over the communicator's
+    // collective context.
+    let sub = Coll {
+        comm,
+        ctx: c.ctx,
+        group: Arc::new(group.to_vec()),
+        rank: rank as u32,
+        n: group.len() as u32,
+    };
+    let ctx = agree_ctx(&sub)?;
+    new_comm(comm, ctx, group, me)
 }

@@ -41,6 +41,7 @@ pub(crate) mod err {
     pub const RANK: i32 = 6;
     pub const REQUEST: i32 = 7;
     pub const ROOT: i32 = 8;
+    pub const GROUP: i32 = 9;
     pub const OP: i32 = 10;
     pub const ARG: i32 = 13;
     pub const TRUNCATE: i32 = 15;

@@ -27,6 +27,8 @@ use std::sync::Arc;
 
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
+mod matched;
+
 /// Largest message sent eagerly, in bytes.
 pub(crate) const EAGER_MAX: usize = 8192;
 /// Messages a sender may have unconsumed in one receiver's FIFO.
@@ -141,6 +143,8 @@ pub(crate) struct Engine {
     /// Requests freed by the application before they completed: removed
     /// once they do.
     detached: Vec<usize>,
+    /// Messages taken by `MPI_Mprobe`: communicator, its group, message.
+    matched: HashMap<usize, (usize, Arc<Vec<u32>>, Msg)>,
 }
 
 fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
@@ -239,6 +243,7 @@ impl Engine {
             bad_msgs: 0,
             closing: false,
             detached: Vec::new(),
+            matched: HashMap::new(),
         })
     }
 
@@ -697,6 +702,7 @@ impl Engine {
                     Err(e) => status.error = mbcf_err(e).class,
                 }
             }
+            r.buf.commit();
             *done = true;
             let fin = r.fin.take();
             self.reading.swap_remove(i);
@@ -727,7 +733,7 @@ impl Engine {
                 ..
             }) => match &mut r.buf {
                 Dest::Own { data, .. } => std::mem::take(data),
-                Dest::User(_) => Vec::new(),
+                Dest::User(_) | Dest::Typed { .. } => Vec::new(),
             },
             _ => Vec::new(),
         }

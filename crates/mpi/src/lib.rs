@@ -9,6 +9,8 @@
 //! Layout of the crate:
 //! - `consts` — handle values, sentinels, error classes and strings;
 //! - `types` — predefined datatypes and reduction operations;
+//! - `dtype` — every datatype flattened to byte blocks (pack/unpack);
+//! - `handles` — datatypes, operations and groups the program creates;
 //! - `envelope` — the header of every message in a receiver's FIFO;
 //! - `objects` — communicators, statuses, receive destinations, errors;
 //! - `engine` — requests, matching, eager and rendezvous
@@ -24,9 +26,11 @@
 mod buf;
 mod coll;
 mod consts;
+mod dtype;
 mod engine;
 mod envelope;
 mod ffi;
+mod handles;
 mod objects;
 mod runtime;
 mod staging;

@@ -1,7 +1,7 @@
 //! The objects the engine hands out and keeps: communicators, statuses,
 //! receive destinations, and the error every call may return.
 
-use crate::buf::UserBuf;
+use crate::buf::{TypedBuf, UserBuf};
 use std::sync::Arc;
 
 /// A communicator.
@@ -33,7 +33,16 @@ impl Comm {
 #[derive(Debug)]
 pub(crate) enum Dest {
     User(UserBuf),
-    Own { cap: usize, data: Vec<u8> },
+    Own {
+        cap: usize,
+        data: Vec<u8>,
+    },
+    /// The caller's memory in a non-contiguous datatype: data READ in
+    /// pieces lands in `data` and is unpacked by [`Dest::commit`].
+    Typed {
+        buf: TypedBuf,
+        data: Vec<u8>,
+    },
 }
 
 impl Dest {
@@ -41,6 +50,7 @@ impl Dest {
         match self {
             Dest::User(u) => u.len(),
             Dest::Own { cap, .. } => *cap,
+            Dest::Typed { buf, .. } => buf.len(),
         }
     }
 
@@ -53,6 +63,15 @@ impl Dest {
                 data.clear();
                 data.extend_from_slice(&d[..d.len().min(*cap)]);
             }
+            Dest::Typed { buf, .. } => buf.fill(d),
+        }
+    }
+
+    /// Unpacks what [`Dest::slice`] received into a typed buffer.
+    pub(crate) fn commit(&mut self) {
+        if let Dest::Typed { buf, data } = self {
+            buf.fill(data);
+            *data = Vec::new();
         }
     }
 
@@ -66,6 +85,10 @@ impl Dest {
             }
             Dest::Own { cap, data } => {
                 data.resize(n.min(*cap), 0);
+                data
+            }
+            Dest::Typed { buf, data } => {
+                data.resize(n.min(buf.len()), 0);
                 data
             }
         }

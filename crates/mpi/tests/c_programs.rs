@@ -7,77 +7,19 @@
 //! The launcher is `sss_launch::run`, reached by re-executing this test
 //! binary with [`LAUNCH_ENV`] set.
 
+mod support;
+
 use sss_testkit::cc::run_ok;
-use sss_testkit::tree::profile_dir;
-use sss_testkit::{root, Launcher, TREE_ENV};
-use std::path::{Path, PathBuf};
+use sss_testkit::root;
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use support::{lib_dir, run_everywhere, scratch, LAUNCHER, PLACEMENTS, STATIC_LIBS};
 use tempfile::TempDir;
-
-const LAUNCH_ENV: &str = "SSS_MPI_TEST_LAUNCH";
-const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
-
-const PLACEMENTS: &[(&str, &[&str])] = &[
-    ("1 task", &["-n", "1"]),
-    ("2 tasks, one node", &["-n", "2"]),
-    ("4 tasks, one node", &["-n", "4"]),
-    (
-        "2 tasks, two nodes",
-        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
-    ),
-    (
-        "4 tasks, two nodes",
-        &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"],
-    ),
-];
-
-/// Libraries libmpi.a needs.
-const STATIC_LIBS: &[&str] = &[
-    "-lpthread",
-    "-ldl",
-    "-lm",
-    "-lrt",
-    "-lutil",
-    "-lgcc_s",
-    "-lc",
-];
 
 /// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
 #[test]
 fn launcher_mode() {
     LAUNCHER.launcher_mode();
-}
-
-/// Builds libmpi for this profile (not in a copied tree, which comes
-/// with it) and returns its directory.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = profile_dir();
-        if std::env::var_os(TREE_ENV).is_none() {
-            let profile = match dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") | None => "dev".to_string(),
-                Some(p) => p.to_string(),
-            };
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            run_ok(
-                Command::new(cargo)
-                    .args(["build", "-p", "sss-mpi", "--lib", "--profile", &profile])
-                    .arg("--target-dir")
-                    .arg(dir.parent().expect("target dir"))
-                    .current_dir(root()),
-            );
-        }
-        for lib in ["libmpi.so", "libmpi.a"] {
-            assert!(
-                dir.join(lib).is_file(),
-                "{lib} missing in {}",
-                dir.display()
-            );
-        }
-        dir
-    })
 }
 
 /// Compiles `tests/c/<file>` into `dir`; `static_lib` links libmpi.a.
@@ -107,33 +49,6 @@ fn compile(dir: &TempDir, file: &str, static_lib: bool) -> PathBuf {
     exe
 }
 
-fn scratch() -> TempDir {
-    tempfile::Builder::new()
-        .prefix("sss-mpi-")
-        .tempdir()
-        .expect("temp dir")
-}
-
-/// Runs `exe` everywhere; rank 0 must print one line `expect(tasks)`.
-fn run_everywhere(
-    exe: &Path,
-    args: &[&str],
-    placements: &[(&str, &[&str])],
-    expect: impl Fn(u32) -> String,
-) {
-    for (what, placement) in placements {
-        let n: u32 = placement[1].parse().expect("task count");
-        let (code, out, err) = LAUNCHER.run(placement, exe, args, &[]);
-        let want = expect(n);
-        let lines = out.lines().filter(|l| l.contains(&want)).count();
-        assert!(
-            code == Some(0) && lines == 1,
-            "{} on {what}: exit {code:?}, expected one line {want:?}\nstdout:\n{out}\nstderr:\n{err}",
-            exe.display()
-        );
-    }
-}
-
 #[test]
 fn point_to_point() {
     let dir = scratch();
@@ -148,6 +63,42 @@ fn collectives_and_communicators() {
     let mut places = PLACEMENTS.to_vec();
     places.push(("3 tasks, one node", &["-n", "3"]));
     run_everywhere(&exe, &[], &places, |n| format!("coll: ok {n} tasks"));
+}
+
+#[test]
+fn derived_datatypes_and_user_ops() {
+    let dir = scratch();
+    let exe = compile(&dir, "dtype.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("dtype: ok {n} tasks"));
+}
+
+#[test]
+fn groups_and_communicators_from_groups() {
+    let dir = scratch();
+    let exe = compile(&dir, "group.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("group: ok {n} tasks"));
+}
+
+#[test]
+fn buffered_ready_persistent_and_matched() {
+    let dir = scratch();
+    let exe = compile(&dir, "p2pmore.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("p2pmore: ok {n} tasks"));
+}
+
+#[test]
+fn nonblocking_collectives() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbc.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("nbc: ok {n} tasks"));
 }
 
 #[test]

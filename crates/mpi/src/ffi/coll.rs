@@ -1,9 +1,10 @@
 //! Collectives: argument checks and buffers, then `crate::coll`.
 
-use super::{call, dst, dtype, hv, nbytes, src, Handle};
+use super::{call, hv, lay, recv_area, send_data, Area, Handle};
 use crate::coll::{self, Reduction};
 use crate::consts::{err, IN_PLACE};
 use crate::engine::MpiErr;
+use crate::handles::reg;
 use crate::runtime::with;
 use crate::types::op;
 use std::ffi::{c_int, c_void};
@@ -20,13 +21,29 @@ fn my_rank(comm: Handle) -> Result<(u32, u32), MpiErr> {
 }
 
 pub(super) fn reduction(dt: Handle, o: Handle) -> Result<Reduction, MpiErr> {
-    let t = dtype(dt)?;
-    let op =
-        op(hv(o)).ok_or_else(|| MpiErr::new(err::OP, format!("invalid operation {:#x}", hv(o))))?;
-    Ok(Reduction {
-        op,
-        num: t.num,
-        size: t.size,
+    let l = lay(dt)?;
+    if let Some(op) = op(hv(o)) {
+        let t = l.base.ok_or_else(|| {
+            MpiErr::new(
+                err::OP,
+                "a predefined operation needs a datatype of one predefined type",
+            )
+        })?;
+        return Ok(Reduction::Pre {
+            op,
+            num: t.num,
+            size: t.size,
+        });
+    }
+    let u = reg()
+        .ops
+        .get(&hv(o))
+        .copied()
+        .ok_or_else(|| MpiErr::new(err::OP, format!("invalid operation {:#x}", hv(o))))?;
+    Ok(Reduction::User {
+        op: u,
+        dt: hv(dt),
+        layout: l,
     })
 }
 
@@ -49,10 +66,11 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: Handle,
 ) -> c_int {
     call("MPI_Bcast", hv(comm), || {
-        let n = nbytes(count, dt)?;
         // SAFETY: MPI's contract: `count` elements, ours during the call.
-        let b = unsafe { dst(buf, n) }?;
-        coll::bcast(hv(comm), b, root)
+        let mut b = unsafe { recv_area(buf, count, dt) }?;
+        coll::bcast(hv(comm), b.bytes(), root)?;
+        b.finish();
+        Ok(())
     })
 }
 
@@ -71,21 +89,22 @@ pub unsafe extern "C" fn MPI_Reduce(
     comm: Handle,
 ) -> c_int {
     call("MPI_Reduce", hv(comm), || {
-        let n = nbytes(count, dt)?;
         let red = reduction(dt, o)?;
         let (me, _) = my_rank(comm)?;
         let at_root = i64::from(me) == i64::from(root);
         let mut acc = if at_root && in_place(sendbuf) {
             // SAFETY: MPI's contract: the root's recvbuf holds `count` elements.
-            unsafe { dst(recvbuf, n) }?.to_vec()
+            unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec()
         } else {
             // SAFETY: MPI's contract for sendbuf.
-            unsafe { src(sendbuf, n) }?.to_vec()
+            unsafe { send_data(sendbuf, count, dt) }?.into_owned()
         };
-        coll::reduce(hv(comm), &mut acc, red, root)?;
+        coll::reduce(hv(comm), &mut acc, &red, root)?;
         if at_root {
             // SAFETY: MPI's contract for the root's recvbuf.
-            unsafe { dst(recvbuf, n) }?.copy_from_slice(&acc);
+            let mut r = unsafe { recv_area(recvbuf, count, dt) }?;
+            r.bytes().copy_from_slice(&acc);
+            r.finish();
         }
         Ok(())
     })
@@ -105,17 +124,21 @@ pub unsafe extern "C" fn MPI_Allreduce(
     comm: Handle,
 ) -> c_int {
     call("MPI_Allreduce", hv(comm), || {
-        let n = nbytes(count, dt)?;
         let red = reduction(dt, o)?;
-        if !in_place(sendbuf) {
-            // SAFETY: MPI's contract; the buffers do not overlap.
-            let s = unsafe { src(sendbuf, n) }?.to_vec();
-            // SAFETY: MPI's contract for recvbuf.
-            unsafe { dst(recvbuf, n) }?.copy_from_slice(&s);
-        }
+        let s = if in_place(sendbuf) {
+            None
+        } else {
+            // SAFETY: MPI's contract; copied as the buffers may alias.
+            Some(unsafe { send_data(sendbuf, count, dt) }?.into_owned())
+        };
         // SAFETY: MPI's contract for recvbuf.
-        let acc = unsafe { dst(recvbuf, n) }?;
-        coll::allreduce(hv(comm), acc, red)
+        let mut acc = unsafe { recv_area(recvbuf, count, dt) }?;
+        if let Some(s) = s {
+            acc.bytes().copy_from_slice(&s);
+        }
+        coll::allreduce(hv(comm), acc.bytes(), &red)?;
+        acc.finish();
+        Ok(())
     })
 }
 
@@ -141,16 +164,18 @@ pub unsafe extern "C" fn MPI_Gather(
             None
         } else {
             // SAFETY: MPI's contract for sendbuf.
-            Some(unsafe { src(sendbuf, nbytes(sendcount, sendtype)?) }?)
+            Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?)
         };
-        let (chunk, all) = if at_root {
-            let chunk = nbytes(recvcount, recvtype)?;
-            // SAFETY: MPI's contract: `size * recvcount` elements at the root.
-            (chunk, unsafe { dst(recvbuf, chunk * size as usize) }?)
-        } else {
-            (mine.map_or(0, <[u8]>::len), &mut [][..])
-        };
-        coll::gather(hv(comm), mine, all, chunk, root)
+        if !at_root {
+            let chunk = mine.as_ref().map_or(0, |m| m.len());
+            return coll::gather(hv(comm), mine.as_deref(), &mut [], chunk, root);
+        }
+        let chunk = super::nbytes(recvcount, recvtype)?;
+        // SAFETY: MPI's contract: `size * recvcount` elements at the root.
+        let mut all = unsafe { recv_area(recvbuf, times(recvcount, size)?, recvtype) }?;
+        coll::gather(hv(comm), mine.as_deref(), all.bytes(), chunk, root)?;
+        all.finish();
+        Ok(())
     })
 }
 
@@ -173,19 +198,24 @@ pub unsafe extern "C" fn MPI_Scatter(
         let (me, size) = my_rank(comm)?;
         let at_root = i64::from(me) == i64::from(root);
         let (chunk, all) = if at_root {
-            let chunk = nbytes(sendcount, sendtype)?;
+            let chunk = super::nbytes(sendcount, sendtype)?;
             // SAFETY: MPI's contract: `size * sendcount` elements at the root.
-            (chunk, unsafe { src(sendbuf, chunk * size as usize) }?)
+            let all = unsafe { send_data(sendbuf, times(sendcount, size)?, sendtype) }?;
+            (chunk, all)
         } else {
-            (nbytes(recvcount, recvtype)?, &[][..])
+            (super::nbytes(recvcount, recvtype)?, Default::default())
         };
-        let mine = if at_root && in_place(recvbuf) {
+        let mut mine = if at_root && in_place(recvbuf) {
             None
         } else {
             // SAFETY: MPI's contract for recvbuf.
-            Some(unsafe { dst(recvbuf, nbytes(recvcount, recvtype)?) }?)
+            Some(unsafe { recv_area(recvbuf, recvcount, recvtype) }?)
         };
-        coll::scatter(hv(comm), all, mine, chunk, root)
+        coll::scatter(hv(comm), &all, mine.as_mut().map(Area::bytes), chunk, root)?;
+        if let Some(m) = mine {
+            m.finish();
+        }
+        Ok(())
     })
 }
 
@@ -205,16 +235,18 @@ pub unsafe extern "C" fn MPI_Allgather(
 ) -> c_int {
     call("MPI_Allgather", hv(comm), || {
         let (_, size) = my_rank(comm)?;
-        let chunk = nbytes(recvcount, recvtype)?;
+        let chunk = super::nbytes(recvcount, recvtype)?;
         let mine = if in_place(sendbuf) {
             None
         } else {
             // SAFETY: MPI's contract for sendbuf; copied as it may alias.
-            Some(unsafe { src(sendbuf, nbytes(sendcount, sendtype)?) }?.to_vec())
+            Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
         };
         // SAFETY: MPI's contract: `size * recvcount` elements.
-        let all = unsafe { dst(recvbuf, chunk * size as usize) }?;
-        coll::allgather(hv(comm), mine.as_deref(), all, chunk)
+        let mut all = unsafe { recv_area(recvbuf, times(recvcount, size)?, recvtype) }?;
+        coll::allgather(hv(comm), mine.as_deref(), all.bytes(), chunk)?;
+        all.finish();
+        Ok(())
     })
 }
 
@@ -234,16 +266,25 @@ pub unsafe extern "C" fn MPI_Alltoall(
 ) -> c_int {
     call("MPI_Alltoall", hv(comm), || {
         let (_, size) = my_rank(comm)?;
-        let chunk = nbytes(recvcount, recvtype)?;
+        let chunk = super::nbytes(recvcount, recvtype)?;
         let send = if in_place(sendbuf) {
             None
         } else {
-            let sc = nbytes(sendcount, sendtype)?;
-            // SAFETY: MPI's contract: `size * sendcount` elements.
-            Some(unsafe { src(sendbuf, sc * size as usize) }?.to_vec())
+            // SAFETY: MPI's contract: `size * sendcount` elements; copied
+            // as it may alias.
+            Some(unsafe { send_data(sendbuf, times(sendcount, size)?, sendtype) }?.into_owned())
         };
         // SAFETY: MPI's contract: `size * recvcount` elements.
-        let all = unsafe { dst(recvbuf, chunk * size as usize) }?;
-        coll::alltoall(hv(comm), send.as_deref(), all, chunk)
+        let mut all = unsafe { recv_area(recvbuf, times(recvcount, size)?, recvtype) }?;
+        coll::alltoall(hv(comm), send.as_deref(), all.bytes(), chunk)?;
+        all.finish();
+        Ok(())
     })
+}
+
+/// `count * tasks` as a count.
+fn times(count: c_int, tasks: u32) -> Result<c_int, MpiErr> {
+    count
+        .checked_mul(tasks as c_int)
+        .ok_or_else(|| MpiErr::new(err::COUNT, format!("count {count} too large")))
 }

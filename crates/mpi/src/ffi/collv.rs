@@ -1,7 +1,7 @@
 //! The `v` collectives (per-task counts and displacements) and scans.
 
-use super::{call, dst, dtype, hv, nbytes, src, Handle};
-use crate::coll::{self, Block};
+use super::{call, hv, recv_area, recv_v, send_data, send_v, Area, Handle};
+use crate::coll;
 use crate::consts::{err, IN_PLACE};
 use crate::engine::MpiErr;
 use crate::runtime::with;
@@ -16,47 +16,6 @@ fn rank_size(comm: Handle) -> Result<(u32, u32), MpiErr> {
         let c = e.comm(hv(comm))?;
         Ok((c.rank, c.size()))
     })
-}
-
-/// The byte blocks of `n` tasks from `counts` and `displs` (in elements
-/// of `dt`), and the bytes they span.
-///
-/// # Safety
-/// `counts` and `displs` hold `n` readable ints each (MPI's contract).
-unsafe fn blocks(
-    counts: *const c_int,
-    displs: *const c_int,
-    n: u32,
-    dt: Handle,
-) -> Result<(Vec<Block>, usize), MpiErr> {
-    let size = dtype(dt)?.size;
-    if counts.is_null() || displs.is_null() {
-        return Err(MpiErr::new(err::ARG, "counts or displacements are NULL"));
-    }
-    // SAFETY: the caller's contract: `n` ints each.
-    let (cs, ds) = unsafe {
-        (
-            std::slice::from_raw_parts(counts, n as usize),
-            std::slice::from_raw_parts(displs, n as usize),
-        )
-    };
-    let mut out = Vec::with_capacity(n as usize);
-    let mut end = 0usize;
-    for (&c, &d) in cs.iter().zip(ds) {
-        let (Ok(c), Ok(d)) = (usize::try_from(c), usize::try_from(d)) else {
-            return Err(MpiErr::new(
-                err::COUNT,
-                format!("negative count {c} or displacement {d}"),
-            ));
-        };
-        let (Some(off), Some(len)) = (d.checked_mul(size), c.checked_mul(size)) else {
-            return Err(MpiErr::new(err::COUNT, "count or displacement too large"));
-        };
-        let e = off.checked_add(len).filter(|&e| e <= isize::MAX as usize);
-        end = end.max(e.ok_or_else(|| MpiErr::new(err::COUNT, "count or displacement too large"))?);
-        out.push((off, len));
-    }
-    Ok((out, end))
 }
 
 /// `MPI_Gatherv`.
@@ -82,16 +41,16 @@ pub unsafe extern "C" fn MPI_Gatherv(
             None
         } else {
             // SAFETY: MPI's contract for sendbuf.
-            Some(unsafe { src(sendbuf, nbytes(sendcount, sendtype)?) }?)
+            Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?)
         };
         if !at_root {
-            return coll::gatherv(hv(comm), mine, &mut [], &[], root);
+            return coll::gatherv(hv(comm), mine.as_deref(), &mut [], &[], root);
         }
-        // SAFETY: MPI's contract: the root's arrays hold one int per task.
-        let (b, end) = unsafe { blocks(recvcounts, displs, n, recvtype) }?;
-        // SAFETY: MPI's contract: recvbuf spans every block.
-        let all = unsafe { dst(recvbuf, end) }?;
-        coll::gatherv(hv(comm), mine, all, &b, root)
+        // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
+        let (mut all, b) = unsafe { recv_v(recvbuf, recvcounts, displs, n, recvtype) }?;
+        coll::gatherv(hv(comm), mine.as_deref(), all.bytes(), &b, root)?;
+        all.finish();
+        Ok(())
     })
 }
 
@@ -114,20 +73,23 @@ pub unsafe extern "C" fn MPI_Scatterv(
     call("MPI_Scatterv", hv(comm), || {
         let (me, n) = rank_size(comm)?;
         let at_root = i64::from(me) == i64::from(root);
-        let mine = if at_root && in_place(recvbuf) {
+        let mut mine = if at_root && in_place(recvbuf) {
             None
         } else {
             // SAFETY: MPI's contract for recvbuf.
-            Some(unsafe { dst(recvbuf, nbytes(recvcount, recvtype)?) }?)
+            Some(unsafe { recv_area(recvbuf, recvcount, recvtype) }?)
         };
-        if !at_root {
-            return coll::scatterv(hv(comm), &[], &[], mine, root);
+        if at_root {
+            // SAFETY: MPI's contract: one int per task; sendbuf spans every block.
+            let (all, b) = unsafe { send_v(sendbuf, sendcounts, displs, n, sendtype) }?;
+            coll::scatterv(hv(comm), &all, &b, mine.as_mut().map(Area::bytes), root)?;
+        } else {
+            coll::scatterv(hv(comm), &[], &[], mine.as_mut().map(Area::bytes), root)?;
         }
-        // SAFETY: MPI's contract: the root's arrays hold one int per task.
-        let (b, end) = unsafe { blocks(sendcounts, displs, n, sendtype) }?;
-        // SAFETY: MPI's contract: sendbuf spans every block.
-        let all = unsafe { src(sendbuf, end) }?;
-        coll::scatterv(hv(comm), all, &b, mine, root)
+        if let Some(m) = mine {
+            m.finish();
+        }
+        Ok(())
     })
 }
 
@@ -152,13 +114,13 @@ pub unsafe extern "C" fn MPI_Allgatherv(
             None
         } else {
             // SAFETY: MPI's contract for sendbuf; copied as it may alias.
-            Some(unsafe { src(sendbuf, nbytes(sendcount, sendtype)?) }?.to_vec())
+            Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
         };
-        // SAFETY: MPI's contract: one int per task.
-        let (b, end) = unsafe { blocks(recvcounts, displs, n, recvtype) }?;
-        // SAFETY: MPI's contract: recvbuf spans every block.
-        let all = unsafe { dst(recvbuf, end) }?;
-        coll::allgatherv(hv(comm), mine.as_deref(), all, &b)
+        // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
+        let (mut all, b) = unsafe { recv_v(recvbuf, recvcounts, displs, n, recvtype) }?;
+        coll::allgatherv(hv(comm), mine.as_deref(), all.bytes(), &b)?;
+        all.finish();
+        Ok(())
     })
 }
 
@@ -180,29 +142,32 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 ) -> c_int {
     call("MPI_Alltoallv", hv(comm), || {
         let (_, n) = rank_size(comm)?;
-        // SAFETY: MPI's contract: one int per task.
-        let (rb, rend) = unsafe { blocks(recvcounts, rdispls, n, recvtype) }?;
         let send = if in_place(sendbuf) {
             None
         } else {
-            // SAFETY: MPI's contract: one int per task.
-            let (sb, send) = unsafe { blocks(sendcounts, sdispls, n, sendtype) }?;
-            // SAFETY: MPI's contract: sendbuf spans every block; copied as
-            // it may alias recvbuf.
-            Some((unsafe { src(sendbuf, send) }?.to_vec(), sb))
+            // SAFETY: MPI's contract: one int per task, sendbuf spans every
+            // block; copied as it may alias recvbuf.
+            let (s, sb) = unsafe { send_v(sendbuf, sendcounts, sdispls, n, sendtype) }?;
+            Some((s.into_owned(), sb))
         };
-        // SAFETY: MPI's contract: recvbuf spans every block.
-        let all = unsafe { dst(recvbuf, rend) }?;
+        // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
+        let (mut all, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
         coll::alltoallv(
             hv(comm),
             send.as_ref().map(|(s, b)| (&s[..], &b[..])),
-            all,
+            all.bytes(),
             &rb,
-        )
+        )?;
+        all.finish();
+        Ok(())
     })
 }
 
-fn scan(
+/// `MPI_Scan` or `MPI_Exscan`.
+///
+/// # Safety
+/// MPI's contract for the buffers.
+unsafe fn scan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -213,17 +178,21 @@ fn scan(
 ) -> c_int {
     let name = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
     call(name, hv(comm), || {
-        let n = nbytes(count, dt)?;
         let red = super::coll::reduction(dt, o)?;
-        if !in_place(sendbuf) {
+        let s = if in_place(sendbuf) {
+            None
+        } else {
             // SAFETY: MPI's contract; copied as the buffers may alias.
-            let s = unsafe { src(sendbuf, n) }?.to_vec();
-            // SAFETY: MPI's contract for recvbuf.
-            unsafe { dst(recvbuf, n) }?.copy_from_slice(&s);
-        }
+            Some(unsafe { send_data(sendbuf, count, dt) }?.into_owned())
+        };
         // SAFETY: MPI's contract for recvbuf.
-        let acc = unsafe { dst(recvbuf, n) }?;
-        coll::scan(hv(comm), acc, red, exclusive)
+        let mut acc = unsafe { recv_area(recvbuf, count, dt) }?;
+        if let Some(s) = s {
+            acc.bytes().copy_from_slice(&s);
+        }
+        coll::scan(hv(comm), acc.bytes(), &red, exclusive)?;
+        acc.finish();
+        Ok(())
     })
 }
 
@@ -240,7 +209,8 @@ pub unsafe extern "C" fn MPI_Scan(
     o: Handle,
     comm: Handle,
 ) -> c_int {
-    scan(sendbuf, recvbuf, count, dt, o, comm, false)
+    // SAFETY: the caller's contract.
+    unsafe { scan(sendbuf, recvbuf, count, dt, o, comm, false) }
 }
 
 /// `MPI_Exscan` (rank 0's receive buffer is left as it was).
@@ -260,19 +230,19 @@ pub unsafe extern "C" fn MPI_Exscan(
     if keep {
         // Rank 0 takes part (it starts the chain) without changing recvbuf.
         return call("MPI_Exscan", hv(comm), || {
-            let n = nbytes(count, dt)?;
             let red = super::coll::reduction(dt, o)?;
             let mut acc = if in_place(sendbuf) {
                 // SAFETY: MPI's contract for recvbuf.
-                unsafe { dst(recvbuf, n) }?.to_vec()
+                unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec()
             } else {
                 // SAFETY: MPI's contract for sendbuf.
-                unsafe { src(sendbuf, n) }?.to_vec()
+                unsafe { send_data(sendbuf, count, dt) }?.into_owned()
             };
-            coll::scan(hv(comm), &mut acc, red, true)
+            coll::scan(hv(comm), &mut acc, &red, true)
         });
     }
-    scan(sendbuf, recvbuf, count, dt, o, comm, true)
+    // SAFETY: the caller's contract.
+    unsafe { scan(sendbuf, recvbuf, count, dt, o, comm, true) }
 }
 
 /// `MPI_Reduce_scatter`: the reduction of every task's `sum(recvcounts)`
@@ -301,25 +271,34 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         let mut displs = Vec::with_capacity(counts.len());
         let mut total: c_int = 0;
         for &c in counts {
+            if c < 0 {
+                return Err(MpiErr::new(err::COUNT, format!("negative count {c}")));
+            }
             displs.push(total);
             total = total
-                .checked_add(c.max(0))
+                .checked_add(c)
                 .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
         }
-        // SAFETY: counts and displs hold one int per task.
-        let (b, end) = unsafe { blocks(recvcounts, displs.as_ptr(), n, dt) }?;
-        let mine_len = b[me as usize].1;
+        let sum = total;
         let mut acc = if in_place(sendbuf) {
             // SAFETY: MPI's contract: in place, recvbuf holds the whole input.
-            unsafe { dst(recvbuf, end) }?.to_vec()
+            unsafe { recv_area(recvbuf, sum, dt) }?.bytes().to_vec()
         } else {
             // SAFETY: MPI's contract for sendbuf.
-            unsafe { src(sendbuf, end) }?.to_vec()
+            unsafe { send_data(sendbuf, sum, dt) }?.into_owned()
         };
-        coll::reduce(hv(comm), &mut acc, red, 0)?;
+        coll::reduce(hv(comm), &mut acc, &red, 0)?;
+        let size = super::lay(dt)?.size;
+        let b: Vec<coll::Block> = counts
+            .iter()
+            .zip(&displs)
+            .map(|(&c, &d)| (d as usize * size, c.max(0) as usize * size))
+            .collect();
         // SAFETY: MPI's contract for recvbuf.
-        let out = unsafe { dst(recvbuf, mine_len) }?;
-        coll::scatterv(hv(comm), &acc, &b, Some(out), 0)
+        let mut out = unsafe { recv_area(recvbuf, counts[me as usize], dt) }?;
+        coll::scatterv(hv(comm), &acc, &b, Some(out.bytes()), 0)?;
+        out.finish();
+        Ok(())
     })
 }
 
@@ -340,4 +319,45 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     let counts = vec![recvcount; n.max(1)];
     // SAFETY: `counts` holds one int per task; the rest is the caller's.
     unsafe { MPI_Reduce_scatter(sendbuf, recvbuf, counts.as_ptr(), dt, o, comm) }
+}
+
+/// `MPI_Alltoallw`: per task a count, a byte displacement and a
+/// datatype, on both sides.
+///
+/// # Safety
+/// MPI's contract for the buffers and arrays.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Handle,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Handle,
+    comm: Handle,
+) -> c_int {
+    call("MPI_Alltoallw", hv(comm), || {
+        let (_, n) = rank_size(comm)?;
+        let send = if in_place(sendbuf) {
+            None
+        } else {
+            // SAFETY: MPI's contract; the send blocks are only read (and
+            // copied, as they may alias the receive blocks).
+            let (mut s, sb) =
+                unsafe { super::blocks_w(sendbuf.cast_mut(), sendcounts, sdispls, sendtypes, n) }?;
+            Some((s.bytes().to_vec(), sb))
+        };
+        // SAFETY: MPI's contract for recvbuf and the arrays.
+        let (mut all, rb) = unsafe { super::blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;
+        coll::alltoallv(
+            hv(comm),
+            send.as_ref().map(|(s, b)| (&s[..], &b[..])),
+            all.bytes(),
+            &rb,
+        )?;
+        all.finish();
+        Ok(())
+    })
 }

@@ -1,7 +1,7 @@
 //! Environment: init and finalize, thread levels, ranks, timers, names
 //! and versions, error classes and handlers, communicator management.
 
-use super::{call, dtype, hv, mk, out, Handle};
+use super::{call, hv, mk, out, Handle};
 use crate::consts::{err, h, THREAD_SERIALIZED};
 use crate::engine::MpiErr;
 use crate::runtime::{self, with};
@@ -31,7 +31,7 @@ fn not_initialized() -> Result<(), MpiErr> {
 ///
 /// # Safety
 /// `buf` points to `max` writable bytes; `len` to a writable int.
-unsafe fn put_str(
+pub(super) unsafe fn put_str(
     s: &str,
     buf: *mut c_char,
     max: usize,
@@ -353,19 +353,6 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
         })?;
         // SAFETY: the caller's contract.
         unsafe { out(comm, mk(h::COMM_NULL), "comm") }
-    })
-}
-
-/// `MPI_Type_size`.
-///
-/// # Safety
-/// `size` is a writable int.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
-    call("MPI_Type_size", h::COMM_WORLD, || {
-        let t = dtype(dt)?;
-        // SAFETY: the caller's contract.
-        unsafe { out(size, t.size as c_int, "size") }
     })
 }
 

@@ -19,25 +19,38 @@
 //! on it is pending.
 //!
 //! Submodules: `init` (environment, communicators, errors), `p2p`
-//! (point-to-point and requests), `coll` (collectives), `collv` (the `v`
-//! collectives and scans).
+//! (point-to-point and requests), `requests` (persistent, buffered and
+//! ready sends, the `some`/`any` calls), `mprobe` (matched probes),
+//! `coll` (collectives), `collv` (the `v` collectives and scans),
+//! `icoll` (nonblocking collectives), `dtype` (datatypes, pack/unpack),
+//! `group` (groups, communicators from groups, user operations).
 
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod coll;
 mod collv;
+mod dtype;
 mod fortran;
+mod group;
+mod icoll;
 mod init;
+mod mprobe;
 mod p2p;
+mod requests;
 mod topo;
 mod win;
 
+use crate::coll::Block;
 use crate::consts::{err, h};
+use crate::dtype::Layout;
 use crate::engine::{MpiErr, St};
-use crate::types::{datatype, Datatype};
+use crate::handles::UserFn;
+pub(crate) use icoll::run_pending;
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 /// A handle as C passes it.
 pub type Handle = *mut c_void;
@@ -54,6 +67,7 @@ fn mk(v: usize) -> Handle {
 /// byte count in the first two internal words (low, high) and the
 /// cancelled flag in the third.
 #[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct MpiStatus {
     source: c_int,
     tag: c_int,
@@ -143,20 +157,315 @@ fn fail(name: &str, comm: usize, e: MpiErr) -> c_int {
     std::process::exit(e.class.clamp(1, 255));
 }
 
-/// The predefined datatype `dt`.
-fn dtype(dt: Handle) -> Result<Datatype, MpiErr> {
-    datatype(hv(dt))
-        .ok_or_else(|| MpiErr::new(err::TYPE, format!("invalid datatype {:#x}", hv(dt))))
+/// The committed datatype `dt`.
+fn lay(dt: Handle) -> Result<Arc<Layout>, MpiErr> {
+    crate::handles::layout(hv(dt))
 }
 
-/// Bytes of `count` elements of `dt`.
+fn ucount(count: c_int) -> Result<usize, MpiErr> {
+    usize::try_from(count).map_err(|_| MpiErr::new(err::COUNT, format!("invalid count {count}")))
+}
+
+/// Packed bytes of `count` elements of `dt`.
 fn nbytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
-    let t = dtype(dt)?;
-    let c = usize::try_from(count)
-        .map_err(|_| MpiErr::new(err::COUNT, format!("invalid count {count}")))?;
-    c.checked_mul(t.size)
+    bytes_of(count, &*lay(dt)?)
+}
+
+fn bytes_of(count: c_int, t: &Layout) -> Result<usize, MpiErr> {
+    ucount(count)?
+        .checked_mul(t.size)
         .filter(|&n| n <= isize::MAX as usize)
         .ok_or_else(|| MpiErr::new(err::COUNT, format!("count {count} too large")))
+}
+
+/// `count` elements of `dt` at `p`, packed: the caller's bytes
+/// themselves when the type is contiguous, a copy otherwise.
+///
+/// # Safety
+/// MPI's contract: `p` holds `count` readable elements of `dt`, valid
+/// for `'a`.
+unsafe fn send_data<'a>(
+    p: *const c_void,
+    count: c_int,
+    dt: Handle,
+) -> Result<Cow<'a, [u8]>, MpiErr> {
+    let l = lay(dt)?;
+    let n = bytes_of(count, &l)?;
+    if l.contiguous() {
+        // SAFETY: the caller's contract.
+        return Ok(Cow::Borrowed(unsafe { src(p, n) }?));
+    }
+    if n > 0 && p.is_null() && l.true_lb == 0 {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "NULL buffer with a non-zero count",
+        ));
+    }
+    let mut v = Vec::new();
+    // SAFETY: the caller's contract: every block of the elements is
+    // readable (MPI_BOTTOM with absolute addresses included).
+    unsafe { crate::buf::pack(p.cast(), ucount(count)?, &l, &mut v) };
+    Ok(Cow::Owned(v))
+}
+
+/// A buffer a collective writes packed bytes into: the caller's memory
+/// when its datatype is contiguous, otherwise a packed copy of it
+/// unpacked by [`Area::finish`].
+pub(crate) enum Area<'a> {
+    Direct(&'a mut [u8]),
+    Packed {
+        data: Vec<u8>,
+        /// (address, elements, their layout) written back in order.
+        segs: Vec<(usize, usize, Arc<Layout>)>,
+    },
+}
+
+impl Area<'_> {
+    pub(crate) fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            Area::Direct(s) => s,
+            Area::Packed { data, .. } => data,
+        }
+    }
+
+    /// Writes a packed area back into the caller's memory.
+    pub(crate) fn finish(self) {
+        if let Area::Packed { data, segs } = self {
+            let mut at = 0;
+            for (addr, count, l) in segs {
+                let n = count * l.size;
+                // SAFETY: the segments were made by `recv_area`/`recv_v`
+                // from the caller's buffer, which MPI's contract keeps
+                // valid and ours for the call.
+                unsafe { crate::buf::unpack(addr as *mut u8, count, &l, &data[at..at + n]) };
+                at += n;
+            }
+        }
+    }
+}
+
+/// `count` elements of `dt` at `p` as an [`Area`].
+///
+/// # Safety
+/// MPI's contract: `p` holds `count` writable elements of `dt`, the
+/// library's for `'a`.
+unsafe fn recv_area<'a>(p: *mut c_void, count: c_int, dt: Handle) -> Result<Area<'a>, MpiErr> {
+    let l = lay(dt)?;
+    let n = bytes_of(count, &l)?;
+    if l.contiguous() {
+        // SAFETY: the caller's contract.
+        return Ok(Area::Direct(unsafe { dst(p, n) }?));
+    }
+    let c = ucount(count)?;
+    let mut data = Vec::new();
+    // SAFETY: the caller's contract; the current contents are kept where
+    // nothing is received (in place, bytes between blocks).
+    unsafe { crate::buf::pack(p.cast_const().cast(), c, &l, &mut data) };
+    Ok(Area::Packed {
+        data,
+        segs: vec![(p as usize, c, l)],
+    })
+}
+
+/// The (displacement, count) pairs of `n` tasks, in elements.
+///
+/// # Safety
+/// `counts` and `displs` hold `n` readable ints each.
+unsafe fn pairs(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: u32,
+) -> Result<Vec<(isize, usize)>, MpiErr> {
+    if counts.is_null() || displs.is_null() {
+        return Err(MpiErr::new(err::ARG, "counts or displacements are NULL"));
+    }
+    // SAFETY: the caller's contract: `n` ints each.
+    let (cs, ds) = unsafe {
+        (
+            std::slice::from_raw_parts(counts, n as usize),
+            std::slice::from_raw_parts(displs, n as usize),
+        )
+    };
+    cs.iter()
+        .zip(ds)
+        .map(|(&c, &d)| Ok((d as isize, ucount(c)?)))
+        .collect()
+}
+
+/// The blocks of a `v` collective's buffer at `p` (counts and
+/// displacements in elements of `dt`) as byte blocks of a packed
+/// buffer, with the bytes they span: for a contiguous type the
+/// caller's own offsets.
+fn v_blocks(prs: &[(isize, usize)], l: &Layout) -> Result<(Vec<Block>, usize), MpiErr> {
+    let big = || MpiErr::new(err::COUNT, "count or displacement too large");
+    let mut out = Vec::with_capacity(prs.len());
+    let mut end = 0usize;
+    for &(d, c) in prs {
+        let len = c.checked_mul(l.size).ok_or_else(big)?;
+        let off = if l.contiguous() {
+            let off = usize::try_from(d)
+                .map_err(|_| MpiErr::new(err::COUNT, format!("negative displacement {d}")))?;
+            off.checked_mul(l.size).ok_or_else(big)?
+        } else {
+            end
+        };
+        let e = off.checked_add(len).filter(|&e| e <= isize::MAX as usize);
+        end = end.max(e.ok_or_else(big)?);
+        out.push((off, len));
+    }
+    Ok((out, end))
+}
+
+/// The send side of a `v` collective: packed bytes and their blocks.
+///
+/// # Safety
+/// MPI's contract for the buffer and arrays.
+unsafe fn send_v<'a>(
+    p: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    n: u32,
+    dt: Handle,
+) -> Result<(Cow<'a, [u8]>, Vec<Block>), MpiErr> {
+    let l = lay(dt)?;
+    // SAFETY: the caller's contract.
+    let prs = unsafe { pairs(counts, displs, n) }?;
+    let (b, end) = v_blocks(&prs, &l)?;
+    if l.contiguous() {
+        // SAFETY: the caller's contract: the buffer spans every block.
+        return Ok((Cow::Borrowed(unsafe { src(p, end) }?), b));
+    }
+    let mut v = Vec::with_capacity(end);
+    for &(d, c) in &prs {
+        let at = (p as *const u8).wrapping_offset(d.wrapping_mul(l.extent));
+        // SAFETY: the caller's contract: block i's elements are readable.
+        unsafe { crate::buf::pack(at, c, &l, &mut v) };
+    }
+    Ok((Cow::Owned(v), b))
+}
+
+/// The receive side of a `v` collective.
+///
+/// # Safety
+/// MPI's contract for the buffer and arrays.
+unsafe fn recv_v<'a>(
+    p: *mut c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    n: u32,
+    dt: Handle,
+) -> Result<(Area<'a>, Vec<Block>), MpiErr> {
+    let l = lay(dt)?;
+    // SAFETY: the caller's contract.
+    let prs = unsafe { pairs(counts, displs, n) }?;
+    let (b, end) = v_blocks(&prs, &l)?;
+    if l.contiguous() {
+        // SAFETY: the caller's contract: the buffer spans every block.
+        return Ok((Area::Direct(unsafe { dst(p, end) }?), b));
+    }
+    let mut data = Vec::with_capacity(end);
+    let mut segs = Vec::with_capacity(prs.len());
+    for &(d, c) in &prs {
+        let at = (p as *mut u8).wrapping_offset(d.wrapping_mul(l.extent));
+        // SAFETY: the caller's contract: block i's elements are ours.
+        unsafe { crate::buf::pack(at, c, &l, &mut data) };
+        segs.push((at as usize, c, l.clone()));
+    }
+    Ok((Area::Packed { data, segs }, b))
+}
+
+/// The buffers of `MPI_Alltoallw`: `n` blocks of `counts[i]` elements
+/// of `types[i]` at byte displacement `displs[i]` from `p`, packed, with
+/// their blocks in the packed buffer; `send`: only read.
+///
+/// # Safety
+/// MPI's contract: the arrays hold `n` values each; every block's
+/// elements are readable (and, unless `send`, the library's to write
+/// for the call).
+unsafe fn blocks_w<'a>(
+    p: *mut c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const Handle,
+    n: u32,
+) -> Result<(Area<'a>, Vec<Block>), MpiErr> {
+    if types.is_null() {
+        return Err(MpiErr::new(err::ARG, "array of datatypes is NULL"));
+    }
+    // SAFETY: the caller's contract.
+    let prs = unsafe { pairs(counts, displs, n) }?;
+    let mut data = Vec::new();
+    let mut segs = Vec::with_capacity(prs.len());
+    let mut blocks = Vec::with_capacity(prs.len());
+    for (i, &(d, c)) in prs.iter().enumerate() {
+        // SAFETY: the caller's contract: `n` datatypes.
+        let l = lay(unsafe { types.add(i).read() })?;
+        let len = c
+            .checked_mul(l.size)
+            .ok_or_else(|| MpiErr::new(err::COUNT, "count too large"))?;
+        let at = (p as *mut u8).wrapping_offset(d);
+        blocks.push((data.len(), len));
+        // SAFETY: the caller's contract: block i's elements are readable.
+        unsafe { crate::buf::pack(at, c, &l, &mut data) };
+        segs.push((at as usize, c, l));
+    }
+    Ok((Area::Packed { data, segs }, blocks))
+}
+
+/// Whether a deferred collective or a persistent request may still
+/// name a datatype or operation being freed.
+fn handles_in_use() -> bool {
+    icoll::pending() || requests::persistent()
+}
+
+/// Drops freed datatypes and operations once nothing can name them.
+fn purge_freed() {
+    if !handles_in_use() {
+        crate::handles::reg().purge();
+    }
+}
+
+/// Calls a user-defined operation: `inout = inv (op) inout` on packed
+/// elements of datatype `dt` (laid out as `l`), in the type's own
+/// layout when it is not contiguous.
+pub(crate) fn user_op(f: UserFn, dt: usize, l: &Layout, inv: &[u8], inout: &mut [u8]) {
+    if l.size == 0 {
+        return;
+    }
+    let count = inv.len().min(inout.len()) / l.size;
+    let mut len = count as c_int;
+    let mut h = mk(dt);
+    if l.contiguous() {
+        let mut a = inv[..count * l.size].to_vec();
+        // SAFETY: `f` is an MPI_User_function (MPI_Op_create's contract);
+        // both vectors hold `count` elements of `dt`.
+        unsafe {
+            f(
+                a.as_mut_ptr().cast(),
+                inout.as_mut_ptr().cast(),
+                &mut len,
+                &mut h,
+            )
+        };
+        return;
+    }
+    let Some((lo, span)) = crate::dtype::span(l, count) else {
+        return;
+    };
+    let (mut a, mut b) = (vec![0u8; span], vec![0u8; span]);
+    // Element 0's address, so that every block lies inside the vector.
+    let pa = a.as_mut_ptr().wrapping_offset(-lo);
+    let pb = b.as_mut_ptr().wrapping_offset(-lo);
+    let mut out = Vec::with_capacity(count * l.size);
+    // SAFETY: `span` covers every block of `count` elements from element
+    // 0 at `pa`/`pb`; `f` is an MPI_User_function on them.
+    unsafe {
+        crate::buf::unpack(pa, count, l, inv);
+        crate::buf::unpack(pb, count, l, inout);
+        f(pa.cast(), pb.cast(), &mut len, &mut h);
+        crate::buf::pack(pb, count, l, &mut out);
+    }
+    inout[..out.len()].copy_from_slice(&out);
 }
 
 /// `len` bytes at `p` (null only for zero bytes).

@@ -1,13 +1,18 @@
 //! Point-to-point: sends, receives, probes and the request functions.
 
-use super::{call, empty_status, hv, mk, nbytes, out, put_status, src, Handle, MpiStatus};
-use crate::buf::UserBuf;
+use super::requests::release;
+use super::{call, empty_status, hv, mk, out, put_status, send_data, Handle, MpiStatus};
+use crate::buf::{TypedBuf, UserBuf};
 use crate::consts::{err, h, UNDEFINED};
 use crate::engine::{Dest, MpiErr, St};
 use crate::runtime::{wait_until, with};
 use std::ffi::{c_int, c_void};
 
-fn start_send(
+/// Starts a send of `count` elements of `dt` at `buf`.
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` readable elements of `dt`.
+pub(super) unsafe fn start_send(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -16,15 +21,19 @@ fn start_send(
     comm: Handle,
     sync: bool,
 ) -> Result<usize, MpiErr> {
-    let n = nbytes(count, dt)?;
     // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`. The
     // engine copies the data before returning, so the slice does not
     // outlive the call.
-    let data = unsafe { src(buf, n) }?;
-    with(|e| e.isend(hv(comm), dest, tag, data, sync))
+    let data = unsafe { send_data(buf, count, dt) }?;
+    with(|e| e.isend(hv(comm), dest, tag, &data, sync))
 }
 
-fn start_recv(
+/// Posts a receive into `count` elements of `dt` at `buf`.
+///
+/// # Safety
+/// MPI's contract: `buf` holds `count` elements of `dt`, the library's
+/// until the receive completes.
+pub(super) unsafe fn start_recv(
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
@@ -32,21 +41,39 @@ fn start_recv(
     tag: c_int,
     comm: Handle,
 ) -> Result<usize, MpiErr> {
-    let n = nbytes(count, dt)?;
-    if n > 0 && buf.is_null() {
+    // SAFETY: the caller's contract.
+    let dest = unsafe { recv_dest(buf, count, dt) }?;
+    with(|e| e.irecv(hv(comm), source, tag, dest))
+}
+
+/// Where a receive of `count` elements of `dt` at `buf` goes.
+///
+/// # Safety
+/// As [`start_recv`].
+pub(super) unsafe fn recv_dest(buf: *mut c_void, count: c_int, dt: Handle) -> Result<Dest, MpiErr> {
+    let l = super::lay(dt)?;
+    let n = super::bytes_of(count, &l)?;
+    if l.contiguous() && n > 0 && buf.is_null() {
         return Err(MpiErr::new(
             err::BUFFER,
             "NULL buffer with a non-zero count",
         ));
     }
-    // SAFETY: MPI's contract: `buf` holds `count` elements of `dt` and is
-    // the library's until the receive completes.
-    let ub = unsafe { UserBuf::new(buf.cast(), n) };
-    with(|e| e.irecv(hv(comm), source, tag, Dest::User(ub)))
+    Ok(if l.contiguous() {
+        // SAFETY: MPI's contract: `buf` holds `count` elements of `dt` and
+        // is the library's until the receive completes.
+        Dest::User(unsafe { UserBuf::new(buf.cast(), n) })
+    } else {
+        // SAFETY: as above, for the blocks of a non-contiguous type.
+        Dest::Typed {
+            buf: unsafe { TypedBuf::new(buf.cast(), super::ucount(count)?, l) },
+            data: Vec::new(),
+        }
+    })
 }
 
 /// Waits for request `id`; its status (an error in it is returned too).
-fn finish(id: usize) -> Result<St, MpiErr> {
+pub(super) fn finish(id: usize) -> Result<St, MpiErr> {
     let peer = with(|e| {
         e.reqs
             .get(&id)
@@ -60,7 +87,7 @@ fn finish(id: usize) -> Result<St, MpiErr> {
     })
 }
 
-fn status_error(st: &St, what: &str) -> Result<(), MpiErr> {
+pub(super) fn status_error(st: &St, what: &str) -> Result<(), MpiErr> {
     if st.error != 0 {
         let msg = if st.error == err::TRUNCATE {
             format!("{what}: message of more bytes than the receive buffer holds")
@@ -86,7 +113,8 @@ pub unsafe extern "C" fn MPI_Send(
     comm: Handle,
 ) -> c_int {
     call("MPI_Send", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
         status_error(&finish(id)?, "MPI_Send")
     })
 }
@@ -105,7 +133,8 @@ pub unsafe extern "C" fn MPI_Ssend(
     comm: Handle,
 ) -> c_int {
     call("MPI_Ssend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, true)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, true) }?;
         status_error(&finish(id)?, "MPI_Ssend")
     })
 }
@@ -125,7 +154,8 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Recv", hv(comm), || {
-        let id = start_recv(buf, count, dt, source, tag, comm)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_recv(buf, count, dt, source, tag, comm) }?;
         let st = finish(id)?;
         // SAFETY: the caller's contract.
         unsafe { put_status(status, &st) };
@@ -148,7 +178,8 @@ pub unsafe extern "C" fn MPI_Isend(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Isend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -169,7 +200,8 @@ pub unsafe extern "C" fn MPI_Issend(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Issend", hv(comm), || {
-        let id = start_send(buf, count, dt, dest, tag, comm, true)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, true) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -190,7 +222,8 @@ pub unsafe extern "C" fn MPI_Irecv(
     req: *mut Handle,
 ) -> c_int {
     call("MPI_Irecv", hv(comm), || {
-        let id = start_recv(buf, count, dt, source, tag, comm)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let id = unsafe { start_recv(buf, count, dt, source, tag, comm) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -216,8 +249,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Sendrecv", hv(comm), || {
-        let r = start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-        let s = start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false)?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let r = unsafe { start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
+        // SAFETY: the caller's buffer, as MPI's contract lends it.
+        let s = unsafe { start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false) }?;
         let sst = finish(s)?;
         let st = finish(r)?;
         // SAFETY: the caller's contract.
@@ -231,17 +266,16 @@ pub unsafe extern "C" fn MPI_Sendrecv(
 ///
 /// # Safety
 /// `req` is null or a readable handle.
-unsafe fn req_id(req: *const Handle) -> Result<Option<usize>, MpiErr> {
+pub(super) unsafe fn req_id(req: *const Handle) -> Result<Option<usize>, MpiErr> {
     if req.is_null() {
         return Err(MpiErr::new(err::REQUEST, "request pointer is NULL"));
     }
     // SAFETY: non-null; the caller's contract.
-    let v = hv(unsafe { req.read() });
-    Ok((v != h::REQUEST_NULL).then_some(v))
+    Ok(super::requests::resolve(hv(unsafe { req.read() })))
 }
 
 /// The communicator of request `id`, for its error handler.
-fn req_comm(id: Option<usize>) -> usize {
+pub(super) fn req_comm(id: Option<usize>) -> usize {
     id.and_then(|id| with(|e| Ok(e.reqs.get(&id).map(|r| r.comm))).ok().flatten())
         .unwrap_or(h::COMM_WORLD)
 }
@@ -261,7 +295,7 @@ pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c
             Some(id) => {
                 let st = finish(id)?;
                 // SAFETY: the caller's contract.
-                unsafe { out(req, mk(h::REQUEST_NULL), "request")? };
+                unsafe { release(req) };
                 st
             }
         };
@@ -305,9 +339,7 @@ pub unsafe extern "C" fn MPI_Test(
         };
         // SAFETY: the caller's contract.
         unsafe {
-            if hv(req.read()) != h::REQUEST_NULL {
-                out(req, mk(h::REQUEST_NULL), "request")?;
-            }
+            release(req);
             put_status(status, &st);
         }
         status_error(&st, "MPI_Test")
@@ -318,7 +350,7 @@ pub unsafe extern "C" fn MPI_Test(
 ///
 /// # Safety
 /// `reqs` holds `count` readable handles.
-unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, MpiErr> {
+pub(super) unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, MpiErr> {
     let n = usize::try_from(count)
         .map_err(|_| MpiErr::new(err::COUNT, format!("invalid count {count}")))?;
     if n == 0 {
@@ -331,7 +363,7 @@ unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, M
     let all = unsafe { std::slice::from_raw_parts(reqs, n) };
     Ok(all
         .iter()
-        .map(|&r| (hv(r) != h::REQUEST_NULL).then_some(hv(r)))
+        .map(|&r| super::requests::resolve(hv(r)))
         .collect())
 }
 
@@ -341,7 +373,7 @@ unsafe fn ids(count: c_int, reqs: *const Handle) -> Result<Vec<Option<usize>>, M
 /// # Safety
 /// `reqs` holds `ids.len()` writable handles; `statuses` is null or
 /// holds as many writable statuses.
-unsafe fn collect_all(
+pub(super) unsafe fn collect_all(
     ids: &[Option<usize>],
     reqs: *mut Handle,
     statuses: *mut MpiStatus,
@@ -359,7 +391,7 @@ unsafe fn collect_all(
         // SAFETY: the caller's contract: index i < ids.len().
         unsafe {
             if id.is_some() {
-                reqs.add(i).write(mk(h::REQUEST_NULL));
+                release(reqs.add(i));
             }
             if !statuses.is_null() {
                 put_status(statuses.add(i), &st);
@@ -465,7 +497,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         let st = with(|e| Ok(ids[hit].and_then(|id| e.take(id))))?.unwrap_or_else(empty_status);
         // SAFETY: the caller's contract; hit < count.
         unsafe {
-            reqs.add(hit).write(mk(h::REQUEST_NULL));
+            release(reqs.add(hit));
             out(index, hit as c_int, "index")?;
             put_status(status, &st);
         }
@@ -540,7 +572,7 @@ pub unsafe extern "C" fn MPI_Get_count(
         // SAFETY: the caller's contract.
         let st =
             unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
-        let size = super::dtype(dt)?.size as u64;
+        let size = super::lay(dt)?.size as u64;
         let bytes = st.count();
         let n = if size == 0 {
             0
@@ -594,6 +626,10 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut
 pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
     call("MPI_Request_free", h::COMM_WORLD, || {
         // SAFETY: the caller's contract.
+        if unsafe { super::requests::free_persistent(req) }? {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
         let Some(id) = (unsafe { req_id(req) })? else {
             return Err(MpiErr::new(
                 err::REQUEST,
@@ -604,4 +640,52 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(h::REQUEST_NULL), "request") }
     })
+}
+
+/// `MPI_Get_elements`: basic elements received, or `MPI_UNDEFINED`
+/// when the bytes end inside one.
+///
+/// # Safety
+/// `status` is a readable status; `count` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut c_int,
+) -> c_int {
+    call("MPI_Get_elements", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let st =
+            unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+        let l = super::lay(dt)?;
+        let n = usize::try_from(st.count())
+            .ok()
+            .and_then(|b| l.elements(b))
+            .and_then(|n| c_int::try_from(n).ok())
+            .unwrap_or(UNDEFINED);
+        // SAFETY: the caller's contract.
+        unsafe { out(count, n, "count") }
+    })
+}
+
+/// `MPI_Get_elements_x`.
+///
+/// # Safety
+/// As [`MPI_Get_elements`], `count` an `MPI_Count`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut i64,
+) -> c_int {
+    let mut n: c_int = 0;
+    // SAFETY: the caller's contract; `n` is ours.
+    let r = unsafe { MPI_Get_elements(status, dt, &mut n) };
+    if r == 0 {
+        // SAFETY: the caller's contract.
+        return call("MPI_Get_elements_x", h::COMM_WORLD, || unsafe {
+            out(count, i64::from(n), "count")
+        });
+    }
+    r
 }

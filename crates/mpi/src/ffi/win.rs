@@ -14,6 +14,30 @@ fn errcomm(w: Handle) -> usize {
     with_win(hv(w), |w, _| Ok(w.comm)).unwrap_or(h::COMM_WORLD)
 }
 
+/// The operation of an accumulate: predefined only (MPI forbids user
+/// operations in one-sided communication).
+fn rma_op(dt: Handle, o: Handle) -> Result<(crate::types::Op, crate::types::Num, usize), MpiErr> {
+    match reduction(dt, o)? {
+        crate::coll::Reduction::Pre { op, num, size } => Ok((op, num, size)),
+        _ => Err(MpiErr::new(
+            err::OP,
+            "one-sided accumulates take predefined operations only",
+        )),
+    }
+}
+
+/// Bytes of `count` elements of `dt`, which must be contiguous (derived
+/// types with gaps are not supported by one-sided operations yet).
+fn rma_bytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
+    if !super::lay(dt)?.contiguous() {
+        return Err(MpiErr::new(
+            err::TYPE,
+            "one-sided operations take contiguous datatypes only",
+        ));
+    }
+    nbytes(count, dt)
+}
+
 fn same_size(a: usize, b: usize) -> Result<(), MpiErr> {
     if a != b {
         return Err(MpiErr::new(
@@ -298,8 +322,8 @@ pub unsafe extern "C" fn MPI_Put(
     win: Handle,
 ) -> c_int {
     call("MPI_Put", errcomm(win), || {
-        let n = nbytes(ocount, otype)?;
-        same_size(n, nbytes(tcount, ttype)?)?;
+        let n = rma_bytes(ocount, otype)?;
+        same_size(n, rma_bytes(tcount, ttype)?)?;
         // SAFETY: the caller's contract; MBCF copies the bytes before
         // returning, so the buffer is free again at once.
         let data = unsafe { src(origin, n)? };
@@ -324,8 +348,8 @@ pub unsafe extern "C" fn MPI_Get(
     win: Handle,
 ) -> c_int {
     call("MPI_Get", errcomm(win), || {
-        let n = nbytes(ocount, otype)?;
-        same_size(n, nbytes(tcount, ttype)?)?;
+        let n = rma_bytes(ocount, otype)?;
+        same_size(n, rma_bytes(tcount, ttype)?)?;
         if n > 0 && origin.is_null() {
             return Err(MpiErr::new(
                 err::BUFFER,
@@ -355,14 +379,14 @@ pub unsafe extern "C" fn MPI_Accumulate(
     win: Handle,
 ) -> c_int {
     call("MPI_Accumulate", errcomm(win), || {
-        let n = nbytes(ocount, otype)?;
-        same_size(n, nbytes(tcount, ttype)?)?;
-        let red = reduction(ttype, op)?;
+        let n = rma_bytes(ocount, otype)?;
+        same_size(n, rma_bytes(tcount, ttype)?)?;
+        let (rop, rnum, rsize) = rma_op(ttype, op)?;
         // SAFETY: the caller's contract.
         let data = unsafe { src(origin, n)? };
         with_win(hv(win), |w, t| {
             w.atomic(t, target, disp as i64, n, |old| {
-                combine(red.op, red.num, red.size, data, old)
+                combine(rop, rnum, rsize, data, old)
             })
             .map(|_| ())
         })
@@ -389,24 +413,24 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
     win: Handle,
 ) -> c_int {
     call("MPI_Get_accumulate", errcomm(win), || {
-        let red = reduction(ttype, op)?;
-        let n = nbytes(tcount, ttype)?;
-        let on = if red.op == crate::types::Op::Nothing {
+        let (rop, rnum, rsize) = rma_op(ttype, op)?;
+        let n = rma_bytes(tcount, ttype)?;
+        let on = if rop == crate::types::Op::Nothing {
             n
         } else {
-            nbytes(ocount, otype)?
+            rma_bytes(ocount, otype)?
         };
         same_size(on, n)?;
-        same_size(nbytes(rcount, rtype)?, n)?;
+        same_size(rma_bytes(rcount, rtype)?, n)?;
         // SAFETY: the caller's contract (the origin is not read for NO_OP).
-        let data = if red.op == crate::types::Op::Nothing {
+        let data = if rop == crate::types::Op::Nothing {
             &[][..]
         } else {
             unsafe { src(origin, n)? }
         };
         let old = with_win(hv(win), |w, t| {
             w.atomic(t, target, disp as i64, n, |old| {
-                combine(red.op, red.num, red.size, data, old)
+                combine(rop, rnum, rsize, data, old)
             })
         })?;
         // SAFETY: the caller's contract.
@@ -448,7 +472,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     win: Handle,
 ) -> c_int {
     call("MPI_Compare_and_swap", errcomm(win), || {
-        let n = nbytes(1, dt)?;
+        let n = rma_bytes(1, dt)?;
         // SAFETY: the caller's contract.
         let (new, cmp) = unsafe { (src(origin, n)?, src(compare, n)?) };
         let old = with_win(hv(win), |w, t| {

@@ -7,7 +7,9 @@ program modern
   implicit none
   integer :: ierr, rank, size, i, errs, s
   integer :: reqs(2), counts(64), displs(64), got(64), win, cells(4)
-  integer(kind=MPI_ADDRESS_KIND) :: wsize, disp
+  integer(kind=MPI_ADDRESS_KIND) :: wsize, disp, lb, ext
+  integer :: row, g, gsize
+  double precision :: m(4, 4), col(4)
   complex(kind=8) :: z(3), zs(3)
   real :: grid(4, 3), recv(4, 3)
   logical :: l(2)
@@ -51,6 +53,23 @@ program modern
       if (any(got(displs(i) + 1:displs(i) + i) /= i - 1)) errs = errs + 1
     end do
   end if
+
+  ! A derived type: row 2 of a column-major 4x4 matrix (stride 4), sent
+  ! to ourselves into a contiguous array; a group of the world.
+  m = reshape([(dble(i), i = 1, 16)], [4, 4])
+  call MPI_Type_vector(4, 1, 4, MPI_DOUBLE_PRECISION, row, ierr)
+  call MPI_Type_commit(row, ierr)
+  call MPI_Type_get_extent(row, lb, ext, ierr)
+  if (lb /= 0 .or. ext /= 13 * 8) errs = errs + 1
+  call MPI_Sendrecv(m(2, 1), 1, row, rank, 9, col, 4, MPI_DOUBLE_PRECISION, rank, 9, &
+                    MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  if (any(col /= [2d0, 6d0, 10d0, 14d0])) errs = errs + 1
+  call MPI_Type_free(row, ierr)
+  if (row /= MPI_DATATYPE_NULL) errs = errs + 1
+  call MPI_Comm_group(MPI_COMM_WORLD, g, ierr)
+  call MPI_Group_size(g, gsize, ierr)
+  if (gsize /= size) errs = errs + 1
+  call MPI_Group_free(g, ierr)
 
   ! One-sided: every rank puts its rank into cell 2 of the next one.
   cells = -1

@@ -1,5 +1,6 @@
 //! Environment, communicators and errors for Fortran.
 
+use super::super::dtype::MPI_Type_size;
 use super::super::init::*;
 use super::{fortran, get, handle, put_fstr, set, with_handle, Fint};
 use std::ffi::{c_char, c_int, c_void};

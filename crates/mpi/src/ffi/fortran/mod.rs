@@ -10,12 +10,14 @@
 //! blocks: the library recognises them by address. A Fortran status is
 //! `INTEGER(MPI_STATUS_SIZE)` = 8, laid out as the C `MPI_Status`.
 //!
-//! Submodules: `env` (environment, communicators, errors), `p2p`
+//! Submodules: `env` (environment, communicators, errors), `more`
+//! (datatypes, groups, the other sends and receives), `p2p`
 //! (point-to-point), `coll` (collectives), `topo` (Cartesian topologies), `win`
 //! (one-sided).
 
 mod coll;
 mod env;
+mod more;
 mod p2p;
 mod topo;
 mod win;
@@ -214,7 +216,7 @@ unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> 
 /// plain: `int` values (`v`), handles (`h`), choice buffers (`b`),
 /// pointers passed through (`p`: int outputs, int arrays, logical
 /// flags), statuses (`s`), handle outputs (`o`) and
-/// `INTEGER(KIND=MPI_ADDRESS_KIND)` values (`a`).
+/// `INTEGER(KIND=MPI_ADDRESS_KIND)` values (`a`) and outputs (`q`).
 macro_rules! fortran {
     ($(#[$doc:meta])* $f:ident => $c:path; $($a:ident : $k:ident),* $(,)?) => {
         $(#[$doc])*
@@ -240,6 +242,7 @@ macro_rules! fortran {
     (@ty s) => { *mut $crate::ffi::fortran::Fint };
     (@ty o) => { *mut $crate::ffi::fortran::Fint };
     (@ty a) => { *const i64 };
+    (@ty q) => { *mut i64 };
     (@pre o $a:ident) => { let mut $a = ($a, $crate::ffi::mk(0)); };
     (@pre $k:ident $a:ident) => {};
     // SAFETY (all arms): the pointers are Fortran references.
@@ -250,6 +253,7 @@ macro_rules! fortran {
     (@arg s $a:ident) => { $crate::ffi::fortran::status($a) };
     (@arg o $a:ident) => { &mut $a.1 };
     (@arg a $a:ident) => { $crate::ffi::fortran::get_aint($a) };
+    (@arg q $a:ident) => { $a.cast::<isize>() };
     (@post o $a:ident $ierr:ident) => {
         if !$a.0.is_null() {
             match $crate::ffi::fortran::fhandle($a.1) {

@@ -1,0 +1,150 @@
+//! Datatypes, groups and the other sends and receives for Fortran.
+
+use super::super::dtype::*;
+use super::super::group::*;
+use super::super::mprobe::*;
+use super::super::requests::*;
+use super::{buf, fortran, get, set, status, with_handle, with_handles, Fint};
+use std::ffi::c_void;
+
+fortran!(
+    /// `MPI_TYPE_CONTIGUOUS`.
+    mpi_type_contiguous_ => MPI_Type_contiguous; count: v, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_VECTOR`.
+    mpi_type_vector_ => MPI_Type_vector; count: v, bl: v, stride: v, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_CREATE_HVECTOR`.
+    mpi_type_create_hvector_ => MPI_Type_create_hvector; count: v, bl: v, stride: a, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_INDEXED`.
+    mpi_type_indexed_ => MPI_Type_indexed; count: v, bls: p, displs: p, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_CREATE_SUBARRAY`.
+    mpi_type_create_subarray_ => MPI_Type_create_subarray;
+    nd: v, sizes: p, subsizes: p, starts: p, order: v, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_CREATE_RESIZED`.
+    mpi_type_create_resized_ => MPI_Type_create_resized; old: h, lb: a, extent: a, new: o);
+fortran!(
+    /// `MPI_TYPE_GET_EXTENT`.
+    mpi_type_get_extent_ => MPI_Type_get_extent; dt: h, lb: q, extent: q);
+fortran!(
+    /// `MPI_TYPE_DUP`.
+    mpi_type_dup_ => MPI_Type_dup; old: h, new: o);
+fortran!(
+    /// `MPI_GET_ADDRESS`.
+    mpi_get_address_ => MPI_Get_address; loc: b, addr: q);
+fortran!(
+    /// `MPI_COMM_GROUP`.
+    mpi_comm_group_ => MPI_Comm_group; comm: h, g: o);
+fortran!(
+    /// `MPI_GROUP_SIZE`.
+    mpi_group_size_ => MPI_Group_size; g: h, size: p);
+fortran!(
+    /// `MPI_GROUP_RANK`.
+    mpi_group_rank_ => MPI_Group_rank; g: h, rank: p);
+fortran!(
+    /// `MPI_GROUP_INCL`.
+    mpi_group_incl_ => MPI_Group_incl; g: h, n: v, ranks: p, new: o);
+fortran!(
+    /// `MPI_GROUP_EXCL`.
+    mpi_group_excl_ => MPI_Group_excl; g: h, n: v, ranks: p, new: o);
+fortran!(
+    /// `MPI_COMM_CREATE`.
+    mpi_comm_create_ => MPI_Comm_create; comm: h, g: h, new: o);
+fortran!(
+    /// `MPI_BSEND`.
+    mpi_bsend_ => MPI_Bsend; b: b, count: v, dt: h, dest: v, tag: v, comm: h);
+fortran!(
+    /// `MPI_RSEND`.
+    mpi_rsend_ => MPI_Rsend; b: b, count: v, dt: h, dest: v, tag: v, comm: h);
+fortran!(
+    /// `MPI_BUFFER_ATTACH`.
+    mpi_buffer_attach_ => MPI_Buffer_attach; b: b, size: v);
+fortran!(
+    /// `MPI_SENDRECV_REPLACE`.
+    mpi_sendrecv_replace_ => MPI_Sendrecv_replace;
+    b: b, count: v, dt: h, dest: v, stag: v, source: v, rtag: v, comm: h, st: s);
+fortran!(
+    /// `MPI_RECV_INIT`.
+    mpi_recv_init_ => MPI_Recv_init; b: b, count: v, dt: h, source: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_MPROBE`.
+    mpi_mprobe_ => MPI_Mprobe; source: v, tag: v, comm: h, msg: o, st: s);
+
+/// `MPI_TYPE_COMMIT`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_type_commit_(dt: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references.
+    unsafe { set(ierr, with_handle(dt, |d| MPI_Type_commit(d))) };
+}
+
+/// `MPI_TYPE_FREE`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_type_free_(dt: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references.
+    unsafe { set(ierr, with_handle(dt, |d| MPI_Type_free(d))) };
+}
+
+/// `MPI_GROUP_FREE`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_group_free_(g: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references.
+    unsafe { set(ierr, with_handle(g, |x| MPI_Group_free(x))) };
+}
+
+/// `MPI_START`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_start_(req: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references.
+    unsafe { set(ierr, with_handle(req, |r| MPI_Start(r))) };
+}
+
+/// `MPI_STARTALL`.
+///
+/// # Safety
+/// Fortran references; `reqs` has `count` handles.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_startall_(count: *const Fint, reqs: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references.
+    unsafe {
+        let n = get(count);
+        set(ierr, with_handles(n, reqs, |r| MPI_Startall(n, r)));
+    }
+}
+
+/// `MPI_MRECV`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_mrecv_(
+    b: *mut c_void,
+    count: *const Fint,
+    dt: *const Fint,
+    msg: *mut Fint,
+    st: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references.
+    unsafe {
+        let (c, t) = (get(count), super::handle(get(dt)));
+        set(
+            ierr,
+            with_handle(msg, |m| MPI_Mrecv(buf(b), c, t, m, status(st))),
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Nonblocking collectives, simply: the call records the blocking
+//! collective and returns a request; the collective runs when that
+//! request (or a later one of the same kind) is waited on or tested, or
+//! before the next blocking collective, always in the order the program
+//! issued them, so every task runs its collectives in the same order.
+
+use super::coll::*;
+use super::collv::*;
+use super::{call, hv, mk, out, Handle};
+use crate::runtime::with;
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+type Job = Box<dyn FnOnce() -> c_int + Send>;
+
+/// Collectives issued and not yet run: request and job, in issue order.
+static PENDING: Mutex<VecDeque<(usize, Job)>> = Mutex::new(VecDeque::new());
+/// How many jobs `PENDING` holds: the point-to-point waits check this
+/// word, not the lock.
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+/// Set while jobs run: the blocking collective a job calls must not
+/// start the next job.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// A C argument carried into a job.
+#[derive(Clone, Copy)]
+struct Arg<T>(T);
+
+// SAFETY: the library serializes its calls (one lock, at most
+// MPI_THREAD_SERIALIZED), and MPI's contract keeps the buffers and
+// arrays of a nonblocking collective valid and untouched until it
+// completes, whichever thread then runs it.
+unsafe impl<T> Send for Arg<T> {}
+
+impl<T: Copy> Arg<T> {
+    fn get(self) -> T {
+        self.0
+    }
+}
+
+/// Whether collectives wait to run.
+pub(super) fn pending() -> bool {
+    QUEUED.load(Ordering::Acquire) > 0
+}
+
+/// Runs pending collectives in order: all of them (`upto` None) or up to
+/// and including request `upto` if it is pending.
+pub(crate) fn run_pending(upto: Option<usize>) {
+    if !pending() {
+        return;
+    }
+    let q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if q.is_empty() || upto.is_some_and(|v| !q.iter().any(|(id, _)| *id == v)) {
+        return;
+    }
+    drop(q);
+    if RUNNING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    loop {
+        let job = PENDING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        let Some((id, f)) = job else {
+            break;
+        };
+        QUEUED.fetch_sub(1, Ordering::AcqRel);
+        let code = f();
+        if code != 0 {
+            let _ = with(|e| {
+                if let Some(r) = e.reqs.get_mut(&id) {
+                    r.status.error = code;
+                }
+                Ok(())
+            });
+        }
+        if upto == Some(id) {
+            break;
+        }
+    }
+    RUNNING.store(false, Ordering::Release);
+    super::purge_freed();
+}
+
+/// Records `f` as a collective on `comm`; the request in `req`.
+///
+/// # Safety
+/// `req` is a writable handle.
+unsafe fn defer(name: &str, comm: Handle, req: *mut Handle, f: Job) -> c_int {
+    call(name, hv(comm), || {
+        let id = with(|e| {
+            e.comm(hv(comm))?;
+            Ok(e.completed(hv(comm)))
+        })?;
+        PENDING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((id, f));
+        QUEUED.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: the caller's contract.
+        unsafe { out(req, mk(id), "request") }
+    })
+}
+
+macro_rules! nonblocking {
+    ($(#[$doc:meta])* $name:ident => $blocking:ident ($($arg:ident : $ty:ty),*) on $comm:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// MPI's contract for the buffers and arrays until completion;
+        /// `req` is writable.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty,)* req: *mut Handle) -> c_int {
+            $(let $arg = Arg($arg);)*
+            #[allow(unused_unsafe)]
+            let job: Job = Box::new(move || {
+                // SAFETY: the arguments the caller gave, valid until the
+                // request completes (MPI's contract).
+                unsafe { $blocking($($arg.get()),*) }
+            });
+            // SAFETY: the caller's contract.
+            unsafe { defer(stringify!($name), $comm.get(), req, job) }
+        }
+    };
+}
+
+nonblocking!(
+    /// `MPI_Ibarrier`.
+    MPI_Ibarrier => MPI_Barrier(comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ibcast`.
+    MPI_Ibcast => MPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ireduce`.
+    MPI_Ireduce => MPI_Reduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+        root: c_int, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iallreduce`.
+    MPI_Iallreduce => MPI_Allreduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+        comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Igather`.
+    MPI_Igather => MPI_Gather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+        rt: Handle, root: c_int, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Igatherv`.
+    MPI_Igatherv => MPI_Gatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
+        rcs: *const c_int, ds: *const c_int, rt: Handle, root: c_int, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iscatter`.
+    MPI_Iscatter => MPI_Scatter(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+        rt: Handle, root: c_int, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iscatterv`.
+    MPI_Iscatterv => MPI_Scatterv(s: *const c_void, scs: *const c_int, ds: *const c_int, st: Handle,
+        r: *mut c_void, rc: c_int, rt: Handle, root: c_int, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iallgather`.
+    MPI_Iallgather => MPI_Allgather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+        rt: Handle, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iallgatherv`.
+    MPI_Iallgatherv => MPI_Allgatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
+        rcs: *const c_int, ds: *const c_int, rt: Handle, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ialltoall`.
+    MPI_Ialltoall => MPI_Alltoall(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+        rt: Handle, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ialltoallv`.
+    MPI_Ialltoallv => MPI_Alltoallv(s: *const c_void, scs: *const c_int, sds: *const c_int, st: Handle,
+        r: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Handle, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ireduce_scatter_block`.
+    MPI_Ireduce_scatter_block => MPI_Reduce_scatter_block(s: *const c_void, r: *mut c_void, rc: c_int,
+        dt: Handle, op: Handle, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ireduce_scatter`.
+    MPI_Ireduce_scatter => MPI_Reduce_scatter(s: *const c_void, r: *mut c_void, rcs: *const c_int,
+        dt: Handle, op: Handle, comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iscan`.
+    MPI_Iscan => MPI_Scan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+        comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Iexscan`.
+    MPI_Iexscan => MPI_Exscan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+        comm: Handle) on comm
+);
+nonblocking!(
+    /// `MPI_Ialltoallw`.
+    MPI_Ialltoallw => MPI_Alltoallw(s: *const c_void, scs: *const c_int, sds: *const c_int,
+        sts: *const Handle, r: *mut c_void, rcs: *const c_int, rds: *const c_int, rts: *const Handle,
+        comm: Handle) on comm
+);
