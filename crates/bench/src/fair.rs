@@ -208,7 +208,7 @@ impl<'a> Fair<'a> {
         let k64 = 65536;
         let m1 = 1 << 20;
         vec![
-            ("MBCF WRITE, 1408 B".into(), bw_key("mbcf", 1408)),
+            ("MBCF WRITE, 1392 B".into(), bw_key("mbcf", 1392)),
             ("MBCF WRITE, 64 KiB".into(), bw_key("mbcf", k64)),
             ("MBCF WRITE, 1 MiB".into(), bw_key("mbcf", m1)),
             (
@@ -232,12 +232,12 @@ impl<'a> Fair<'a> {
                 bw_key("tcp_poll", k64),
             ),
             (
-                "TCP, 1408 B writes, receiver blocking".into(),
-                bw_key("tcp_block", 1408),
+                "TCP, 1392 B writes, receiver blocking".into(),
+                bw_key("tcp_block", 1392),
             ),
             (
-                "TCP, 1408 B writes, receiver busy-polling".into(),
-                bw_key("tcp_poll", 1408),
+                "TCP, 1392 B writes, receiver busy-polling".into(),
+                bw_key("tcp_poll", 1392),
             ),
             (format!("{}, 64 KiB", self.mpi_label()), bw_key("mpi", k64)),
             (format!("{}, 1 MiB", self.mpi_label()), bw_key("mpi", m1)),

@@ -153,10 +153,10 @@ pub fn parse(stdout: &str) -> Vec<(String, f64)> {
 mod tests {
     #[test]
     fn parses_output() {
-        let v = super::parse("rtt 8 1.5\nnoise\nbw 1408 900.0\n");
+        let v = super::parse("rtt 8 1.5\nnoise\nbw 1392 900.0\n");
         assert_eq!(
             v,
-            vec![("rtt/mpi/8".into(), 1.5), ("bw/mpi/1408".into(), 900.0)]
+            vec![("rtt/mpi/8".into(), 1.5), ("bw/mpi/1392".into(), 900.0)]
         );
     }
 }

@@ -4,20 +4,23 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Payload of one full MBCF datagram with the default settings (sealed:
+/// 1392 bytes fill a 1500-byte frame), the "one packet" size of the tables.
+pub const DATAGRAM: usize = 1392;
 /// Sizes of the one-way latency table (seed 000 Table 3).
 pub const LAT_SIZES: [usize; 5] = [4, 16, 64, 256, 1024];
 /// Sizes of the peak bandwidth table (seed 000 Table 2, extended).
-pub const BW_SIZES: [usize; 9] = [4, 16, 64, 256, 1024, 1408, 4096, 65536, 1 << 20];
-/// Sizes of the round trip against size plot (seed 000 Fig. 4): 0–1408 B,
+pub const BW_SIZES: [usize; 9] = [4, 16, 64, 256, 1024, DATAGRAM, 4096, 65536, 1 << 20];
+/// Sizes of the round trip against size plot (seed 000 Fig. 4): 0–1392 B,
 /// including every size of the latency table and the 8 B of the target.
-pub const RTT_SIZES: [usize; 11] = [0, 4, 8, 16, 64, 256, 512, 768, 1024, 1280, 1408];
+pub const RTT_SIZES: [usize; 11] = [0, 4, 8, 16, 64, 256, 512, 768, 1024, 1280, DATAGRAM];
 /// The TCP bandwidth baseline writes this many bytes per `write`, and
 /// [`TCP_BW_LARGE`].
-pub const TCP_BW_SIZE: usize = 1408;
+pub const TCP_BW_SIZE: usize = DATAGRAM;
 /// The large-write TCP bandwidth baseline.
 pub const TCP_BW_LARGE: usize = 65536;
 /// Datagram size of the GSO UDP floor (MBCF's default udp payload).
-pub const GSO_SEG: usize = 1408;
+pub const GSO_SEG: usize = DATAGRAM;
 /// Bytes per GSO send: as many segments as fit in one 64 KiB UDP send.
 pub const GSO_SEND: usize = GSO_SEG * (65_000 / GSO_SEG);
 /// Sizes of the memcpy floor.

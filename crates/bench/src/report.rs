@@ -252,9 +252,9 @@ impl Report {
                 met: tcp.filter(|_| across).map(|v| v < 1.0),
             },
             Target {
-                name: "bw_1408_vs_tcp",
+                name: "bw_1392_vs_tcp",
                 what:
-                    "MBCF WRITE bandwidth at 1408 B / TCP with 1408 B writes (the better receiver)",
+                    "MBCF WRITE bandwidth at 1392 B / TCP with 1392 B writes (the better receiver)",
                 value: bw,
                 limit: "≥ 2",
                 met: bw.map(|v| v >= 2.0),
