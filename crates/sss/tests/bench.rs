@@ -74,27 +74,27 @@ fn check(v: &serde_json::Value) {
     }
     for key in [
         "rtt/mbcf/8",
-        "rtt/mbcf/1408",
+        "rtt/mbcf/1392",
         "rtt/line/8",
         "rtt/udp_block/8",
         "rtt/udp_poll/8",
         "rtt/udp_hybrid/8",
         "rtt/tcp_block/8",
-        "rtt/tcp_poll/1408",
+        "rtt/tcp_poll/1392",
         "rtt/tcp_hybrid/8",
     ] {
         assert!(has("rtt", key), "{key}");
     }
     for key in [
         "bw/mbcf/4",
-        "bw/mbcf/1408",
+        "bw/mbcf/1392",
         "bw/mbcf/1048576",
-        "bw/tcp_block/1408",
-        "bw/tcp_poll/1408",
+        "bw/tcp_block/1392",
+        "bw/tcp_poll/1392",
         "bw/tcp_block/65536",
         "bw/tcp_poll/65536",
-        "bw/gso_poll/64768",
-        "bw/gso_block/64768",
+        "bw/gso_poll/64032",
+        "bw/gso_block/64032",
         "bw/memcpy/65536",
         "bw/memcpy/1048576",
     ] {
