@@ -67,7 +67,7 @@ mkdir -p "$rel/deps" "$tree/crates/capi/tests" "$tree/crates/mpi/tests"
 cp -r include examples parmacs "$tree/"
 cp crates/capi/sss.pc.in "$tree/crates/capi/"
 cp -r crates/capi/tests/c "$tree/crates/capi/tests/"
-cp -r crates/mpi/tests/c "$tree/crates/mpi/tests/"
+cp -r crates/mpi/tests/c crates/mpi/tests/f "$tree/crates/mpi/tests/"
 cp target/release/libsss.so target/release/libsss.a target/release/libmpi.so \
   target/release/libmpi.a target/release/sssd \
   target/release/sss-run target/release/sss-test-task "$rel/"
