@@ -5,48 +5,16 @@
 //! checks its own results and prints one line on rank 0.
 //!
 //! The launcher is `sss_launch::run`, reached by re-executing this test
-//! binary with [`LAUNCH_ENV`] set.
+//! binary with the launch variable set.
 
 mod support;
 
-use sss_testkit::cc::run_ok;
-use sss_testkit::root;
-use std::path::PathBuf;
-use std::process::Command;
-use support::{lib_dir, run_everywhere, scratch, LAUNCHER, PLACEMENTS, STATIC_LIBS};
-use tempfile::TempDir;
+use support::{compile, run_everywhere, scratch, LAUNCHER, PLACEMENTS};
 
-/// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
+/// Not a test of its own: the launcher when the launch variable is set.
 #[test]
 fn launcher_mode() {
     LAUNCHER.launcher_mode();
-}
-
-/// Compiles `tests/c/<file>` into `dir`; `static_lib` links libmpi.a.
-fn compile(dir: &TempDir, file: &str, static_lib: bool) -> PathBuf {
-    let src = root().join("crates/mpi/tests/c").join(file);
-    let exe = dir.path().join(file.replace('.', "_"));
-    let lib = lib_dir();
-    let (compiler, std) = if file.ends_with(".cpp") {
-        ("c++", "-std=c++17")
-    } else {
-        ("cc", "-std=c11")
-    };
-    let mut cmd = Command::new(compiler);
-    cmd.args([std, "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-        .arg(format!("-I{}", root().join("include").display()))
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src);
-    if static_lib {
-        cmd.arg(lib.join("libmpi.a")).args(STATIC_LIBS);
-    } else {
-        cmd.arg(format!("-L{}", lib.display()))
-            .arg("-lmpi")
-            .arg(format!("-Wl,-rpath,{}", lib.display()));
-    }
-    run_ok(&mut cmd);
-    exe
 }
 
 #[test]

@@ -97,3 +97,30 @@ pub fn run_everywhere(
         );
     }
 }
+
+/// Compiles `tests/c/<file>` into `dir`; `static_lib` links libmpi.a.
+pub fn compile(dir: &TempDir, file: &str, static_lib: bool) -> PathBuf {
+    let src = root().join("crates/mpi/tests/c").join(file);
+    let exe = dir.path().join(file.replace('.', "_"));
+    let lib = lib_dir();
+    let (compiler, std) = if file.ends_with(".cpp") {
+        ("c++", "-std=c++17")
+    } else {
+        ("cc", "-std=c11")
+    };
+    let mut cmd = Command::new(compiler);
+    cmd.args([std, "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg(format!("-I{}", root().join("include").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src);
+    if static_lib {
+        cmd.arg(lib.join("libmpi.a")).args(STATIC_LIBS);
+    } else {
+        cmd.arg(format!("-L{}", lib.display()))
+            .arg("-lmpi")
+            .arg(format!("-Wl,-rpath,{}", lib.display()));
+    }
+    run_ok(&mut cmd);
+    exe
+}

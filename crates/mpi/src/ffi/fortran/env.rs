@@ -2,7 +2,7 @@
 
 use super::super::dtype::MPI_Type_size;
 use super::super::init::*;
-use super::{fortran, get, handle, put_fstr, set, with_handle, Fint};
+use super::{fortran, get, handle, put_fstr, set, Fint};
 use std::ffi::{c_char, c_int, c_void};
 
 /// `MPI_INIT`.
@@ -109,26 +109,6 @@ pub extern "C" fn mpi_wtime_() -> f64 {
 #[no_mangle]
 pub extern "C" fn mpi_wtick_() -> f64 {
     MPI_Wtick()
-}
-
-/// `MPI_COMM_FREE`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_comm_free_(comm: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references; the C call takes the handle's address.
-    unsafe { set(ierr, with_handle(comm, |c| MPI_Comm_free(c))) };
-}
-
-/// `MPI_ERRHANDLER_FREE`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_errhandler_free_(errh: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references; the C call takes the handle's address.
-    unsafe { set(ierr, with_handle(errh, |c| MPI_Errhandler_free(c))) };
 }
 
 /// A C string call into a blank-padded Fortran `CHARACTER*(flen)`.
@@ -248,3 +228,11 @@ pub unsafe extern "C" fn mpi_comm_get_attr_(
         set(ierr, r);
     }
 }
+
+fortran!(
+    /// `MPI_COMM_FREE`.
+    mpi_comm_free_ => MPI_Comm_free; comm: i);
+
+fortran!(
+    /// `MPI_ERRHANDLER_FREE`.
+    mpi_errhandler_free_ => MPI_Errhandler_free; errh: i);

@@ -215,7 +215,8 @@ unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> 
 /// Declares `mpi_name_` for a C entry point whose arguments are all
 /// plain: `int` values (`v`), handles (`h`), choice buffers (`b`),
 /// pointers passed through (`p`: int outputs, int arrays, logical
-/// flags), statuses (`s`), handle outputs (`o`) and
+/// flags), statuses (`s`), handle outputs (`o`), handles read and
+/// written back (`i`: requests, freed objects) and
 /// `INTEGER(KIND=MPI_ADDRESS_KIND)` values (`a`) and outputs (`q`).
 macro_rules! fortran {
     ($(#[$doc:meta])* $f:ident => $c:path; $($a:ident : $k:ident),* $(,)?) => {
@@ -241,9 +242,14 @@ macro_rules! fortran {
     (@ty p) => { *mut $crate::ffi::fortran::Fint };
     (@ty s) => { *mut $crate::ffi::fortran::Fint };
     (@ty o) => { *mut $crate::ffi::fortran::Fint };
+    (@ty i) => { *mut $crate::ffi::fortran::Fint };
     (@ty a) => { *const i64 };
     (@ty q) => { *mut i64 };
     (@pre o $a:ident) => { let mut $a = ($a, $crate::ffi::mk(0)); };
+    (@pre i $a:ident) => {
+        // SAFETY: a Fortran reference (a C caller's null reads as no handle).
+        let mut $a = ($a, $crate::ffi::fortran::handle(unsafe { $crate::ffi::fortran::get($a) }));
+    };
     (@pre $k:ident $a:ident) => {};
     // SAFETY (all arms): the pointers are Fortran references.
     (@arg v $a:ident) => { $crate::ffi::fortran::get($a) };
@@ -252,8 +258,10 @@ macro_rules! fortran {
     (@arg p $a:ident) => { $a };
     (@arg s $a:ident) => { $crate::ffi::fortran::status($a) };
     (@arg o $a:ident) => { &mut $a.1 };
+    (@arg i $a:ident) => { &mut $a.1 };
     (@arg a $a:ident) => { $crate::ffi::fortran::get_aint($a) };
     (@arg q $a:ident) => { $a.cast::<isize>() };
+    (@post i $a:ident $ierr:ident) => { $crate::ffi::fortran::fortran!(@post o $a $ierr) };
     (@post o $a:ident $ierr:ident) => {
         if !$a.0.is_null() {
             match $crate::ffi::fortran::fhandle($a.1) {

@@ -4,8 +4,7 @@ use super::super::dtype::*;
 use super::super::group::*;
 use super::super::mprobe::*;
 use super::super::requests::*;
-use super::{buf, fortran, get, set, status, with_handle, with_handles, Fint};
-use std::ffi::c_void;
+use super::{fortran, get, set, with_handles, Fint};
 
 fortran!(
     /// `MPI_TYPE_CONTIGUOUS`.
@@ -73,46 +72,6 @@ fortran!(
     /// `MPI_MPROBE`.
     mpi_mprobe_ => MPI_Mprobe; source: v, tag: v, comm: h, msg: o, st: s);
 
-/// `MPI_TYPE_COMMIT`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_type_commit_(dt: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(dt, |d| MPI_Type_commit(d))) };
-}
-
-/// `MPI_TYPE_FREE`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_type_free_(dt: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(dt, |d| MPI_Type_free(d))) };
-}
-
-/// `MPI_GROUP_FREE`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_group_free_(g: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(g, |x| MPI_Group_free(x))) };
-}
-
-/// `MPI_START`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_start_(req: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(req, |r| MPI_Start(r))) };
-}
-
 /// `MPI_STARTALL`.
 ///
 /// # Safety
@@ -126,25 +85,22 @@ pub unsafe extern "C" fn mpi_startall_(count: *const Fint, reqs: *mut Fint, ierr
     }
 }
 
-/// `MPI_MRECV`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_mrecv_(
-    b: *mut c_void,
-    count: *const Fint,
-    dt: *const Fint,
-    msg: *mut Fint,
-    st: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: Fortran references.
-    unsafe {
-        let (c, t) = (get(count), super::handle(get(dt)));
-        set(
-            ierr,
-            with_handle(msg, |m| MPI_Mrecv(buf(b), c, t, m, status(st))),
-        );
-    }
-}
+fortran!(
+    /// `MPI_TYPE_COMMIT`.
+    mpi_type_commit_ => MPI_Type_commit; dt: i);
+
+fortran!(
+    /// `MPI_TYPE_FREE`.
+    mpi_type_free_ => MPI_Type_free; dt: i);
+
+fortran!(
+    /// `MPI_GROUP_FREE`.
+    mpi_group_free_ => MPI_Group_free; g: i);
+
+fortran!(
+    /// `MPI_START`.
+    mpi_start_ => MPI_Start; req: i);
+
+fortran!(
+    /// `MPI_MRECV`.
+    mpi_mrecv_ => MPI_Mrecv; b: b, count: v, dt: h, msg: i, st: s);

@@ -1,7 +1,7 @@
 //! Point-to-point and requests for Fortran.
 
 use super::super::p2p::*;
-use super::{fortran, get, set, status, statuses, with_handle, with_handles, Fint};
+use super::{fortran, get, set, status, statuses, with_handles, Fint};
 
 fortran!(
     /// `MPI_SEND`.
@@ -38,51 +38,6 @@ fortran!(
 fortran!(
     /// `MPI_TEST_CANCELLED`.
     mpi_test_cancelled_ => MPI_Test_cancelled; st: s, flag: p);
-
-/// `MPI_WAIT`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_wait_(req: *mut Fint, st: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(req, |r| MPI_Wait(r, status(st)))) };
-}
-
-/// `MPI_TEST`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_test_(
-    req: *mut Fint,
-    flag: *mut Fint,
-    st: *mut Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(req, |r| MPI_Test(r, flag, status(st)))) };
-}
-
-/// `MPI_CANCEL`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_cancel_(req: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(req, |r| MPI_Cancel(r))) };
-}
-
-/// `MPI_REQUEST_FREE`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_request_free_(req: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(req, |r| MPI_Request_free(r))) };
-}
 
 /// `MPI_WAITALL`.
 ///
@@ -152,3 +107,19 @@ pub unsafe extern "C" fn mpi_waitany_(
         set(ierr, r);
     }
 }
+
+fortran!(
+    /// `MPI_WAIT`.
+    mpi_wait_ => MPI_Wait; req: i, st: s);
+
+fortran!(
+    /// `MPI_TEST`.
+    mpi_test_ => MPI_Test; req: i, flag: p, st: s);
+
+fortran!(
+    /// `MPI_CANCEL`.
+    mpi_cancel_ => MPI_Cancel; req: i);
+
+fortran!(
+    /// `MPI_REQUEST_FREE`.
+    mpi_request_free_ => MPI_Request_free; req: i);

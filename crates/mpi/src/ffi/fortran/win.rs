@@ -91,12 +91,6 @@ pub unsafe extern "C" fn mpi_win_allocate_(
     }
 }
 
-/// `MPI_WIN_FREE`.
-///
-/// # Safety
-/// Fortran references.
-#[no_mangle]
-pub unsafe extern "C" fn mpi_win_free_(win: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: Fortran references.
-    unsafe { set(ierr, with_handle(win, |w| MPI_Win_free(w))) };
-}
+fortran!(
+    /// `MPI_WIN_FREE`.
+    mpi_win_free_ => MPI_Win_free; win: i);
