@@ -5,7 +5,7 @@
  * against this library. Only the functions this library implements are
  * declared here; see docs/mpi.md for the list and what is missing.
  *
- * Thread support: up to MPI_THREAD_SERIALIZED (every call takes one
+ * Thread support: up to MPI_THREAD_MULTIPLE (every call takes one
  * process-wide lock; blocking calls release it while they wait).
  * Errors go to the communicator's handler: MPI_ERRORS_ARE_FATAL (the
  * default) prints the call, the argument and the class and ends the job
@@ -185,7 +185,13 @@ enum {
     MPI_ERR_ASSERT = 22,
     MPI_ERR_BASE = 24,
     MPI_ERR_DISP = 26,
+    MPI_ERR_INFO_KEY = 31,
+    MPI_ERR_INFO_NOKEY = 32,
+    MPI_ERR_INFO_VALUE = 33,
+    MPI_ERR_INFO = 34,
+    MPI_ERR_KEYVAL = 36,
     MPI_ERR_LOCKTYPE = 37,
+    MPI_ERR_NAME = 38,
     MPI_ERR_NO_MEM = 39,
     MPI_ERR_RMA_ATTACH = 46,
     MPI_ERR_RMA_CONFLICT = 47,
@@ -197,6 +203,7 @@ enum {
     MPI_ERR_WIN = 56,
     MPI_ERR_RMA_FLAVOR = 57,
     MPI_ERR_PROC_ABORTED = 58,
+    MPI_ERR_SESSION = 60,
     MPI_ERR_ERRHANDLER = 61,
     MPI_ERR_LASTCODE = 0x3fff,
 };
@@ -209,6 +216,8 @@ enum {
 
 /* String lengths. */
 #define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_INFO_KEY 256
+#define MPI_MAX_INFO_VAL 1024
 #define MPI_MAX_LIBRARY_VERSION_STRING 8192
 #define MPI_MAX_OBJECT_NAME 128
 #define MPI_MAX_PROCESSOR_NAME 256
@@ -297,9 +306,143 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
-/* Predefined keys only (MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL,
- * MPI_UNIVERSE_SIZE, MPI_APPNUM); any other is reported absent. */
+
+/* Names: MPI_COMM_WORLD and MPI_COMM_SELF are named so; other objects
+ * have "" until named (a name is cut to MPI_MAX_OBJECT_NAME - 1 bytes). */
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+int MPI_Win_set_name(MPI_Win win, const char *win_name);
+int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+
+/* Attributes. Copy callbacks run at MPI_Comm_dup and MPI_Type_dup,
+ * delete callbacks at MPI_*_delete_attr, when a value is replaced, and
+ * at MPI_Comm_free, MPI_Type_free and MPI_Win_free; MPI_COMM_SELF's at the
+ * start of MPI_Finalize, the last set first. The predefined keys
+ * (MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, MPI_APPNUM,
+ * MPI_LASTUSEDCODE, MPI_UNIVERSE_SIZE) give a pointer to an int on
+ * every communicator. */
+typedef int(MPI_Copy_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in,
+                               void *attribute_val_out, int *flag);
+typedef int(MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+typedef int(MPI_Comm_copy_attr_function)(MPI_Comm comm, int keyval, void *extra_state, void *attribute_val_in,
+                                         void *attribute_val_out, int *flag);
+typedef int(MPI_Comm_delete_attr_function)(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
+typedef int(MPI_Type_copy_attr_function)(MPI_Datatype datatype, int keyval, void *extra_state,
+                                         void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int(MPI_Type_delete_attr_function)(MPI_Datatype datatype, int keyval, void *attribute_val,
+                                           void *extra_state);
+typedef int(MPI_Win_copy_attr_function)(MPI_Win win, int keyval, void *extra_state, void *attribute_val_in,
+                                        void *attribute_val_out, int *flag);
+typedef int(MPI_Win_delete_attr_function)(MPI_Win win, int keyval, void *attribute_val, void *extra_state);
+#define MPI_NULL_COPY_FN ((MPI_Copy_function *)0x0)
+#define MPI_DUP_FN ((MPI_Copy_function *)0x1)
+#define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0x0)
+#define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function *)0x0)
+#define MPI_COMM_DUP_FN ((MPI_Comm_copy_attr_function *)0x1)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0x0)
+#define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function *)0x0)
+#define MPI_TYPE_DUP_FN ((MPI_Type_copy_attr_function *)0x1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0x0)
+#define MPI_WIN_NULL_COPY_FN ((MPI_Win_copy_attr_function *)0x0)
+#define MPI_WIN_DUP_FN ((MPI_Win_copy_attr_function *)0x1)
+#define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function *)0x0)
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
+                           void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                           MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                           void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                          MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
+/* Deprecated MPI-1 names of the communicator attribute calls. */
+int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state);
+int MPI_Keyval_free(int *keyval);
+int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int MPI_Attr_delete(MPI_Comm comm, int keyval);
+
+/* Info objects: keys shorter than MPI_MAX_INFO_KEY, values shorter than
+ * MPI_MAX_INFO_VAL (longer ones: MPI_ERR_INFO_KEY, MPI_ERR_INFO_VALUE).
+ * MPI_INFO_ENV has command, argv, maxprocs, host, arch, wdir and
+ * thread_level. Hints given to communicators and windows are kept and
+ * given back by *_get_info; none changes what the library does. */
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
+int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
+
+/* Split types: MPI_COMM_TYPE_SHARED groups the tasks on one node; the
+ * hardware types give MPI_COMM_NULL (no finer resource is known). */
+enum {
+    MPI_COMM_TYPE_SHARED = 221,
+    MPI_COMM_TYPE_HW_UNGUIDED = 222,
+    MPI_COMM_TYPE_HW_GUIDED = 223,
+    MPI_COMM_TYPE_RESOURCE_GUIDED = 224
+};
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
+/* The duplicate is made at once, as by MPI_Comm_dup; the request is complete. */
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request);
+
+/* Intercommunicators: point-to-point ranks name remote tasks;
+ * MPI_Comm_size and MPI_Comm_group give the local group. MPI_Barrier,
+ * MPI_Bcast (MPI_ROOT / MPI_PROC_NULL in the root's group) and
+ * MPI_Allreduce work on them; the other collectives return MPI_ERR_COMM
+ * (merge the intercommunicator first). */
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
+                         MPI_Comm *newintercomm);
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Comm_remote_size(MPI_Comm comm, int *size);
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+
+/* Sessions: MPI_Session_init joins the job unless MPI_Init did; the
+ * process sets are "mpi://WORLD" and "mpi://SELF". After the last session
+ * of a process that never called MPI_Init is finalized, the process has
+ * left the job: neither MPI_Init nor a new session may follow. */
+#define MPI_MAX_PSET_NAME_LEN 1024
+int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);
+int MPI_Session_finalize(MPI_Session *session);
+int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names);
+int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name);
+int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used);
+int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info);
+int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup);
+int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                               MPI_Comm *newcomm);
+
+/* Memory, local reductions, thread and Fortran 90 kinds. The f90 calls
+ * return the predefined MPI_REALn, MPI_COMPLEXn or MPI_INTEGERn type. */
+int MPI_Is_thread_main(int *flag);
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
+int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
 
 /* Datatypes. A derived type is flattened once into byte blocks; sends
  * pack it, receives unpack it. A predefined operation works on a derived
@@ -469,7 +612,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
-/* Cartesian topologies. */
+/* Topologies. */
 enum {
     MPI_CART = 211,
     MPI_GRAPH = 212,
@@ -485,6 +628,33 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest);
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
 int MPI_Topo_test(MPI_Comm comm, int *status);
+
+/* Graph topologies (ranks are kept: reorder may do nothing; members past
+ * a graph get MPI_COMM_NULL) and distributed graphs (the info is not
+ * read). */
+#define MPI_UNWEIGHTED ((int *)10)
+#define MPI_WEIGHTS_EMPTY ((int *)11)
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
+                     MPI_Comm *comm_graph);
+int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int *sourceweights,
+                                   int outdegree, const int destinations[], const int *destweights, MPI_Info info,
+                                   int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+                          const int destinations[], const int *weights, MPI_Info info, int reorder,
+                          MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int *sourceweights, int maxoutdegree,
+                             int destinations[], int *destweights);
+/* Neighbourhood collectives on Cartesian, graph and distributed graph
+ * topologies (blocking; Cartesian neighbours off an edge are skipped). */
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm);
 
 /* One-sided communication. */
 enum {
@@ -510,7 +680,14 @@ enum {
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win);
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win);
 int MPI_Win_free(MPI_Win *win);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
 int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
 int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
 int MPI_Win_unlock(int rank, MPI_Win win);
 int MPI_Win_lock_all(int assert, MPI_Win win);

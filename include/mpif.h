@@ -430,6 +430,34 @@
       parameter (MPI_LONG_LONG_INT=523)
       integer MPI_C_COMPLEX
       parameter (MPI_C_COMPLEX=530)
+      integer MPI_ERR_INFO_KEY
+      parameter (MPI_ERR_INFO_KEY=31)
+      integer MPI_ERR_INFO_NOKEY
+      parameter (MPI_ERR_INFO_NOKEY=32)
+      integer MPI_ERR_INFO_VALUE
+      parameter (MPI_ERR_INFO_VALUE=33)
+      integer MPI_ERR_INFO
+      parameter (MPI_ERR_INFO=34)
+      integer MPI_ERR_KEYVAL
+      parameter (MPI_ERR_KEYVAL=36)
+      integer MPI_ERR_NAME
+      parameter (MPI_ERR_NAME=38)
+      integer MPI_ERR_SESSION
+      parameter (MPI_ERR_SESSION=60)
+      integer MPI_MAX_INFO_KEY
+      parameter (MPI_MAX_INFO_KEY=256)
+      integer MPI_MAX_INFO_VAL
+      parameter (MPI_MAX_INFO_VAL=1024)
+      integer MPI_COMM_TYPE_SHARED
+      parameter (MPI_COMM_TYPE_SHARED=221)
+      integer MPI_COMM_TYPE_HW_UNGUIDED
+      parameter (MPI_COMM_TYPE_HW_UNGUIDED=222)
+      integer MPI_COMM_TYPE_HW_GUIDED
+      parameter (MPI_COMM_TYPE_HW_GUIDED=223)
+      integer MPI_COMM_TYPE_RESOURCE_GUIDED
+      parameter (MPI_COMM_TYPE_RESOURCE_GUIDED=224)
+      integer MPI_MAX_PSET_NAME_LEN
+      parameter (MPI_MAX_PSET_NAME_LEN=1024)
 !
 ! Sentinels: the library knows them by the address of these blocks.
       integer MPI_BOTTOM, MPI_IN_PLACE
@@ -441,6 +469,19 @@
       common /sss_mpi_status_ignore/ MPI_STATUS_IGNORE
       common /sss_mpi_statuses_ignore/ MPI_STATUSES_IGNORE
       common /sss_mpi_errcodes_ignore/ MPI_ERRCODES_IGNORE
+      integer MPI_UNWEIGHTED(1), MPI_WEIGHTS_EMPTY(1)
+      common /sss_mpi_unweighted/ MPI_UNWEIGHTED
+      common /sss_mpi_weights_empty/ MPI_WEIGHTS_EMPTY
 !
       double precision MPI_WTIME, MPI_WTICK
       external MPI_WTIME, MPI_WTICK
+      integer(kind=MPI_ADDRESS_KIND) MPI_AINT_ADD, MPI_AINT_DIFF
+      external MPI_AINT_ADD, MPI_AINT_DIFF
+!
+! Predefined attribute callbacks (subroutines of the library).
+      external MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN
+      external MPI_COMM_NULL_DELETE_FN
+      external MPI_TYPE_NULL_COPY_FN, MPI_TYPE_DUP_FN
+      external MPI_TYPE_NULL_DELETE_FN
+      external MPI_WIN_NULL_COPY_FN, MPI_WIN_DUP_FN
+      external MPI_WIN_NULL_DELETE_FN

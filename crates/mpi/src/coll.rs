@@ -17,6 +17,9 @@ use crate::runtime::{wait_until, with};
 use crate::types::{reduce as apply, Num, Op};
 use std::sync::Arc;
 
+mod ctx;
+use ctx::agree_ctx;
+
 const TAG_BARRIER: i32 = 1;
 const TAG_BCAST: i32 = 2;
 const TAG_REDUCE: i32 = 3;
@@ -36,6 +39,7 @@ struct Coll {
 fn coll(comm: usize) -> Result<Coll, MpiErr> {
     // Nonblocking collectives issued before this one run first.
     crate::ffi::run_pending(None);
+    crate::inter::no_collectives(comm)?;
     with(|e| {
         let c = e.comm(comm)?;
         Ok(Coll {
@@ -54,6 +58,8 @@ impl Coll {
         with(|e| {
             let id = e.handle();
             e.send_ctx(self.comm, self.ctx, w, tag, data, false, id)?;
+            e.stats.coll_msgs += 1;
+            e.stats.coll_bytes += data.len() as u64;
             Ok(id)
         })
     }
@@ -131,8 +137,39 @@ fn check_root(c: &Coll, root: i32) -> Result<u32, MpiErr> {
         })
 }
 
+/// Tags of general active target synchronization (`MPI_Win_post` and
+/// `MPI_Win_complete`) on a window's own communicator, apart from the
+/// collectives' tags.
+pub(crate) const TAG_WIN_POST: i32 = 20;
+pub(crate) const TAG_WIN_DONE: i32 = 21;
+
+/// Sends an empty message with `tag` to each of `to` (ranks of `comm`,
+/// on its collective context) and waits until they are sent.
+pub(crate) fn notify_all(comm: usize, to: &[u32], tag: i32) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let ids = to
+        .iter()
+        .map(|&t| c.send(t, tag, &[]))
+        .collect::<Result<Vec<_>, _>>()?;
+    c.wait(&ids, None).map(|_| ())
+}
+
+/// Waits for an empty message with `tag` from each of `from`.
+pub(crate) fn await_all(comm: usize, from: &[u32], tag: i32) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    let ids = from
+        .iter()
+        .map(|&f| c.recv(f, tag, 0))
+        .collect::<Result<Vec<_>, _>>()?;
+    c.wait(&ids, from.first().copied()).map(|_| ())
+}
+
 /// `MPI_Barrier`.
 pub(crate) fn barrier(comm: usize) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::barrier(comm);
+    }
     let c = coll(comm)?;
     let mut k = 1;
     while k < c.n {
@@ -146,6 +183,10 @@ pub(crate) fn barrier(comm: usize) -> Result<(), MpiErr> {
 
 /// `MPI_Bcast` of `buf` from `root`.
 pub(crate) fn bcast(comm: usize, buf: &mut [u8], root: i32) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::bcast(comm, buf, root);
+    }
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     bcast_in(&c, buf, root)
@@ -274,6 +315,10 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: &Reduction, root: u32) -> Result<(),
 
 /// `MPI_Allreduce`: `acc` holds our contribution and ends with the result.
 pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::allreduce(comm, acc, red);
+    }
     let c = coll(comm)?;
     reduce_in(&c, acc, red, 0)?;
     bcast_in(&c, acc, 0)
@@ -421,28 +466,6 @@ pub(crate) fn alltoall(
         recv[p0..p0 + d.len()].copy_from_slice(&d);
     }
     c.wait(&sends, None).map(|_| ())
-}
-
-/// A context no member of `comm` has used: the largest next context of
-/// every member.
-fn agree_ctx(c: &Coll) -> Result<u32, MpiErr> {
-    let mine = with(|e| Ok(e.next_ctx))?;
-    let mut acc = u64::from(mine).to_ne_bytes();
-    let red = Reduction::Pre {
-        op: Op::Max,
-        num: Num::U64,
-        size: 8,
-    };
-    reduce_in(c, &mut acc, &red, 0)?;
-    bcast_in(c, &mut acc, 0)?;
-    let ctx = u32::try_from(u64::from_ne_bytes(acc))
-        .ok()
-        .filter(|&x| x < u32::MAX - 4)
-        .ok_or_else(|| MpiErr::new(err::INTERN, "out of communicator contexts"))?;
-    with(|e| {
-        e.next_ctx = e.next_ctx.max(ctx + 2);
-        Ok(ctx)
-    })
 }
 
 fn add_comm(e: &mut Engine, comm: Comm) -> usize {

@@ -29,6 +29,7 @@ pub(crate) const IN_PLACE: usize = 1;
 
 /// Thread levels.
 pub(crate) const THREAD_SERIALIZED: i32 = 2048;
+pub(crate) const THREAD_MULTIPLE: i32 = 4096;
 
 /// Error classes.
 pub(crate) mod err {
@@ -60,6 +61,12 @@ pub(crate) mod err {
     pub const WIN: i32 = 56;
     pub const PROC_ABORTED: i32 = 58;
     pub const ERRHANDLER: i32 = 61;
+    pub const INFO_KEY: i32 = 31;
+    pub const INFO_NOKEY: i32 = 32;
+    pub const INFO_VALUE: i32 = 33;
+    pub const INFO: i32 = 34;
+    pub const KEYVAL: i32 = 36;
+    pub const SESSION: i32 = 60;
     pub const LASTCODE: i32 = 0x3fff;
 }
 
@@ -89,6 +96,13 @@ pub(crate) fn error_string(code: i32) -> Option<&'static str> {
         22 => "MPI_ERR_ASSERT: invalid assertion",
         24 => "MPI_ERR_BASE: invalid base address",
         26 => "MPI_ERR_DISP: invalid displacement",
+        31 => "MPI_ERR_INFO_KEY: invalid info key",
+        32 => "MPI_ERR_INFO_NOKEY: no such info key",
+        33 => "MPI_ERR_INFO_VALUE: invalid info value",
+        34 => "MPI_ERR_INFO: invalid info object",
+        36 => "MPI_ERR_KEYVAL: invalid attribute key",
+        38 => "MPI_ERR_NAME: invalid name",
+        60 => "MPI_ERR_SESSION: invalid session",
         37 => "MPI_ERR_LOCKTYPE: invalid lock type",
         39 => "MPI_ERR_NO_MEM: out of memory",
         46 => "MPI_ERR_RMA_ATTACH: memory cannot be attached",

@@ -145,6 +145,12 @@ pub(crate) struct Engine {
     detached: Vec<usize>,
     /// Messages taken by `MPI_Mprobe`: communicator, its group, message.
     matched: HashMap<usize, (usize, Arc<Vec<u32>>, Msg)>,
+    /// Requests completed or removed and messages queued unexpected:
+    /// other threads' waits look again when it moves.
+    pub events: u64,
+    /// Traffic, for `SSS_STATS`.
+    pub stats: crate::stats::Counters,
+    pub started: std::time::Instant,
 }
 
 fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
@@ -244,6 +250,9 @@ impl Engine {
             closing: false,
             detached: Vec::new(),
             matched: HashMap::new(),
+            events: 0,
+            stats: Default::default(),
+            started: std::time::Instant::now(),
         })
     }
 
@@ -332,6 +341,7 @@ impl Engine {
             self.staged.insert(id, slot);
             (env.encode(&[]), SendWait::Fin)
         };
+        self.stats.sent(data.len(), !matches!(wait, SendWait::Fin));
         let plain = matches!(wait, SendWait::Outbox);
         self.reqs.insert(
             id,
@@ -387,6 +397,7 @@ impl Engine {
     fn complete_send(&mut self, id: Option<usize>) {
         if let Some(r) = id.and_then(|id| self.reqs.get_mut(&id)) {
             r.done = true;
+            self.events += 1;
         }
     }
 
@@ -480,7 +491,10 @@ impl Engine {
             .iter()
             .position(|m| matches(m.src, &m.env, ctx, src, tag));
         match hit.and_then(|i| self.unexpected.remove(i)) {
-            Some(m) => self.deliver(id, m),
+            Some(m) => {
+                self.stats.received(m.env.len, false);
+                self.deliver(id, m);
+            }
             None => self.posted.push(id),
         }
     }
@@ -547,11 +561,12 @@ impl Engine {
             self.finish_reads();
         }
         if !self.detached.is_empty() {
-            let reqs = &mut self.reqs;
+            let (reqs, events) = (&mut self.reqs, &mut self.events);
             self.detached.retain(|id| match reqs.get(id) {
                 Some(r) if !r.done => true,
                 _ => {
                     reqs.remove(id);
+                    *events += 1;
                     false
                 }
             });
@@ -588,9 +603,13 @@ impl Engine {
                 match hit {
                     Some(i) => {
                         let id = self.posted.remove(i);
+                        self.stats.received(env.len, true);
                         self.deliver(id, m);
                     }
-                    None => self.unexpected.push_back(m),
+                    None => {
+                        self.unexpected.push_back(m);
+                        self.events += 1;
+                    }
                 }
             }
             Kind::Fin | Kind::SyncAck => {
@@ -639,6 +658,7 @@ impl Engine {
             Body::Eager(d) => {
                 r.buf.fill(&d);
                 *done = true;
+                self.events += 1;
                 if m.env.flags & FLAG_SYNC != 0 {
                     let ack = Env::control(Kind::SyncAck, m.env.sreq).encode(&[]);
                     self.enqueue(m.src, ack, None);
@@ -704,6 +724,7 @@ impl Engine {
             }
             r.buf.commit();
             *done = true;
+            self.events += 1;
             let fin = r.fin.take();
             self.reading.swap_remove(i);
             if let Some((src, sreq)) = fin {
@@ -774,6 +795,7 @@ impl Engine {
         if let Some(r) = self.reqs.get_mut(&id) {
             r.done = true;
             r.status.cancelled = true;
+            self.events += 1;
         }
         true
     }

@@ -17,12 +17,18 @@
 //!   protocols over MBCF FIFO, READ and WRITE (safe Rust);
 //! - `staging` — the memory rendezvous sends are READ from;
 //! - `runtime` — the process-wide state and waiting (SS-Wait);
+//! - `stats` — what `SSS_STATS` prints at finalize;
 //! - `coll` — collectives and communicator constructors;
-//! - `topo` — Cartesian topologies;
+//! - `topo` — Cartesian topologies; `graph` — graph and distributed
+//!   graph topologies, neighbourhood collectives;
+//! - `attr` — keyvals, attributes and object names; `info` — `MPI_Info`;
+//! - `inter` — intercommunicators and their collectives,
+//!   `Comm_split_type`;
 //! - `win` — one-sided communication over MBCF WRITE, READ and atomics;
 //! - `buf` and `ffi` — user buffers and the `extern "C"` functions, the
 //!   only unsafe code.
 
+mod attr;
 mod buf;
 mod coll;
 mod consts;
@@ -30,10 +36,15 @@ mod dtype;
 mod engine;
 mod envelope;
 mod ffi;
+mod graph;
 mod handles;
+mod info;
+mod inter;
 mod objects;
 mod runtime;
 mod staging;
+mod stats;
 mod topo;
 mod types;
 mod win;
+mod win_dyn;

@@ -4,11 +4,20 @@
 //! release it: they make progress under the lock, then wait with MBCF's
 //! helpers (SS-Wait naming the partner when there is one) until the
 //! FIFO, a READ or a returned credit gives progress something to do.
+//!
+//! Under `MPI_THREAD_MULTIPLE` several threads may wait at once, and any
+//! of them may complete another's request while it progresses. One
+//! thread at a time (the leader) waits in MBCF; the others sleep on a
+//! condition variable until a call completes something (the engine's
+//! event count moved) or the leader leaves, and then look again under
+//! the lock. With a lower thread level the path is the one-thread path
+//! (a relaxed load of the level is all it adds).
 
 use crate::consts::err;
 use crate::engine::{Engine, MpiErr};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 static STATE: Mutex<Option<Engine>> = Mutex::new(None);
 
@@ -17,6 +26,49 @@ static PHASE: AtomicU8 = AtomicU8::new(0);
 
 /// The word MBCF's waits watch; the predicate decides, not its value.
 static WAKE: AtomicU64 = AtomicU64::new(0);
+
+/// `MPI_THREAD_MULTIPLE` was provided.
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// A thread waits in MBCF for everyone.
+static LEADER: AtomicBool = AtomicBool::new(false);
+/// Moves when a call completed something another thread may wait for,
+/// or the leader left.
+static GEN: AtomicU64 = AtomicU64::new(0);
+/// Threads asleep on [`NEWS`].
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+static NEWS_LOCK: Mutex<()> = Mutex::new(());
+static NEWS: Condvar = Condvar::new();
+/// How long a waiting thread sleeps without news before looking again
+/// (a safety net: news wakes it).
+const NAP: Duration = Duration::from_millis(10);
+
+/// Provides `MPI_THREAD_MULTIPLE` (before init: no thread waits yet).
+pub(crate) fn set_multiple() {
+    MULTIPLE.store(true, Ordering::Release);
+}
+
+pub(crate) fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Tells waiting threads that something happened.
+fn news() {
+    GEN.fetch_add(1, Ordering::SeqCst);
+    if SLEEPERS.load(Ordering::SeqCst) > 0 {
+        let _g = NEWS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        NEWS.notify_all();
+    }
+}
+
+/// Sleeps until [`news`] after `seen`, a vacant leader seat, or [`NAP`].
+fn sleep_for_news(seen: u64) {
+    SLEEPERS.fetch_add(1, Ordering::SeqCst);
+    let g = NEWS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if GEN.load(Ordering::SeqCst) == seen && LEADER.load(Ordering::SeqCst) {
+        let _ = NEWS.wait_timeout(g, NAP);
+    }
+    SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+}
 
 pub(crate) fn initialized() -> bool {
     PHASE.load(Ordering::Acquire) >= 1
@@ -38,6 +90,7 @@ pub(crate) fn init() -> Result<(), MpiErr> {
     if PHASE.load(Ordering::Acquire) != 0 {
         return Err(MpiErr::new(err::OTHER, "MPI_Init called twice"));
     }
+    crate::stats::init_from_env()?;
     let joining =
         |e: &dyn std::fmt::Display| MpiErr::new(err::OTHER, format!("joining the job: {e}"));
     // The same settings Task::init reads: the datagram payload bounds
@@ -56,7 +109,17 @@ pub(crate) fn init() -> Result<(), MpiErr> {
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Result<T, MpiErr> {
     let mut g = lock();
     match g.as_mut() {
-        Some(e) => f(e),
+        Some(e) if !multiple() => f(e),
+        Some(e) => {
+            let before = e.events;
+            let r = f(e);
+            let moved = e.events != before;
+            drop(g);
+            if moved {
+                news();
+            }
+            r
+        }
         None => Err(MpiErr::new(
             err::OTHER,
             if finalized() {
@@ -74,6 +137,9 @@ pub(crate) fn wait_until(
     partner: Option<u32>,
     mut cond: impl FnMut(&mut Engine) -> Result<bool, MpiErr>,
 ) -> Result<(), MpiErr> {
+    if multiple() {
+        return wait_shared(partner, cond);
+    }
     loop {
         let step = with(|e| {
             e.progress();
@@ -104,9 +170,68 @@ pub(crate) fn wait_until(
     }
 }
 
+/// [`wait_until`] when several threads may wait: the leader waits in
+/// MBCF until progress has work or news came, the others sleep for news.
+fn wait_shared(
+    partner: Option<u32>,
+    mut cond: impl FnMut(&mut Engine) -> Result<bool, MpiErr>,
+) -> Result<(), MpiErr> {
+    let mut seat = Seat(false);
+    loop {
+        let step = with(|e| {
+            e.progress();
+            // Read under the lock: news of what completes after this
+            // look moves it.
+            let seen = GEN.load(Ordering::SeqCst);
+            Ok((!cond(e)?).then(|| (e.task.clone(), seen)))
+        })?;
+        let Some((task, seen)) = step else {
+            return Ok(());
+        };
+        if !seat.0 {
+            seat.0 = !LEADER.swap(true, Ordering::AcqRel);
+        }
+        if !seat.0 {
+            sleep_for_news(seen);
+            continue;
+        }
+        let me = task.rank();
+        let pred = |_| {
+            GEN.load(Ordering::SeqCst) != seen
+                || STATE
+                    .try_lock()
+                    .map_or(true, |g| g.as_ref().is_none_or(Engine::has_work))
+        };
+        let local = |p: u32| task.transport_to(p) == Some(sss_mbcf::TransportKind::Shm);
+        match partner {
+            Some(p) if p != me && local(p) => {
+                task.sswait(&WAKE, p, pred);
+            }
+            _ => {
+                task.wait_word(&WAKE, pred);
+            }
+        }
+    }
+}
+
+/// The leader's seat while held: given up (and a sleeper told to take
+/// it) when the wait ends, by return or error.
+struct Seat(bool);
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        if self.0 {
+            LEADER.store(false, Ordering::SeqCst);
+            news();
+        }
+    }
+}
+
 /// Leaves the job (`MPI_Finalize`): everything queued goes out, every
 /// operation is acknowledged, then the task shuts down.
 pub(crate) fn finalize() -> Result<(), MpiErr> {
+    // What the program did, without the final barrier.
+    let (counters, secs) = with(|e| Ok((e.stats, e.started.elapsed().as_secs_f64())))?;
     // Everything queued leaves before the barrier: a peer past it may be
     // gone.
     wait_until(None, |e| Ok(e.unsent() == 0))?;
@@ -119,6 +244,9 @@ pub(crate) fn finalize() -> Result<(), MpiErr> {
     let engine = lock().take();
     PHASE.store(2, Ordering::Release);
     if let Some(e) = engine {
+        if let Some(line) = crate::stats::report(e.rank, e.size, secs, &counters) {
+            eprintln!("{line}");
+        }
         // Every MPI operation completed; what MBCF still reports (a late
         // WRITE to a peer that left first) is worth a line, not a failed
         // finalize.

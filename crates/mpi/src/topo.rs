@@ -261,10 +261,15 @@ pub(crate) fn cart_sub(comm: usize, remain: &[bool]) -> Result<usize, MpiErr> {
 
 /// `MPI_Topo_test`.
 pub(crate) fn topo_test(comm: usize) -> i32 {
+    use crate::graph::{Topo, DIST_GRAPH, GRAPH};
     if cart(comm).is_some() {
         CART
     } else {
-        UNDEFINED
+        match crate::graph::topo(comm) {
+            Some(Topo::Graph { .. }) => GRAPH,
+            Some(Topo::Dist { .. }) => DIST_GRAPH,
+            None => UNDEFINED,
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use crate::engine::MpiErr;
 use crate::types::{reduce, Num, Op};
 use sss_mbcf::{Options, Perm, RemoteAddr, Request, Segment, SegmentInfo, Task};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The exclusive holder's value of the window lock word.
@@ -93,6 +93,12 @@ pub(crate) struct Win {
     pending: Vec<Pending>,
     /// Locks we hold, by target: the type.
     held: HashMap<u32, i32>,
+    /// Targets of the access epoch `MPI_Win_start` opened (window ranks).
+    pub access: Option<Vec<u32>>,
+    /// Origins of the exposure epoch `MPI_Win_post` opened.
+    pub exposure: Option<Vec<u32>>,
+    /// A dynamic window's attachments (`MPI_Win_create_dynamic`).
+    pub dynamic: Option<crate::win_dyn::Dyn>,
 }
 
 static WINS: Mutex<Option<HashMap<usize, Win>>> = Mutex::new(None);
@@ -113,19 +119,41 @@ fn bad_win(h: usize) -> MpiErr {
     MpiErr::new(err::WIN, format!("invalid window {h:#x}"))
 }
 
+/// Windows taken out of the table by a call in progress; another
+/// thread's call on one waits on [`BACK`] until it is returned.
+static OUT: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static BACK: Condvar = Condvar::new();
+
+fn out_list() -> MutexGuard<'static, Vec<usize>> {
+    OUT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `f` on window `h`, taken out of the table meanwhile so that no
 /// lock is held while MBCF operations complete.
 pub(crate) fn with_win<T>(
     h: usize,
     f: impl FnOnce(&mut Win, &Task) -> Result<T, MpiErr>,
 ) -> Result<T, MpiErr> {
-    let mut w = table()
-        .as_mut()
-        .and_then(|t| t.remove(&h))
-        .ok_or_else(|| bad_win(h))?;
+    let mut w = loop {
+        // Lock order: the table, then the list of windows out.
+        let mut t = table();
+        let mut out = out_list();
+        if let Some(w) = t.as_mut().and_then(|t| t.remove(&h)) {
+            out.push(h);
+            break w;
+        }
+        if !out.contains(&h) {
+            return Err(bad_win(h));
+        }
+        drop(t);
+        let _ = BACK.wait_timeout(out, Duration::from_millis(10));
+    };
     let task = crate::runtime::with(|e| Ok(e.task.clone()));
     let r = task.and_then(|t| f(&mut w, &t));
-    table().get_or_insert_with(HashMap::new).insert(h, w);
+    let mut t = table();
+    t.get_or_insert_with(HashMap::new).insert(h, w);
+    out_list().retain(|&x| x != h);
+    BACK.notify_all();
     r
 }
 
@@ -191,6 +219,9 @@ pub(crate) fn create(
         allocated,
         pending: Vec::new(),
         held: HashMap::new(),
+        access: None,
+        exposure: None,
+        dynamic: None,
     };
     table().get_or_insert_with(HashMap::new).insert(h, w);
     Ok(h)
@@ -199,11 +230,23 @@ pub(crate) fn create(
 impl Win {
     /// The remote address of `len` bytes at displacement `disp` in
     /// `target`'s window, checked against its size.
-    fn at(&self, target: i32, disp: i64, len: usize) -> Result<(u32, RemoteAddr), MpiErr> {
+    /// A dynamic window's displacement is the target's absolute address,
+    /// looked up in what it attached.
+    fn at(
+        &mut self,
+        task: &Task,
+        target: i32,
+        disp: i64,
+        len: usize,
+    ) -> Result<(u32, RemoteAddr), MpiErr> {
         let t = u32::try_from(target)
             .ok()
             .filter(|&t| (t as usize) < self.members.len())
             .ok_or_else(|| MpiErr::new(err::RANK, format!("invalid target rank {target}")))?;
+        let (world, me) = (self.world(t), self.rank);
+        if let Some(d) = self.dynamic.as_mut() {
+            return Ok((t, d.resolve(task, t, world, me, disp as u64, len)?));
+        }
         let m = &self.members[t as usize];
         let off = u64::try_from(disp)
             .ok()
@@ -240,7 +283,7 @@ impl Win {
         if data.is_empty() {
             return Ok(());
         }
-        let (t, at) = self.at(target, disp, data.len())?;
+        let (t, at) = self.at(task, target, disp, data.len())?;
         let at = RemoteAddr {
             rank: self.world(t),
             ..at
@@ -264,7 +307,7 @@ impl Win {
         if n == 0 {
             return Ok(());
         }
-        let (t, at) = self.at(target, disp, n)?;
+        let (t, at) = self.at(task, target, disp, n)?;
         let at = RemoteAddr {
             rank: self.world(t),
             ..at
@@ -322,8 +365,8 @@ impl Win {
         }
     }
 
-    /// `MPI_Win_lock`.
-    pub(crate) fn lock(&mut self, task: &Task, kind: i32, target: i32) -> Result<(), MpiErr> {
+    /// One attempt at `MPI_Win_lock`: whether the lock was taken.
+    fn try_lock(&mut self, task: &Task, kind: i32, target: i32) -> Result<bool, MpiErr> {
         let t = self.at_rank(target)?;
         if self.held.contains_key(&t) {
             return Err(MpiErr::new(
@@ -332,35 +375,31 @@ impl Win {
             ));
         }
         let at = self.lock_word(t, 0);
-        let mut backoff = Backoff::default();
-        match kind {
-            LOCK_EXCLUSIVE => loop {
-                let old = wait_value(task.cas(at, 0, EXCL, Options::default()), "MPI_Win_lock")?;
-                if old == 0 {
-                    break;
-                }
-                backoff.pause();
-            },
-            LOCK_SHARED => loop {
+        let taken = match kind {
+            LOCK_EXCLUSIVE => {
+                wait_value(task.cas(at, 0, EXCL, Options::default()), "MPI_Win_lock")? == 0
+            }
+            LOCK_SHARED => {
                 let old = wait_value(task.fetch_add(at, 1, Options::default()), "MPI_Win_lock")?;
-                if old & EXCL == 0 {
-                    break;
+                if old & EXCL != 0 {
+                    wait_value(
+                        task.fetch_add(at, u64::MAX, Options::default()),
+                        "MPI_Win_lock",
+                    )?;
                 }
-                wait_value(
-                    task.fetch_add(at, u64::MAX, Options::default()),
-                    "MPI_Win_lock",
-                )?;
-                backoff.pause();
-            },
+                old & EXCL == 0
+            }
             _ => {
                 return Err(MpiErr::new(
                     err::LOCKTYPE,
                     format!("invalid lock type {kind}"),
                 ))
             }
+        };
+        if taken {
+            self.held.insert(t, kind);
         }
-        self.held.insert(t, kind);
-        Ok(())
+        Ok(taken)
     }
 
     /// `MPI_Win_unlock`: completes what was issued to `target`, then
@@ -386,6 +425,26 @@ impl Win {
     }
 
     /// Targets we hold a lock on.
+    /// Window ranks of the tasks with world ranks `world` (a group);
+    /// an error names one that is not a member.
+    pub(crate) fn ranks_of(&self, world: &[u32], what: &str) -> Result<Vec<u32>, MpiErr> {
+        world
+            .iter()
+            .map(|w| {
+                self.group
+                    .iter()
+                    .position(|g| g == w)
+                    .map(|r| r as u32)
+                    .ok_or_else(|| {
+                        MpiErr::new(
+                            err::GROUP,
+                            format!("{what}: task {w} of the group is not in the window"),
+                        )
+                    })
+            })
+            .collect()
+    }
+
     pub(crate) fn held(&self) -> Vec<u32> {
         self.held.keys().copied().collect()
     }
@@ -412,7 +471,11 @@ impl Win {
         len: usize,
         f: impl FnOnce(&[u8]) -> Result<Option<Vec<u8>>, MpiErr>,
     ) -> Result<Vec<u8>, MpiErr> {
-        let (t, at) = self.at(target, disp, len)?;
+        // Nothing to do, even on an empty window (as for puts and gets).
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let (t, at) = self.at(task, target, disp, len)?;
         let at = RemoteAddr {
             rank: self.world(t),
             ..at
@@ -453,6 +516,9 @@ impl Win {
     /// Frees our segments; the window is gone.
     pub(crate) fn release(self, task: &Task) -> Option<Segment> {
         let _ = task.free(self.locks);
+        if let Some(d) = self.dynamic {
+            d.release(task);
+        }
         if self.allocated {
             if let Some(s) = self.seg {
                 let _ = task.free(s);
@@ -499,6 +565,17 @@ impl Backoff {
         self.0 = (self.0 + 1).min(10);
         std::thread::sleep(Duration::from_micros(1 << self.0));
     }
+}
+
+/// `MPI_Win_lock` of `target` in window `h`. Between attempts the
+/// window goes back to the table: another thread of this task may need
+/// it to release what the target's holder waits for.
+pub(crate) fn lock(h: usize, kind: i32, target: i32) -> Result<(), MpiErr> {
+    let mut backoff = Backoff::default();
+    while !with_win(h, |w, t| w.try_lock(t, kind, target))? {
+        backoff.pause();
+    }
+    Ok(())
 }
 
 /// Removes window `h` from the table (`MPI_Win_free`).

@@ -148,3 +148,15 @@ fn mpif_h_agrees_with_mpi_h() {
         assert!(f.contains(&format!("integer {}", t.trim())), "{t} missing");
     }
 }
+
+#[test]
+fn names_attributes_info_intercomms_and_nonblocking_collectives() {
+    if !have_gfortran() {
+        return;
+    }
+    let dir = scratch();
+    let exe = compile(&dir, "api.f90", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("fapi: ok {n} tasks"));
+}

@@ -20,3 +20,19 @@ fn windows_puts_gets_accumulates_and_locks() {
     places.push(("3 tasks, one node", &["-n", "3"]));
     run_everywhere(&exe, &[], &places, |n| format!("rma: ok {n} tasks"));
 }
+
+#[test]
+fn post_start_complete_wait() {
+    let dir = scratch();
+    let exe = compile(&dir, "pscw.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("pscw: ok {n} tasks"));
+}
+
+#[test]
+fn dynamic_windows() {
+    let dir = scratch();
+    let exe = compile(&dir, "dynwin.c", false);
+    run_everywhere(&exe, &[], PLACEMENTS, |n| format!("dynwin: ok {n} tasks"));
+}

@@ -65,6 +65,7 @@ impl Engine {
                 kind: ReqKind::Recv(Box::new(st)),
             },
         );
+        self.stats.received(m.env.len, false);
         self.deliver(id, m);
         Ok(id)
     }

@@ -5,7 +5,7 @@ use crate::consts::{err, h};
 use crate::dtype::{self, combiner, Envelope, Layout};
 use crate::engine::MpiErr;
 use crate::handles::{any_layout, reg, DATATYPE_NULL};
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 /// `n` values from the C array `p`.
@@ -361,7 +361,9 @@ pub unsafe extern "C" fn MPI_Type_dup(old: Handle, new: *mut Handle) -> c_int {
         let mut l = (*any_layout(hv(old))?).clone();
         l.env = env(combiner::DUP, vec![], vec![], vec![hv(old)]);
         // SAFETY: the caller's contract.
-        unsafe { create(Ok(l), new) }
+        unsafe { create(Ok(l), new) }?;
+        // SAFETY: `create` wrote the handle.
+        super::attr::copy_attrs(crate::attr::Obj::Type, hv(old), hv(unsafe { new.read() }))
     })
 }
 
@@ -417,10 +419,12 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     call("MPI_Type_free", h::COMM_WORLD, || {
         // SAFETY: the caller's contract.
         let v = unsafe { created(dt) }?;
+        let deleted = super::attr::forget(crate::attr::Obj::Type, v);
         let busy = super::handles_in_use();
         reg().retire(v, busy);
         // SAFETY: the caller's contract.
-        unsafe { out(dt, mk(DATATYPE_NULL), "datatype") }
+        unsafe { out(dt, mk(DATATYPE_NULL), "datatype") }?;
+        deleted
     })
 }
 
@@ -566,15 +570,8 @@ const MAX_OBJECT_NAME: usize = 128;
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(dt: Handle, name: *const c_char) -> c_int {
     call("MPI_Type_set_name", h::COMM_WORLD, || {
-        if name.is_null() {
-            return Err(MpiErr::new(err::ARG, "type_name is NULL"));
-        }
-        // SAFETY: the caller's contract.
-        let s = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-        let mut s = s.into_owned();
-        while s.len() >= MAX_OBJECT_NAME {
-            s.pop();
-        }
+        // SAFETY: the caller's contract; at most 127 bytes are read.
+        let s = unsafe { super::comm::c_name(name) }?;
         let mut r = reg();
         let l = r.types.get_mut(&hv(dt)).ok_or_else(|| {
             MpiErr::new(

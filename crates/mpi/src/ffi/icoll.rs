@@ -1,37 +1,61 @@
 //! Nonblocking collectives, simply: the call records the blocking
 //! collective and returns a request; the collective runs when that
-//! request (or a later one of the same kind) is waited on or tested, or
-//! before the next blocking collective, always in the order the program
-//! issued them, so every task runs its collectives in the same order.
+//! request (or a later one of the same thread) is waited on or tested,
+//! or before the next blocking collective of the thread, always in the
+//! order the thread issued them, so every task runs its collectives in
+//! the same order. Each thread's collectives form their own sequence:
+//! under `MPI_THREAD_MULTIPLE`, threads of different tasks may issue
+//! theirs in different interleavings.
 
 use super::coll::*;
 use super::collv::*;
 use super::{call, hv, mk, out, Handle};
 use crate::runtime::with;
-use std::collections::VecDeque;
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::thread::ThreadId;
 
 type Job = Box<dyn FnOnce() -> c_int + Send>;
 
-/// Collectives issued and not yet run: request and job, in issue order.
-static PENDING: Mutex<VecDeque<(usize, Job)>> = Mutex::new(VecDeque::new());
-/// How many jobs `PENDING` holds: the point-to-point waits check this
+/// A collective issued and not yet finished.
+struct Entry {
+    id: usize,
+    /// The thread that issued it: its sequence.
+    owner: ThreadId,
+    /// None while it runs.
+    job: Option<Job>,
+}
+
+/// Collectives issued and not yet finished, in issue order.
+static PENDING: Mutex<VecDeque<Entry>> = Mutex::new(VecDeque::new());
+/// How many entries `PENDING` holds: the point-to-point waits check this
 /// word, not the lock.
 static QUEUED: AtomicUsize = AtomicUsize::new(0);
-/// Set while jobs run: the blocking collective a job calls must not
-/// start the next job.
-static RUNNING: AtomicBool = AtomicBool::new(false);
+/// One runner at a time per sequence: a thread that wants a collective
+/// another one is running waits here until it finished.
+static RUNNERS: LazyLock<Mutex<HashMap<ThreadId, Arc<Mutex<()>>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+thread_local! {
+    /// Set while this thread runs a job: the blocking collective the job
+    /// calls must not start the next one.
+    static IN_JOB: Cell<bool> = const { Cell::new(false) };
+}
+
+fn pending_list() -> std::sync::MutexGuard<'static, VecDeque<Entry>> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A C argument carried into a job.
 #[derive(Clone, Copy)]
 struct Arg<T>(T);
 
-// SAFETY: the library serializes its calls (one lock, at most
-// MPI_THREAD_SERIALIZED), and MPI's contract keeps the buffers and
-// arrays of a nonblocking collective valid and untouched until it
-// completes, whichever thread then runs it.
+// SAFETY: one runner at a time runs a job, and MPI's contract keeps the
+// buffers and arrays of a nonblocking collective valid and untouched
+// until it completes, whichever thread then runs it.
 unsafe impl<T> Send for Arg<T> {}
 
 impl<T: Copy> Arg<T> {
@@ -45,30 +69,52 @@ pub(super) fn pending() -> bool {
     QUEUED.load(Ordering::Acquire) > 0
 }
 
-/// Runs pending collectives in order: all of them (`upto` None) or up to
-/// and including request `upto` if it is pending.
+/// Runs pending collectives in order: those of this thread (`upto`
+/// None), or those of the thread that issued request `upto`, up to and
+/// including it if it is pending; returns once it finished, also when
+/// another thread runs it.
 pub(crate) fn run_pending(upto: Option<usize>) {
-    if !pending() {
+    if !pending() || IN_JOB.get() {
         return;
     }
-    let q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-    if q.is_empty() || upto.is_some_and(|v| !q.iter().any(|(id, _)| *id == v)) {
-        return;
-    }
-    drop(q);
-    if RUNNING.swap(true, Ordering::AcqRel) {
-        return;
-    }
+    let owner = {
+        let q = pending_list();
+        match upto {
+            None => std::thread::current().id(),
+            Some(v) => match q.iter().find(|e| e.id == v) {
+                Some(e) => e.owner,
+                None => return,
+            },
+        }
+    };
+    let runner = RUNNERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(owner)
+        .or_default()
+        .clone();
+    let _run = runner.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        let job = PENDING
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
+        let job = {
+            let mut q = pending_list();
+            if upto.is_some_and(|v| !q.iter().any(|e| e.id == v)) {
+                break;
+            }
+            q.iter_mut()
+                .find(|e| e.owner == owner)
+                .and_then(|e| Some((e.id, e.job.take()?)))
+        };
         let Some((id, f)) = job else {
             break;
         };
-        QUEUED.fetch_sub(1, Ordering::AcqRel);
-        let code = f();
+        // Counted by SSS_STATS as the nonblocking call it was.
+        let code = {
+            let _in = crate::stats::inside();
+            IN_JOB.set(true);
+            let c = f();
+            IN_JOB.set(false);
+            c
+        };
         if code != 0 {
             let _ = with(|e| {
                 if let Some(r) = e.reqs.get_mut(&id) {
@@ -77,11 +123,12 @@ pub(crate) fn run_pending(upto: Option<usize>) {
                 Ok(())
             });
         }
+        pending_list().retain(|e| e.id != id);
+        QUEUED.fetch_sub(1, Ordering::AcqRel);
         if upto == Some(id) {
             break;
         }
     }
-    RUNNING.store(false, Ordering::Release);
     super::purge_freed();
 }
 
@@ -95,10 +142,11 @@ unsafe fn defer(name: &str, comm: Handle, req: *mut Handle, f: Job) -> c_int {
             e.comm(hv(comm))?;
             Ok(e.completed(hv(comm)))
         })?;
-        PENDING
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back((id, f));
+        pending_list().push_back(Entry {
+            id,
+            owner: std::thread::current().id(),
+            job: Some(f),
+        });
         QUEUED.fetch_add(1, Ordering::AcqRel);
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }

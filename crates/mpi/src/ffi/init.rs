@@ -2,10 +2,11 @@
 //! and versions, error classes and handlers, communicator management.
 
 use super::{call, hv, mk, out, Handle};
-use crate::consts::{err, h, THREAD_SERIALIZED};
+use crate::consts::{err, h, THREAD_MULTIPLE, THREAD_SERIALIZED};
 use crate::engine::MpiErr;
 use crate::runtime::{self, with};
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -19,7 +20,10 @@ const MAX_LIBRARY_VERSION_STRING: usize = 8192;
 
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 
-fn not_initialized() -> Result<(), MpiErr> {
+/// The thread level provided (`MPI_Init`: serialized, as calls are).
+static LEVEL: AtomicI32 = AtomicI32::new(THREAD_SERIALIZED);
+
+pub(super) fn not_initialized() -> Result<(), MpiErr> {
     if !runtime::initialized() || runtime::finalized() {
         return Err(MpiErr::new(err::OTHER, "MPI is not initialized"));
     }
@@ -51,7 +55,7 @@ pub(super) unsafe fn put_str(
     }
 }
 
-fn init_common() -> Result<(), MpiErr> {
+pub(super) fn init_common() -> Result<(), MpiErr> {
     EPOCH.get_or_init(Instant::now);
     runtime::init()
 }
@@ -66,7 +70,9 @@ pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
 }
 
 /// `MPI_Init_thread`: every call takes the library's lock, so calls from
-/// any thread one at a time are safe: up to `MPI_THREAD_SERIALIZED`.
+/// any thread one at a time are safe (up to `MPI_THREAD_SERIALIZED`);
+/// `MPI_THREAD_MULTIPLE` also lets several threads wait at once (see
+/// `runtime`).
 ///
 /// # Safety
 /// `provided` points to a writable int.
@@ -78,9 +84,18 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     call("MPI_Init_thread", h::COMM_WORLD, || {
+        let level = if required >= THREAD_MULTIPLE {
+            THREAD_MULTIPLE
+        } else {
+            required.clamp(0, THREAD_SERIALIZED)
+        };
+        if level == THREAD_MULTIPLE && !runtime::initialized() {
+            runtime::set_multiple();
+        }
         init_common()?;
+        LEVEL.store(level, Ordering::Relaxed);
         // SAFETY: the caller's contract.
-        unsafe { out(provided, required.clamp(0, THREAD_SERIALIZED), "provided") }
+        unsafe { out(provided, level, "provided") }
     })
 }
 
@@ -92,7 +107,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     // SAFETY: the caller's contract.
     call("MPI_Query_thread", h::COMM_WORLD, || unsafe {
-        out(provided, THREAD_SERIALIZED, "provided")
+        out(provided, LEVEL.load(Ordering::Relaxed), "provided")
     })
 }
 
@@ -120,10 +135,13 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     })
 }
 
-/// `MPI_Finalize`.
+/// `MPI_Finalize`: `MPI_COMM_SELF`'s attributes are deleted first.
 #[no_mangle]
 pub extern "C" fn MPI_Finalize() -> c_int {
-    call("MPI_Finalize", h::COMM_WORLD, runtime::finalize)
+    call("MPI_Finalize", h::COMM_WORLD, || {
+        super::attr::finalize_self()?;
+        runtime::finalize()
+    })
 }
 
 /// `MPI_Abort`: the process exits with `code` (1 when it is 0 or out of
@@ -155,7 +173,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int {
     call("MPI_Comm_size", hv(comm), || {
-        let n = with(|e| Ok(e.comm(hv(comm))?.size()))?;
+        let n = crate::inter::size(hv(comm))?;
         // SAFETY: the caller's contract.
         unsafe { out(size, n as c_int, "size") }
     })
@@ -294,20 +312,6 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int {
     })
 }
 
-/// `MPI_Comm_dup`.
-///
-/// # Safety
-/// `newcomm` is a writable handle.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    call("MPI_Comm_dup", hv(comm), || {
-        not_initialized()?;
-        let c = crate::coll::comm_dup(hv(comm))?;
-        // SAFETY: the caller's contract.
-        unsafe { out(newcomm, mk(c), "newcomm") }
-    })
-}
-
 /// `MPI_Comm_split`.
 ///
 /// # Safety
@@ -324,81 +328,6 @@ pub unsafe extern "C" fn MPI_Comm_split(
         let c = crate::coll::comm_split(hv(comm), color, key)?;
         // SAFETY: the caller's contract.
         unsafe { out(newcomm, mk(c), "newcomm") }
-    })
-}
-
-/// `MPI_Comm_free`: the handle becomes `MPI_COMM_NULL`.
-///
-/// # Safety
-/// `comm` is a writable handle.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
-    call("MPI_Comm_free", h::COMM_WORLD, || {
-        if comm.is_null() {
-            return Err(MpiErr::new(err::ARG, "comm is NULL"));
-        }
-        // SAFETY: non-null; the caller's contract.
-        let c = hv(unsafe { comm.read() });
-        if c == h::COMM_WORLD || c == h::COMM_SELF {
-            return Err(MpiErr::new(
-                err::COMM,
-                "a predefined communicator cannot be freed",
-            ));
-        }
-        with(|g| {
-            g.comms
-                .remove(&c)
-                .map(|_| ())
-                .ok_or_else(|| MpiErr::new(err::COMM, format!("invalid communicator {c:#x}")))
-        })?;
-        // SAFETY: the caller's contract.
-        unsafe { out(comm, mk(h::COMM_NULL), "comm") }
-    })
-}
-
-/// Values of the predefined communicator attributes: `MPI_TAG_UB`,
-/// `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_APPNUM`; the
-/// universe size is the job's.
-static TAG_UB: c_int = c_int::MAX;
-static HOST: c_int = crate::consts::PROC_NULL;
-static IO: c_int = crate::consts::ANY_SOURCE;
-static ZERO: c_int = 0;
-static UNIVERSE: OnceLock<c_int> = OnceLock::new();
-
-/// `MPI_Comm_get_attr` for the predefined keys (no user attributes yet:
-/// any other key is reported absent).
-///
-/// # Safety
-/// `value` is a writable pointer; `flag` a writable int.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_attr(
-    comm: Handle,
-    key: c_int,
-    value: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    call("MPI_Comm_get_attr", hv(comm), || {
-        let size = with(|e| Ok(e.size))?;
-        let v: Option<&'static c_int> = match key {
-            501 => Some(&TAG_UB),
-            502 => Some(&IO),
-            503 => Some(&HOST),
-            504..=506 => Some(&ZERO),
-            507 => Some(UNIVERSE.get_or_init(|| size as c_int)),
-            _ => None,
-        };
-        // SAFETY: the caller's contract: `value` is where a pointer to the
-        // attribute goes, `flag` an int.
-        unsafe {
-            if let Some(v) = v {
-                out(
-                    value.cast::<*const c_int>(),
-                    v as *const c_int,
-                    "attribute_val",
-                )?;
-            }
-            out(flag, v.is_some() as c_int, "flag")
-        }
     })
 }
 

@@ -23,23 +23,37 @@
 //! ready sends, the `some`/`any` calls), `mprobe` (matched probes),
 //! `coll` (collectives), `collv` (the `v` collectives and scans),
 //! `icoll` (nonblocking collectives), `dtype` (datatypes, pack/unpack),
-//! `group` (groups, communicators from groups, user operations).
+//! `group` (groups, communicators from groups, user operations),
+//! `comm` (dup, free, names, communicator attributes), `attr`
+//! (keyvals and attributes), `info` (`MPI_Info` and hints),
+//! `intercomm` (intercommunicators), `graph` (graph topologies and
+//! neighbourhood collectives), `session` (sessions and process sets),
+//! `misc` (`Alloc_mem`, `Reduce_local`, Fortran 90 types and the like).
 
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod attr;
 mod coll;
 mod collv;
+mod comm;
 mod dtype;
 mod fortran;
+mod graph;
 mod group;
 mod icoll;
+mod info;
 mod init;
+mod intercomm;
+mod misc;
 mod mprobe;
 mod p2p;
+mod pscw;
 mod requests;
+mod session;
 mod topo;
 mod win;
+mod windyn;
 
 use crate::coll::Block;
 use crate::consts::{err, h};
@@ -126,6 +140,7 @@ unsafe fn out<T>(p: *mut T, v: T, what: &str) -> Result<(), MpiErr> {
 /// Runs an entry point: failures and panics go to the error handler of
 /// communicator `comm`.
 fn call(name: &str, comm: usize, body: impl FnOnce() -> Result<(), MpiErr>) -> c_int {
+    let _in = crate::stats::enter(name);
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => err::SUCCESS,
         Ok(Err(e)) => fail(name, comm, e),

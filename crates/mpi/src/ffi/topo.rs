@@ -10,7 +10,11 @@ use std::ffi::c_int;
 ///
 /// # Safety
 /// `p` points to `n` readable ints when `n > 0`.
-unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> Result<&'a [c_int], MpiErr> {
+pub(super) unsafe fn ints<'a>(
+    p: *const c_int,
+    n: usize,
+    what: &str,
+) -> Result<&'a [c_int], MpiErr> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -25,7 +29,11 @@ unsafe fn ints<'a>(p: *const c_int, n: usize, what: &str) -> Result<&'a [c_int],
 ///
 /// # Safety
 /// `p` points to `n` writable ints when `n > 0`.
-unsafe fn ints_mut<'a>(p: *mut c_int, n: usize, what: &str) -> Result<&'a mut [c_int], MpiErr> {
+pub(super) unsafe fn ints_mut<'a>(
+    p: *mut c_int,
+    n: usize,
+    what: &str,
+) -> Result<&'a mut [c_int], MpiErr> {
     if n == 0 {
         return Ok(&mut []);
     }

@@ -147,6 +147,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
             Ok(w.comm)
         })?;
         crate::coll::barrier(comm)?;
+        let deleted = super::attr::forget(crate::attr::Obj::Win, hd);
+        crate::info::forget(crate::attr::Obj::Win, hd);
         let x = win::take(hd)?;
         let task = crate::runtime::with(|e| Ok(e.task.clone()))?;
         if let Some(seg) = x.release(&task) {
@@ -154,7 +156,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         }
         let _ = crate::runtime::with(|e| Ok(e.comms.remove(&comm)));
         *w = mk(h::WIN_NULL);
-        Ok(())
+        deleted
     })
 }
 
@@ -175,7 +177,7 @@ pub extern "C" fn MPI_Win_fence(_assert: c_int, win: Handle) -> c_int {
 #[no_mangle]
 pub extern "C" fn MPI_Win_lock(kind: c_int, rank: c_int, _assert: c_int, win: Handle) -> c_int {
     call("MPI_Win_lock", errcomm(win), || {
-        with_win(hv(win), |w, t| w.lock(t, kind, rank))
+        win::lock(hv(win), kind, rank)
     })
 }
 
@@ -191,9 +193,8 @@ pub extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
 #[no_mangle]
 pub extern "C" fn MPI_Win_lock_all(_assert: c_int, win: Handle) -> c_int {
     call("MPI_Win_lock_all", errcomm(win), || {
-        with_win(hv(win), |w, t| {
-            (0..w.size() as i32).try_for_each(|r| w.lock(t, win::LOCK_SHARED, r))
-        })
+        let n = with_win(hv(win), |w, _| Ok(w.size()))?;
+        (0..n as i32).try_for_each(|r| win::lock(hv(win), win::LOCK_SHARED, r))
     })
 }
 
@@ -260,7 +261,8 @@ pub extern "C" fn MPI_Win_sync(win: Handle) -> c_int {
     })
 }
 
-/// `MPI_Win_get_attr`: base, size, displacement unit, flavor, model.
+/// `MPI_Win_get_attr`: base, size, displacement unit, flavor, model,
+/// and the program's keys.
 ///
 /// # Safety
 /// `value` points to a writable pointer, `flag` to a writable int.
@@ -294,7 +296,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             603 => Some(keep(size).cast_mut().cast()),
             604 => Some(keep(flavor).cast_mut().cast()),
             605 => Some(keep(321).cast_mut().cast()),
-            _ => None,
+            k => super::attr::user_attr(crate::attr::Obj::Win, hv(win), k)?.map(mk),
         };
         // SAFETY: the caller's contract.
         unsafe {

@@ -41,6 +41,9 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (size > 1) CHECK(MPI_Bsend(big, BIG + 200, MPI_INT, next, 3, MPI_COMM_WORLD) == MPI_ERR_BUFFER);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    /* Nobody receives before every task has checked: a receive of the
+     * first message frees its space in the sender's buffer. */
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Recv(got, 10, MPI_INT, prev, 2, MPI_COMM_WORLD, &st);
     CHECK(got[9] == prev * BIG + 9);
     MPI_Recv(got, BIG, MPI_INT, prev, 1, MPI_COMM_WORLD, &st);

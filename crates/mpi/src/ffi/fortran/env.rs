@@ -1,5 +1,6 @@
 //! Environment, communicators and errors for Fortran.
 
+use super::super::comm::*;
 use super::super::dtype::MPI_Type_size;
 use super::super::init::*;
 use super::{fortran, get, handle, put_fstr, set, Fint};
@@ -116,7 +117,7 @@ pub extern "C" fn mpi_wtick_() -> f64 {
 /// # Safety
 /// `name` has `flen` writable bytes, `len` and `ierr` are Fortran
 /// references; `f` writes at most `max` bytes and the length.
-unsafe fn fstring(
+pub(super) unsafe fn fstring(
     name: *mut u8,
     len: *mut Fint,
     ierr: *mut Fint,
@@ -196,7 +197,8 @@ pub unsafe extern "C" fn mpi_error_string_(
 }
 
 /// `MPI_COMM_GET_ATTR`: Fortran gets the attribute's value
-/// (`INTEGER(KIND=MPI_ADDRESS_KIND)`), not a pointer to it.
+/// (`INTEGER(KIND=MPI_ADDRESS_KIND)`), not a pointer to a predefined
+/// one.
 ///
 /// # Safety
 /// Fortran references.
@@ -219,8 +221,15 @@ pub unsafe extern "C" fn mpi_comm_get_attr_(
             (&mut p as *mut *const c_int).cast::<c_void>(),
             &mut f,
         );
-        if f != 0 && !p.is_null() && !value.is_null() {
-            value.write(i64::from(p.read()));
+        // Predefined keys point to an int; the program's hold the
+        // value Fortran set.
+        if f != 0 && !value.is_null() {
+            let pre = (501..=507).contains(&get(key));
+            value.write(if pre && !p.is_null() {
+                i64::from(p.read())
+            } else {
+                p as i64
+            });
         }
         if !flag.is_null() {
             flag.write(f);

@@ -13,11 +13,18 @@
 //! Submodules: `env` (environment, communicators, errors), `more`
 //! (datatypes, groups, the other sends and receives), `p2p`
 //! (point-to-point), `coll` (collectives), `topo` (Cartesian topologies), `win`
-//! (one-sided).
+//! (one-sided), `api` (names, attributes, info, sessions: the calls with
+//! strings or attribute values), `nbc` (nonblocking collectives, the
+//! `some`/`any` calls, user operations, intercommunicators, graphs and
+//! the small calls), `extra` (group set operations, persistent sends,
+//! matched probes, packing and the rest).
 
+mod api;
 mod coll;
 mod env;
+mod extra;
 mod more;
+mod nbc;
 mod p2p;
 mod topo;
 mod win;
@@ -50,6 +57,10 @@ static sss_mpi_status_ignore_: Common<8> = Common(UnsafeCell::new([0; 8]));
 static sss_mpi_statuses_ignore_: Common<8> = Common(UnsafeCell::new([0; 8]));
 #[no_mangle]
 static sss_mpi_errcodes_ignore_: Common<1> = Common(UnsafeCell::new([0]));
+#[no_mangle]
+static sss_mpi_unweighted_: Common<1> = Common(UnsafeCell::new([0]));
+#[no_mangle]
+static sss_mpi_weights_empty_: Common<1> = Common(UnsafeCell::new([0]));
 
 /// Where a sentinel block is: the program's copy (found by name, for a
 /// program that defines its common block itself) and the library's.
@@ -78,6 +89,8 @@ struct Sentinels {
     in_place: Sentinel,
     status: Sentinel,
     statuses: Sentinel,
+    unweighted: Sentinel,
+    weights_empty: Sentinel,
 }
 
 fn sentinels() -> &'static Sentinels {
@@ -87,6 +100,8 @@ fn sentinels() -> &'static Sentinels {
         in_place: Sentinel::new(c"sss_mpi_in_place_", &sss_mpi_in_place_),
         status: Sentinel::new(c"sss_mpi_status_ignore_", &sss_mpi_status_ignore_),
         statuses: Sentinel::new(c"sss_mpi_statuses_ignore_", &sss_mpi_statuses_ignore_),
+        unweighted: Sentinel::new(c"sss_mpi_unweighted_", &sss_mpi_unweighted_),
+        weights_empty: Sentinel::new(c"sss_mpi_weights_empty_", &sss_mpi_weights_empty_),
     })
 }
 
@@ -119,6 +134,19 @@ fn statuses(p: *mut Fint) -> *mut MpiStatus {
         std::ptr::null_mut()
     } else {
         p.cast()
+    }
+}
+
+/// A weights argument: `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY` become
+/// the C sentinels.
+fn weights(p: *mut Fint) -> *mut Fint {
+    let s = sentinels();
+    if s.unweighted.is(p as usize) {
+        mk(10).cast()
+    } else if s.weights_empty.is(p as usize) {
+        mk(11).cast()
+    } else {
+        p
     }
 }
 
@@ -216,7 +244,8 @@ unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> 
 /// plain: `int` values (`v`), handles (`h`), choice buffers (`b`),
 /// pointers passed through (`p`: int outputs, int arrays, logical
 /// flags), statuses (`s`), handle outputs (`o`), handles read and
-/// written back (`i`: requests, freed objects) and
+/// written back (`i`: requests, freed objects), graph weights (`w`:
+/// `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY` recognised) and
 /// `INTEGER(KIND=MPI_ADDRESS_KIND)` values (`a`) and outputs (`q`).
 macro_rules! fortran {
     ($(#[$doc:meta])* $f:ident => $c:path; $($a:ident : $k:ident),* $(,)?) => {
@@ -243,6 +272,7 @@ macro_rules! fortran {
     (@ty s) => { *mut $crate::ffi::fortran::Fint };
     (@ty o) => { *mut $crate::ffi::fortran::Fint };
     (@ty i) => { *mut $crate::ffi::fortran::Fint };
+    (@ty w) => { *mut $crate::ffi::fortran::Fint };
     (@ty a) => { *const i64 };
     (@ty q) => { *mut i64 };
     (@pre o $a:ident) => { let mut $a = ($a, $crate::ffi::mk(0)); };
@@ -259,6 +289,7 @@ macro_rules! fortran {
     (@arg s $a:ident) => { $crate::ffi::fortran::status($a) };
     (@arg o $a:ident) => { &mut $a.1 };
     (@arg i $a:ident) => { &mut $a.1 };
+    (@arg w $a:ident) => { $crate::ffi::fortran::weights($a) };
     (@arg a $a:ident) => { $crate::ffi::fortran::get_aint($a) };
     (@arg q $a:ident) => { $a.cast::<isize>() };
     (@post i $a:ident $ierr:ident) => { $crate::ffi::fortran::fortran!(@post o $a $ierr) };

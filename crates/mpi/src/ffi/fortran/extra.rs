@@ -1,0 +1,127 @@
+//! Fortran names of calls the other modules did not cover: group set
+//! operations, persistent and buffered sends, matched probes, packing,
+//! and `Comm_idup_with_info`, `Info_create_env`, `Session_get_info`,
+//! `Aint_add`/`Aint_diff`.
+
+use super::super::comm::MPI_Comm_idup_with_info;
+use super::super::dtype::{
+    MPI_Aint_add, MPI_Aint_diff, MPI_Pack, MPI_Pack_size, MPI_Type_create_indexed_block,
+    MPI_Type_get_true_extent, MPI_Unpack,
+};
+use super::super::group::{
+    MPI_Comm_create_group, MPI_Group_compare, MPI_Group_difference, MPI_Group_intersection,
+    MPI_Group_translate_ranks, MPI_Group_union,
+};
+use super::super::info::MPI_Info_create_env;
+use super::super::mprobe::{MPI_Improbe, MPI_Imrecv};
+use super::super::p2p::MPI_Get_elements;
+use super::super::requests::{
+    MPI_Bsend_init, MPI_Ibsend, MPI_Irsend, MPI_Request_get_status, MPI_Rsend_init, MPI_Send_init,
+    MPI_Ssend_init,
+};
+use super::super::session::MPI_Session_get_info;
+use super::{fortran, get_aint, set, with_handle, Fint};
+
+fortran!(
+    /// `MPI_GROUP_UNION`.
+    mpi_group_union_ => MPI_Group_union; a: h, b: h, new: o);
+fortran!(
+    /// `MPI_GROUP_INTERSECTION`.
+    mpi_group_intersection_ => MPI_Group_intersection; a: h, b: h, new: o);
+fortran!(
+    /// `MPI_GROUP_DIFFERENCE`.
+    mpi_group_difference_ => MPI_Group_difference; a: h, b: h, new: o);
+fortran!(
+    /// `MPI_GROUP_COMPARE`.
+    mpi_group_compare_ => MPI_Group_compare; a: h, b: h, result: p);
+fortran!(
+    /// `MPI_GROUP_TRANSLATE_RANKS`.
+    mpi_group_translate_ranks_ => MPI_Group_translate_ranks; a: h, n: v, r1: p, b: h, r2: p);
+fortran!(
+    /// `MPI_COMM_CREATE_GROUP`.
+    mpi_comm_create_group_ => MPI_Comm_create_group; comm: h, g: h, tag: v, new: o);
+fortran!(
+    /// `MPI_SEND_INIT`.
+    mpi_send_init_ => MPI_Send_init; b: b, count: v, dt: h, dest: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_SSEND_INIT`.
+    mpi_ssend_init_ => MPI_Ssend_init; b: b, count: v, dt: h, dest: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_BSEND_INIT`.
+    mpi_bsend_init_ => MPI_Bsend_init; b: b, count: v, dt: h, dest: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_RSEND_INIT`.
+    mpi_rsend_init_ => MPI_Rsend_init; b: b, count: v, dt: h, dest: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_IBSEND`.
+    mpi_ibsend_ => MPI_Ibsend; b: b, count: v, dt: h, dest: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_IRSEND`.
+    mpi_irsend_ => MPI_Irsend; b: b, count: v, dt: h, dest: v, tag: v, comm: h, req: o);
+fortran!(
+    /// `MPI_IMPROBE`.
+    mpi_improbe_ => MPI_Improbe; source: v, tag: v, comm: h, flag: p, msg: o, st: s);
+fortran!(
+    /// `MPI_IMRECV`.
+    mpi_imrecv_ => MPI_Imrecv; b: b, count: v, dt: h, msg: i, req: o);
+fortran!(
+    /// `MPI_REQUEST_GET_STATUS`.
+    mpi_request_get_status_ => MPI_Request_get_status; req: h, flag: p, st: s);
+fortran!(
+    /// `MPI_GET_ELEMENTS`.
+    mpi_get_elements_ => MPI_Get_elements; st: s, dt: h, count: p);
+fortran!(
+    /// `MPI_TYPE_CREATE_INDEXED_BLOCK`.
+    mpi_type_create_indexed_block_ => MPI_Type_create_indexed_block;
+    count: v, bl: v, displs: p, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_GET_TRUE_EXTENT`.
+    mpi_type_get_true_extent_ => MPI_Type_get_true_extent; dt: h, lb: q, extent: q);
+fortran!(
+    /// `MPI_PACK`.
+    mpi_pack_ => MPI_Pack; ib: b, count: v, dt: h, ob: b, size: v, pos: p, comm: h);
+fortran!(
+    /// `MPI_UNPACK`.
+    mpi_unpack_ => MPI_Unpack; ib: b, size: v, pos: p, ob: b, count: v, dt: h, comm: h);
+fortran!(
+    /// `MPI_PACK_SIZE`.
+    mpi_pack_size_ => MPI_Pack_size; count: v, dt: h, comm: h, size: p);
+fortran!(
+    /// `MPI_COMM_IDUP_WITH_INFO`.
+    mpi_comm_idup_with_info_ => MPI_Comm_idup_with_info; comm: h, info: h, new: o, req: o);
+fortran!(
+    /// `MPI_SESSION_GET_INFO`.
+    mpi_session_get_info_ => MPI_Session_get_info; s: h, info: o);
+
+/// `MPI_INFO_CREATE_ENV` (Fortran passes no arguments of the program).
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_info_create_env_(info: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references; argc/argv are not read.
+    unsafe {
+        let r = with_handle(info, |i| MPI_Info_create_env(0, std::ptr::null_mut(), i));
+        set(ierr, r);
+    }
+}
+
+/// `MPI_AINT_ADD`, a function.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_aint_add_(base: *const i64, disp: *const i64) -> i64 {
+    // SAFETY: Fortran references.
+    unsafe { MPI_Aint_add(get_aint(base), get_aint(disp)) as i64 }
+}
+
+/// `MPI_AINT_DIFF`, a function.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_aint_diff_(a: *const i64, b: *const i64) -> i64 {
+    // SAFETY: Fortran references.
+    unsafe { MPI_Aint_diff(get_aint(a), get_aint(b)) as i64 }
+}

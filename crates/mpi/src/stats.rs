@@ -1,0 +1,323 @@
+//! `SSS_STATS`: what each task's point-to-point traffic and collectives
+//! looked like, printed at `MPI_Finalize` (the columns of the seed's NPB
+//! table: data and message rates, average message size, the share of
+//! data MBCF WRITE carried into a receive posted first, collectives
+//! used). `json` prints one JSON object per task on stderr, `1` one
+//! readable line; the schema is in docs/mpi.md.
+
+use crate::consts::err;
+use crate::engine::MpiErr;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+
+/// What finalize prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Off,
+    Json,
+    Line,
+}
+
+/// The mode in force: 0 off, 1 json, 2 a line (read once at init).
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+/// Collectives called, by name (`MPI_` taken off, lower case).
+static COLLS: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+
+/// Parses `SSS_STATS` (`json`, `1`, `off`, `0` or unset).
+pub(crate) fn parse(v: Option<&str>) -> Result<Mode, MpiErr> {
+    match v.map(str::trim) {
+        None | Some("" | "off" | "0") => Ok(Mode::Off),
+        Some("json") => Ok(Mode::Json),
+        Some("1") => Ok(Mode::Line),
+        Some(other) => Err(MpiErr::new(
+            err::OTHER,
+            format!(
+                "SSS_STATS={:?}: expected json, 1 or off",
+                other.chars().take(40).collect::<String>()
+            ),
+        )),
+    }
+}
+
+/// Reads the mode from the environment (at `MPI_Init`).
+pub(crate) fn init_from_env() -> Result<(), MpiErr> {
+    let v = std::env::var("SSS_STATS").ok();
+    let m = parse(v.as_deref())?;
+    MODE.store(
+        match m {
+            Mode::Off => 0,
+            Mode::Json => 1,
+            Mode::Line => 2,
+        },
+        Ordering::Relaxed,
+    );
+    Ok(())
+}
+
+pub(crate) fn mode() -> Mode {
+    match MODE.load(Ordering::Relaxed) {
+        1 => Mode::Json,
+        2 => Mode::Line,
+        _ => Mode::Off,
+    }
+}
+
+/// The collective an entry point `name` is, if any.
+fn collective(name: &str) -> Option<&'static str> {
+    const NAMES: &[&str] = &[
+        "barrier",
+        "bcast",
+        "reduce",
+        "allreduce",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "reduce_scatter",
+        "reduce_scatter_block",
+        "scan",
+        "exscan",
+        "ibarrier",
+        "ibcast",
+        "ireduce",
+        "iallreduce",
+        "igather",
+        "igatherv",
+        "iscatter",
+        "iscatterv",
+        "iallgather",
+        "iallgatherv",
+        "ialltoall",
+        "ialltoallv",
+        "ialltoallw",
+        "ireduce_scatter",
+        "ireduce_scatter_block",
+        "iscan",
+        "iexscan",
+    ];
+    let n = name.strip_prefix("MPI_")?;
+    NAMES.iter().copied().find(|c| c.eq_ignore_ascii_case(n))
+}
+
+thread_local! {
+    /// Entry points this thread is inside: only the outermost counts (a
+    /// nonblocking collective runs its blocking form inside a later call).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// While alive, the thread is inside an entry point.
+pub(crate) struct Entered(bool);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if self.0 {
+            DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+}
+
+/// Marks what runs until the guard drops as inside the library (a
+/// deferred collective run from a request's lookup).
+pub(crate) fn inside() -> Entered {
+    enter("")
+}
+
+/// Entry point `name` was called: counted when it is a collective called
+/// by the program and statistics are on.
+pub(crate) fn enter(name: &str) -> Entered {
+    if mode() == Mode::Off {
+        return Entered(false);
+    }
+    let outer = DEPTH.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v == 0
+    });
+    if let Some(c) = collective(name).filter(|_| outer) {
+        *COLLS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(c)
+            .or_default() += 1;
+    }
+    Entered(true)
+}
+
+/// Traffic counters of one task. Messages are those the MPI calls send
+/// (collectives' included, control messages not); bytes are their
+/// data, without envelopes.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counters {
+    pub sent_msgs: u64,
+    pub sent_bytes: u64,
+    /// Sent whole with the envelope through the receiver's FIFO.
+    pub eager_msgs: u64,
+    pub eager_bytes: u64,
+    /// Announced, then READ by the receiver.
+    pub rndv_msgs: u64,
+    pub rndv_bytes: u64,
+    /// Written by MBCF WRITE straight into a receive posted first.
+    pub write_msgs: u64,
+    pub write_bytes: u64,
+    /// Of those sent, sent by collectives.
+    pub coll_msgs: u64,
+    pub coll_bytes: u64,
+    pub recv_msgs: u64,
+    pub recv_bytes: u64,
+    /// Received into a receive posted before the message arrived.
+    pub posted_first_msgs: u64,
+    pub posted_first_bytes: u64,
+}
+
+impl Counters {
+    /// A message of `len` bytes sent eagerly (or not).
+    pub(crate) fn sent(&mut self, len: usize, eager: bool) {
+        let len = len as u64;
+        self.sent_msgs += 1;
+        self.sent_bytes += len;
+        if eager {
+            self.eager_msgs += 1;
+            self.eager_bytes += len;
+        } else {
+            self.rndv_msgs += 1;
+            self.rndv_bytes += len;
+        }
+    }
+
+    /// A message of `len` bytes received, into a receive posted first
+    /// (or not).
+    pub(crate) fn received(&mut self, len: u64, posted_first: bool) {
+        self.recv_msgs += 1;
+        self.recv_bytes += len;
+        if posted_first {
+            self.posted_first_msgs += 1;
+            self.posted_first_bytes += len;
+        }
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+fn per_s(x: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        x as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// The report of task `rank` of `size` after `secs` seconds, or None
+/// when statistics are off.
+pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<String> {
+    let m = mode();
+    if m == Mode::Off {
+        return None;
+    }
+    let colls = COLLS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let avg = if c.sent_msgs == 0 {
+        0.0
+    } else {
+        c.sent_bytes as f64 / c.sent_msgs as f64
+    };
+    let write_pct = pct(c.write_bytes, c.sent_bytes);
+    if m == Mode::Line {
+        let mut used = String::new();
+        for (k, v) in &colls {
+            let _ = write!(used, " {k} {v}");
+        }
+        if used.is_empty() {
+            used.push_str(" none");
+        }
+        return Some(format!(
+            "MPI stats, task {rank} of {size}: {secs:.3} s; sent {} B in {} messages \
+             ({:.3} MB/s, {:.1} messages/s, {avg:.1} B on average); received {} B in {} \
+             messages; eager {:.1}%, rendezvous {:.1}%, MBCF WRITE {write_pct:.1}% of bytes \
+             sent; {:.1}% of bytes received into a receive posted first; collectives:{used}",
+            c.sent_bytes,
+            c.sent_msgs,
+            per_s(c.sent_bytes, secs) / 1e6,
+            per_s(c.sent_msgs, secs),
+            c.recv_bytes,
+            c.recv_msgs,
+            pct(c.eager_bytes, c.sent_bytes),
+            pct(c.rndv_bytes, c.sent_bytes),
+            pct(c.posted_first_bytes, c.recv_bytes),
+        ));
+    }
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "{{\"sss_mpi_stats\":1,\"rank\":{rank},\"size\":{size},\"seconds\":{secs:.6},\
+         \"sent_bytes\":{},\"sent_messages\":{},\"recv_bytes\":{},\"recv_messages\":{},\
+         \"data_rate_mb_s\":{:.6},\"message_rate_per_s\":{:.3},\"avg_message_bytes\":{avg:.3},\
+         \"eager_messages\":{},\"eager_bytes\":{},\"rendezvous_messages\":{},\
+         \"rendezvous_bytes\":{},\"write_messages\":{},\"write_bytes\":{},\
+         \"mbcf_write_pct\":{write_pct:.3},\"coll_messages\":{},\"coll_bytes\":{},\
+         \"posted_first_messages\":{},\
+         \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"collectives\":{{",
+        c.sent_bytes,
+        c.sent_msgs,
+        c.recv_bytes,
+        c.recv_msgs,
+        per_s(c.sent_bytes, secs) / 1e6,
+        per_s(c.sent_msgs, secs),
+        c.eager_msgs,
+        c.eager_bytes,
+        c.rndv_msgs,
+        c.rndv_bytes,
+        c.write_msgs,
+        c.write_bytes,
+        c.coll_msgs,
+        c.coll_bytes,
+        c.posted_first_msgs,
+        c.posted_first_bytes,
+        pct(c.posted_first_bytes, c.recv_bytes),
+    );
+    for (i, (k, v)) in colls.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        let _ = write!(o, "{sep}\"{k}\":{v}");
+    }
+    o.push_str("}}");
+    Some(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse(None).ok(), Some(Mode::Off));
+        assert_eq!(parse(Some("json")).ok(), Some(Mode::Json));
+        assert_eq!(parse(Some("1")).ok(), Some(Mode::Line));
+        assert_eq!(parse(Some("off")).ok(), Some(Mode::Off));
+        let e = parse(Some("yes please")).err().map(|e| e.msg);
+        assert!(e.is_some_and(|m| m.contains("expected json, 1 or off")));
+    }
+
+    #[test]
+    fn collectives_are_known_by_entry_point_name() {
+        assert_eq!(collective("MPI_Allreduce"), Some("allreduce"));
+        assert_eq!(
+            collective("MPI_Ireduce_scatter_block"),
+            Some("ireduce_scatter_block")
+        );
+        assert_eq!(collective("MPI_Send"), None);
+        assert_eq!(collective("Allreduce"), None);
+    }
+}

@@ -1,0 +1,146 @@
+/* Intercommunicators: even and odd ranks of the job as two groups;
+ * create, test_inter, sizes and groups, point-to-point by remote rank
+ * (with MPI_ANY_SOURCE), Barrier, Bcast and Allreduce across the groups,
+ * a collective refused with MPI_ERR_COMM, a failing leader, dup,
+ * merge in both orders, free. Rank 0 prints "inter: ok N tasks" when
+ * every check passed (one task: nothing to pair). */
+#include <mpi.h>
+#include <stdio.h>
+
+static int errs, rank;
+#define CHECK(c)                                                               \
+    do {                                                                       \
+        if (!(c)) {                                                            \
+            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
+                    __LINE__, #c);                                             \
+            errs++;                                                            \
+        }                                                                      \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (size > 1) {
+        int odd = rank % 2, flag, n, lsize, lrank, rsize;
+        MPI_Comm half, ic, icdup, merged, merged2;
+        MPI_Comm_split(MPI_COMM_WORLD, odd, rank, &half);
+        /* Remote leader in MPI_COMM_WORLD: rank 1 for the evens, 0 for the odds. */
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, odd ? 0 : 1, 77, &ic);
+        MPI_Comm_test_inter(ic, &flag);
+        CHECK(flag);
+        MPI_Comm_test_inter(half, &flag);
+        CHECK(!flag);
+        MPI_Comm_size(ic, &lsize);
+        MPI_Comm_rank(ic, &lrank);
+        MPI_Comm_remote_size(ic, &rsize);
+        int evens = (size + 1) / 2, odds = size / 2;
+        CHECK(lsize == (odd ? odds : evens) && rsize == (odd ? evens : odds));
+        CHECK(lrank == rank / 2);
+        CHECK(MPI_Comm_remote_size(half, &n) == MPI_ERR_COMM);
+        MPI_Group rg, wg;
+        MPI_Comm_remote_group(ic, &rg);
+        MPI_Comm_group(MPI_COMM_WORLD, &wg);
+        int zero = 0, w;
+        MPI_Group_translate_ranks(rg, 1, &zero, wg, &w);
+        CHECK(w == (odd ? 0 : 1));
+        MPI_Group_free(&rg);
+        MPI_Comm_group(ic, &rg);
+        MPI_Group_size(rg, &n);
+        CHECK(n == lsize);
+        MPI_Group_free(&rg);
+        MPI_Group_free(&wg);
+
+        /* Point-to-point: local rank r and remote rank r pair up. */
+        int pairs = evens < odds ? evens : odds;
+        if (lrank < pairs) {
+            int got = -1;
+            MPI_Status st;
+            MPI_Sendrecv(&rank, 1, MPI_INT, lrank, 5, &got, 1, MPI_INT, MPI_ANY_SOURCE, 5, ic, &st);
+            CHECK(got == (odd ? rank - 1 : rank + 1));
+            CHECK(st.MPI_SOURCE == lrank && st.MPI_TAG == 5);
+        }
+        /* Every odd task sends to remote (even) rank 0. */
+        if (odd) {
+            MPI_Send(&rank, 1, MPI_INT, 0, 6, ic);
+        } else if (lrank == 0) {
+            int sum = 0;
+            for (int i = 0; i < odds; i++) {
+                int got;
+                MPI_Status st;
+                MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 6, ic, &st);
+                CHECK(got == 2 * st.MPI_SOURCE + 1);
+                sum += got;
+            }
+            CHECK(sum == odds * odds);
+        }
+        /* Collectives across the groups: Barrier, Bcast, Allreduce. */
+        CHECK(MPI_Barrier(ic) == MPI_SUCCESS);
+        int val = -1;
+        if (odd) /* the odd group's local rank 0 (world rank 1) is the root */
+            MPI_Bcast(&val, 1, MPI_INT, 0, ic);
+        else {
+            val = 4242;
+            MPI_Bcast(&val, 1, MPI_INT, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, ic);
+        }
+        CHECK(val == 4242);
+        /* Each group gets the sum over the other group's world ranks. */
+        int mine[2] = {rank, 1}, other[2] = {0, 0};
+        MPI_Allreduce(mine, other, 2, MPI_INT, MPI_SUM, ic);
+        int want = 0;
+        for (int r = odd ? 0 : 1; r < size; r += 2)
+            want += r;
+        CHECK(other[0] == want && other[1] == rsize);
+        int gbuf[64];
+        CHECK(MPI_Gather(&rank, 1, MPI_INT, gbuf, 1, MPI_INT, 0, ic) == MPI_ERR_COMM);
+
+        /* A duplicate carries its own traffic. */
+        MPI_Comm_dup(ic, &icdup);
+        MPI_Comm_test_inter(icdup, &flag);
+        CHECK(flag);
+        if (lrank < pairs) {
+            int got = -1;
+            MPI_Sendrecv(&lrank, 1, MPI_INT, lrank, 8, &got, 1, MPI_INT, lrank, 8, icdup,
+                         MPI_STATUS_IGNORE);
+            CHECK(got == lrank);
+        }
+
+        /* Merge: evens low (first), then odds; and the other way round. */
+        MPI_Intercomm_merge(ic, odd, &merged);
+        MPI_Comm_size(merged, &n);
+        CHECK(n == size);
+        int mrank;
+        MPI_Comm_rank(merged, &mrank);
+        CHECK(mrank == (odd ? evens + lrank : lrank));
+        int sum = 0;
+        MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, merged);
+        CHECK(sum == size * (size - 1) / 2);
+        MPI_Intercomm_merge(icdup, !odd, &merged2);
+        MPI_Comm_rank(merged2, &mrank);
+        CHECK(mrank == (odd ? lrank : odds + lrank));
+        MPI_Comm_test_inter(merged2, &flag);
+        CHECK(!flag);
+        MPI_Barrier(merged2);
+
+        /* A bad remote leader: the leaders fail, the others learn it. */
+        MPI_Comm bad = MPI_COMM_NULL;
+        int rc = MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, size + 5, 78, &bad);
+        CHECK(rc == (lrank == 0 ? MPI_ERR_RANK : MPI_ERR_OTHER) && bad == MPI_COMM_NULL);
+
+        MPI_Comm_free(&merged2);
+        MPI_Comm_free(&merged);
+        MPI_Comm_free(&icdup);
+        MPI_Comm_free(&ic);
+        MPI_Comm_free(&half);
+        CHECK(ic == MPI_COMM_NULL);
+    }
+    int all;
+    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && all == 0)
+        printf("inter: ok %d tasks\n", size);
+    MPI_Finalize();
+    return all != 0;
+}

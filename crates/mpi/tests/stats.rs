@@ -1,0 +1,120 @@
+//! `SSS_STATS`: `tests/c/stats.c` sends a fixed pattern on two tasks
+//! (one node and two "nodes"); with `SSS_STATS=json` each task prints
+//! one JSON object on stderr at `MPI_Finalize`, parsed here and checked
+//! against the counts the program implies. `SSS_STATS=1` prints one
+//! readable line per task; a bad value fails `MPI_Init` with a message.
+
+mod support;
+
+use serde_json::Value;
+use support::{compile, scratch, LAUNCHER};
+
+#[test]
+fn launcher_mode() {
+    LAUNCHER.launcher_mode();
+}
+
+const PLACES: &[(&str, &[&str])] = &[
+    ("2 tasks, one node", &["-n", "2"]),
+    (
+        "2 tasks, two nodes",
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+    ),
+];
+
+fn num(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing or not a count in {v}"))
+}
+
+#[test]
+fn json_statistics_count_what_the_program_sent() {
+    let dir = scratch();
+    let exe = compile(&dir, "stats.c", false);
+    for (what, place) in PLACES {
+        let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
+        assert!(
+            code == Some(0) && out.contains("stats: ok"),
+            "{what}: exit {code:?}\n{out}\n{err}"
+        );
+        let mut tasks: Vec<Value> = err
+            .lines()
+            .filter(|l| l.contains("\"sss_mpi_stats\""))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        tasks.sort_by_key(|v| num(v, "rank"));
+        assert_eq!(tasks.len(), 2, "{what}: one object per task\n{err}");
+        for (r, t) in tasks.iter().enumerate() {
+            assert_eq!(num(t, "rank"), r as u64);
+            assert_eq!(num(t, "size"), 2);
+            let colls = t["collectives"].as_object().expect("collectives");
+            let counts: Vec<(&str, u64)> = colls
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_u64().unwrap_or(0)))
+                .collect();
+            assert_eq!(
+                counts,
+                [
+                    ("allreduce", 1),
+                    ("barrier", 1),
+                    ("bcast", 2),
+                    ("ibarrier", 1)
+                ],
+                "{what}: task {r}"
+            );
+            for key in ["data_rate_mb_s", "message_rate_per_s", "avg_message_bytes"] {
+                assert!(t[key].as_f64().is_some(), "{key} in {t}");
+            }
+            // Nothing goes by MBCF WRITE into a posted receive yet.
+            assert_eq!(num(t, "write_messages"), 0);
+            assert_eq!(
+                num(t, "sent_messages"),
+                num(t, "eager_messages") + num(t, "rendezvous_messages")
+            );
+        }
+        // Point-to-point: the sent counts less what collectives sent.
+        let p2p = |t: &Value, k: &str, c: &str| num(t, k) - num(t, c);
+        let (t0, t1) = (&tasks[0], &tasks[1]);
+        assert_eq!(p2p(t0, "sent_messages", "coll_messages"), 13, "{t0}");
+        assert_eq!(p2p(t0, "sent_bytes", "coll_bytes"), 201_000, "{t0}");
+        assert_eq!(num(t0, "rendezvous_messages"), 2, "{t0}");
+        assert_eq!(num(t0, "rendezvous_bytes"), 200_000, "{t0}");
+        assert_eq!(p2p(t1, "sent_messages", "coll_messages"), 1, "{t1}");
+        assert_eq!(p2p(t1, "sent_bytes", "coll_bytes"), 0, "{t1}");
+        // What one task sent the other received.
+        assert_eq!(num(t1, "recv_messages"), num(t0, "sent_messages"));
+        assert_eq!(num(t1, "recv_bytes"), num(t0, "sent_bytes"));
+        assert_eq!(num(t0, "recv_messages"), num(t1, "sent_messages"));
+        // Task 1 posted the eleven small receives first, not the large
+        // ones; a collective's receive may or may not have been first.
+        let first = num(t1, "posted_first_messages");
+        let coll_in = num(t0, "coll_messages");
+        assert!((11..=11 + coll_in).contains(&first), "{t1}");
+        let first_bytes = num(t1, "posted_first_bytes");
+        assert!(
+            (1000..=1000 + num(t0, "coll_bytes")).contains(&first_bytes),
+            "{t1}"
+        );
+    }
+}
+
+#[test]
+fn one_readable_line_per_task_and_bad_values_refused() {
+    let dir = scratch();
+    let exe = compile(&dir, "stats.c", false);
+    let (code, out, err) = LAUNCHER.run(PLACES[0].1, &exe, &[], &[("SSS_STATS", "1")]);
+    assert!(code == Some(0) && out.contains("stats: ok"), "{out}\n{err}");
+    for r in 0..2 {
+        let want = format!("MPI stats, task {r} of 2:");
+        let line = err.lines().find(|l| l.starts_with(&want));
+        let line = line.unwrap_or_else(|| panic!("no {want:?} in\n{err}"));
+        assert!(line.contains("collectives: allreduce 1 barrier 1 bcast 2 ibarrier 1"));
+        assert!(line.contains("MBCF WRITE 0.0%"), "{line}");
+    }
+    let (code, _, err) = LAUNCHER.run(PLACES[0].1, &exe, &[], &[("SSS_STATS", "lots")]);
+    assert!(
+        code != Some(0) && err.contains("SSS_STATS=\"lots\": expected json, 1 or off"),
+        "exit {code:?}\n{err}"
+    );
+}
