@@ -94,6 +94,7 @@
 #ifndef SSS_H
 #define SSS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -758,7 +759,9 @@ typedef struct sss_dsm_stats {
     uint64_t writes;           /**< MBCF WRITEs of data to homes. */
     uint64_t bytes_sent;       /**< Bytes written to homes. */
     uint64_t packets;          /**< Datagrams sent (udp peers). */
-    uint64_t notes;            /**< sss_dsm_note_write calls (#CM). */
+    uint64_t notes;            /**< Notes that reached the runtime (#CM;
+                                    the inline sss_dsm_note_write() merges
+                                    or skips the others). */
     uint64_t notices;          /**< Write notices published. */
     uint64_t invalidations;    /**< Pages dropped by invalidation. */
     uint64_t locks;            /**< Lock acquisitions. */
@@ -879,6 +882,65 @@ sss_status_t sss_dsm_note_write(sss_dsm_h dsm, const void *addr, size_t len);
 int sss_dsm_is_trap(sss_dsm_h dsm);
 
 /**
+ * The note log: sss_dsm_note_write() below is an inline fast path that
+ * calls into the runtime only when it must. When the heap needs no notes
+ * (a task alone, trap mode) a note returns at once; when every allocation
+ * known is SSS_DSM_ULRC (notes wait for the release anyway) the range is
+ * appended to this log, or merged with the last entry it extends, and
+ * the next call on the handle (any sss_dsm_* call: unlock, barrier, ...)
+ * hands the log to the runtime. The log belongs to the handle opened
+ * last and to the thread that opened it; other threads, other handles,
+ * ranges outside the heap and a full log take the call. Define
+ * SSS_NO_INLINE_NOTES to call the runtime for every note. The runtime
+ * owns the fields; code reads them only as below.
+ */
+#define SSS_NOTE_LOG_CAP 256
+typedef struct sss_note_log {
+    sss_dsm_h dsm;  /**< The handle whose notes are logged (NULL: none). */
+    uint64_t lo;    /**< Its heap's first byte. */
+    uint64_t span;  /**< Its heap's length. */
+    uint64_t mode;  /**< 0: call; 1: append; 2: no note needed. */
+    uint64_t owner; /**< pthread_self() of the appending thread. */
+    uint64_t n;     /**< Entries in use. */
+    uint64_t ent[SSS_NOTE_LOG_CAP][2]; /**< Address, length. */
+} sss_note_log_t;
+extern sss_note_log_t sss_note_log;
+
+static inline sss_status_t sss_dsm_note_write_inline(sss_dsm_h dsm,
+                                                     const void *addr,
+                                                     size_t len) {
+    sss_note_log_t *l = &sss_note_log;
+    uint64_t a = (uint64_t)(uintptr_t)addr, rel = a - l->lo;
+    uint64_t mode = __atomic_load_n(&l->mode, __ATOMIC_ACQUIRE);
+    if (l->dsm == dsm && dsm != NULL && rel < l->span &&
+        (uint64_t)len <= l->span - rel) {
+        if (mode == 2) {
+            return SSS_OK;
+        }
+        if (mode == 1 && l->owner == (uint64_t)pthread_self()) {
+            uint64_t n = l->n;
+            if (n > 0 && n <= SSS_NOTE_LOG_CAP &&
+                l->ent[n - 1][0] + l->ent[n - 1][1] == a) {
+                l->ent[n - 1][1] += len;
+                return SSS_OK;
+            }
+            if (n < SSS_NOTE_LOG_CAP) {
+                l->ent[n][0] = a;
+                l->ent[n][1] = len;
+                __atomic_store_n(&l->n, n + 1, __ATOMIC_RELEASE);
+                return SSS_OK;
+            }
+        }
+    }
+    return (sss_dsm_note_write)(dsm, addr, len);
+}
+
+#ifndef SSS_NO_INLINE_NOTES
+#define sss_dsm_note_write(dsm, addr, len) \
+    sss_dsm_note_write_inline((dsm), (addr), (len))
+#endif
+
+/**
  * What code compiled by `sss cc` (the RCOP pass) uses: the heap range of
  * the DSM handle opened last in note mode (span 0 in trap mode and before
  * any heap), tested inline after each store that may reach the heap, and
@@ -887,6 +949,22 @@ int sss_dsm_is_trap(sss_dsm_h dsm);
 extern uint64_t sss_rcop_lo;
 extern uint64_t sss_rcop_span;
 void sss_rcop_note(const void *addr, size_t len);
+
+/**
+ * For loops `dst[p[d]++] = v` that `sss cc` notes by bucket: a copy of
+ * the @p n cursors of @p width bytes (4 or 8) at @p p, taken at loop
+ * entry, or NULL when nothing needs noting (trap mode, no heap) or @p n
+ * is 0 or above 2^24; then each store is noted by itself.
+ */
+void *sss_rcop_cursor_begin(const void *p, uint64_t n, uint64_t width);
+
+/**
+ * At loop exit: for each cursor that moved since @p snap, notes the
+ * elements of @p elem bytes of @p dst it moved over (and the cursor, if
+ * it is in the heap), then frees @p snap. Nothing when @p snap is NULL.
+ */
+void sss_rcop_cursor_end(void *snap, const void *p, uint64_t n, uint64_t width,
+                         const void *dst, uint64_t elem);
 
 /**
  * Collective: makes the program's own memory [@p addr, @p addr + @p len)

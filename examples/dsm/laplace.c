@@ -13,7 +13,9 @@
  * point is computed by the same expression in the same order.
  *
  * Rows are dealt to tasks in whole pages, so under the invalidate
- * protocol every page has one writer. Stores are followed by
+ * protocol every page has one writer. Both grids are placed by block
+ * (each task is home of the rows it computes), or as LAPLACE_PLACEMENT
+ * says: block, first_touch, cyclic (one page a task in turn) or rank0. Stores are followed by
  * sss_dsm_note_write() for the row unless writes are trapped.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -116,9 +118,25 @@ int main(int argc, char **argv) {
     uint32_t me = sss_task_rank(task), np = sss_task_size(task);
     int trap = sss_dsm_is_trap(dsm);
     size_t bytes = n * n * sizeof(double);
+    sss_dsm_placement_t place = SSS_DSM_BLOCK;
+    uint32_t param = 0;
+    const char *pl = getenv("LAPLACE_PLACEMENT");
+    if (pl == NULL || strcmp(pl, "block") == 0) {
+        place = SSS_DSM_BLOCK;
+    } else if (strcmp(pl, "first_touch") == 0) {
+        place = SSS_DSM_FIRST_TOUCH;
+    } else if (strcmp(pl, "cyclic") == 0) {
+        place = SSS_DSM_CYCLIC;
+        param = 1;
+    } else if (strcmp(pl, "rank0") == 0) {
+        place = SSS_DSM_EXPLICIT;
+    } else {
+        fprintf(stderr, "LAPLACE_PLACEMENT: block, first_touch, cyclic or rank0\n");
+        return 2;
+    }
     double *a, *b;
-    CHECK(sss_dsm_malloc_all(dsm, bytes, SSS_DSM_BLOCK, 0, (void **)&a));
-    CHECK(sss_dsm_malloc_all(dsm, bytes, SSS_DSM_BLOCK, 0, (void **)&b));
+    CHECK(sss_dsm_malloc_all(dsm, bytes, place, param, (void **)&a));
+    CHECK(sss_dsm_malloc_all(dsm, bytes, place, param, (void **)&b));
     /* Rows in units of whole pages (or one row when a row spans pages). */
     size_t row_bytes = n * sizeof(double);
     size_t unit = row_bytes >= 4096 ? 1 : 4096 / row_bytes;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub mod cost;
+pub mod dsm;
 pub mod fair;
 pub mod load;
 pub mod mpi;

@@ -361,3 +361,56 @@ fn huge_allocations_are_no_memory() {
         );
     }
 }
+
+/// The `notes` count of a `NOTES-OK` line.
+fn notes_of(out: &str) -> u64 {
+    let line = out.lines().find(|l| l.contains("NOTES-OK")).unwrap_or("");
+    field(line, "notes")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+/// Regression (issue 20): every `sss_dsm_note_write` was a call into the
+/// runtime (a lock and a vector push per store, or a write-through).
+/// Now a task alone needs none, and under ulrc the header's inline note
+/// merges adjacent stores in its log, which the next barrier hands over:
+/// 4 sweeps × 4096 noted stores reach the runtime as a handful of ranges.
+/// With `SSS_NO_INLINE_NOTES` every note is still a call.
+#[test]
+fn inline_notes_stay_out_of_the_runtime() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let dir = TempDir::new().expect("tempdir");
+    let src = root().join("crates/capi/tests/c/dsm_notes.c");
+    let exe = compile_src(&dir, "dsm_notes", &src);
+    let called = dir.path().join("dsm_notes_called");
+    let flags = [
+        "-std=c11",
+        "-O2",
+        "-Wall",
+        "-Werror",
+        "-DSSS_NO_INLINE_NOTES",
+    ];
+    cc_libsss(&flags, &called, &[&src]);
+    let ulrc = [("SSS_DSM_PROTOCOL", "ulrc")];
+    let two_hosts = &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..];
+    for (what, exe, p, want) in [
+        ("1 task", &exe, &["-n", "1"][..], 0..=0),
+        ("2 tasks", &exe, &["-n", "2"][..], 1..=8),
+        ("2 hosts", &exe, two_hosts, 1..=8),
+        (
+            "2 tasks, no inline",
+            &called,
+            &["-n", "2"][..],
+            16384..=16384,
+        ),
+    ] {
+        let (code, out, err) = LAUNCHER.run(p, exe, &[], &ulrc);
+        let notes = notes_of(&out);
+        assert!(
+            code == Some(0) && want.contains(&notes),
+            "{what}: exit {code:?}, notes {notes}, want {want:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}

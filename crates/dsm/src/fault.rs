@@ -14,6 +14,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Pages one write-protect fault twins and opens at most.
+const MAX_TWIN_OPEN: u64 = 64;
+/// Pages one read fault fetches at most in a sequential pass.
+const MAX_AHEAD: u64 = 64;
+/// Pages a fault opens in a sequential pass without history.
+pub(crate) const SEQ_AHEAD: u64 = 16;
+
 impl Shared {
     /// Handles one fault from the fault thread.
     fn handle_fault(&self, f: sys::Fault) -> Result<(), Error> {
@@ -23,6 +30,11 @@ impl Shared {
         let trap = self.traps();
         if f.wp {
             bump(&self.stats.write_faults, 1);
+            if self.is_mapped(page) {
+                self.own_write(page)?;
+                bump(&self.stats.fault_ns, t0.elapsed().as_nanos() as u64);
+                return Ok(());
+            }
             let mut st = lock(&self.state);
             if !st.present.contains(&page) {
                 // Dropped meanwhile (reading it here would fault on this
@@ -30,12 +42,36 @@ impl Shared {
                 drop(st);
                 self.uffd.wake(paddr, PAGE)?;
             } else {
-                // Present and protected: reading it cannot fault.
-                if let std::collections::hash_map::Entry::Vacant(e) = st.dirty.entry(page) {
-                    e.insert(Some(self.view_read(page * PAGE as u64, PAGE)?));
+                // Twins for this page and, in one ioctl, the present clean
+                // pages after it that were written in one of the two
+                // previous intervals (or a few, in a sequential pass).
+                let end = self
+                    .find_range(page)
+                    .map_or(page + 1, |r| r.start + r.pages);
+                let ahead = if page > 0 && st.dirty.contains_key(&(page - 1)) {
+                    SEQ_AHEAD
+                } else {
+                    1
+                };
+                let mut hi = page;
+                while hi < end
+                    && hi - page < MAX_TWIN_OPEN
+                    && (hi == page
+                        || ((st.twin_prev.contains(&hi) || hi - page < ahead)
+                            && st.present.contains(&hi)
+                            && !st.dirty.contains_key(&hi)
+                            && self.page_addr(hi)? == paddr + (hi - page) as usize * PAGE))
+                {
+                    // Present and protected: reading it cannot fault.
+                    if let std::collections::hash_map::Entry::Vacant(e) = st.dirty.entry(hi) {
+                        e.insert(Some(self.view_read(hi * PAGE as u64, PAGE)?));
+                        bump(&self.stats.twins, 1);
+                    }
+                    hi += 1;
                 }
                 drop(st);
-                self.uffd.protect(paddr, PAGE, false)?;
+                self.uffd
+                    .protect(paddr, (hi - page) as usize * PAGE, false)?;
             }
         } else {
             bump(
@@ -46,7 +82,11 @@ impl Shared {
                 },
                 1,
             );
-            self.fetch_install(page, f.write && trap)?;
+            if self.map_own(page)? {
+                self.uffd.wake(paddr, PAGE)?;
+            } else {
+                self.fetch_install(page, f.write && trap)?;
+            }
         }
         bump(&self.stats.fault_ns, t0.elapsed().as_nanos() as u64);
         Ok(())
@@ -60,27 +100,42 @@ impl Shared {
         let proto = self.proto_of(page)?;
         let tracked =
             proto == Protocol::Update || (proto == Protocol::Invalidate && self.size <= SC_MAX);
+        // Prefetch: following pages of the same home, not present, within
+        // the same allocation: `prefetch` of them, or more in a sequential
+        // pass (read-ahead: the third fault in a row that starts where
+        // the last fetch ended fetches 2 pages, then 4, ... up to
+        // MAX_AHEAD), so reading a remote array costs a few round trips
+        // instead of one a page.
+        let want = {
+            let mut st = lock(&self.state);
+            st.ra_count = if page == st.ra_end {
+                st.ra_count + 1
+            } else {
+                0
+            };
+            let ahead = match st.ra_count {
+                0 | 1 => 1,
+                c => 1u64 << (c - 1).min(MAX_AHEAD.trailing_zeros()),
+            };
+            ahead.max(self.cfg.prefetch as u64 + 1)
+        };
+        let mut n = 1u64;
+        let r_end = self
+            .find_range(page)
+            .map_or(page + 1, |r| r.start + r.pages);
+        while n < want
+            && page + n < r_end.min(last)
+            && !lock(&self.state).present.contains(&(page + n))
+            && self.home_of(page + n)? == home
+        {
+            n += 1;
+        }
+        lock(&self.state).ra_end = page + n;
         if tracked {
-            // Before reading the page: updates (invalidations) the home
+            // Before reading the pages: updates (invalidations) the home
             // (a writer) applies after this reach this task; earlier ones
             // are in the data.
-            self.register(page, home)?;
-        }
-        // Prefetch: following pages of the same home, not present, within
-        // the same allocation (not for pages in the holder directory: each
-        // would need its own registration round trip first).
-        let mut n = 1u64;
-        if self.cfg.prefetch > 0 && !tracked {
-            let r_end = self
-                .find_range(page)
-                .map_or(page + 1, |r| r.start + r.pages);
-            while n <= self.cfg.prefetch as u64
-                && page + n < r_end.min(last)
-                && !lock(&self.state).present.contains(&(page + n))
-                && self.home_of(page + n)? == home
-            {
-                n += 1;
-            }
+            self.register_run(page, n, home)?;
         }
         let sc = proto == Protocol::Invalidate && tracked && self.size > 1;
         loop {
@@ -89,7 +144,7 @@ impl Shared {
                 // Registered before this look: a writer that takes the
                 // page after it sees our bit and invalidates (the epoch
                 // then sends us round again).
-                self.wait_not_busy(page, home)?;
+                self.wait_not_busy_run(page, n, home)?;
             }
             let off = page * PAGE as u64;
             let len = n as usize * PAGE;
@@ -137,7 +192,10 @@ impl Shared {
                     st.transient.insert(p);
                 }
                 if i == 0 && twin {
-                    st.dirty.entry(p).or_insert_with(|| Some(chunk.to_vec()));
+                    st.dirty.entry(p).or_insert_with(|| {
+                        bump(&self.stats.twins, 1);
+                        Some(chunk.to_vec())
+                    });
                 }
             }
             return Ok(());
@@ -155,9 +213,10 @@ impl Shared {
         self.cfg.writes == WriteMode::Trap && self.size > 1
     }
 
-    /// A task alone in trap mode: its copies hold its stores, not yet home.
-    pub(crate) fn solo_trap(&self) -> bool {
-        self.cfg.writes == WriteMode::Trap && self.size == 1
+    /// A task alone: its copies hold its stores, not yet home (neither
+    /// trapped nor noted).
+    pub(crate) fn solo(&self) -> bool {
+        self.size == 1
     }
 }
 

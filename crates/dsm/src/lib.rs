@@ -8,7 +8,9 @@
 //! into the fault-handling thread, which fetches the page from its home
 //! with MBCF READ (plus up to `prefetch` following pages with the same
 //! home, in the same READ) and installs it with `UFFDIO_COPY`. There is no
-//! SIGSEGV handler, so applications keep their own.
+//! SIGSEGV handler, so applications keep their own. Pages homed at the
+//! faulting task are mapped from its home segment instead (`local`): the
+//! task works on the master copy, and a task alone needs no notes.
 //!
 //! Writes are recorded either explicitly — [`Dsm::note_write`] after plain
 //! stores, as compiler-emitted code sequences do — or, for unmodified code,
@@ -89,6 +91,7 @@ mod adopt;
 mod config;
 mod fault;
 mod layout;
+mod local;
 pub mod msg;
 mod protocol;
 mod range;
@@ -111,7 +114,7 @@ use std::time::Instant;
 
 pub use config::{Config, WriteMode};
 pub use protocol::Protocol;
-pub use range::Placement;
+pub use range::{NotePolicy, Placement};
 pub use stats::Stats;
 pub use sync::WAKE_RECHECK;
 pub use sys::PAGE;
@@ -206,13 +209,16 @@ impl Dsm {
             out: Mutex::new(Out::default()),
             place: Mutex::new(Placements {
                 lazy: cfg.protocol.lazy(),
+                eager: cfg.protocol != Protocol::Ulrc,
                 ..Placements::default()
             }),
+            mapped: Mutex::default(),
             epoch: AtomicU64::new(0),
             acks_expected: AtomicU64::new(0),
             stats: Counters::default(),
             packets0,
             window: std::sync::OnceLock::new(),
+            note_mode: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&shared);
         task.set_handler(
@@ -424,7 +430,9 @@ impl Dsm {
             return Ok(());
         }
         bump(&s.stats.notes, 1);
-        if len == 0 {
+        if len == 0 || s.size == 1 {
+            // A task alone: its view is every page's only copy (home pages
+            // are mapped; a page dropped is written home first).
             return Ok(());
         }
         for (o, l, proto) in s.split_by_range(off, len as u64)? {
@@ -445,6 +453,34 @@ impl Dsm {
             }
         }
         Ok(())
+    }
+
+    /// Notes of several ranges at once (a caller's log of notes, see
+    /// [`Dsm::note_policy`]), in order; stops at the first bad range.
+    pub fn note_writes(&self, ranges: &[(usize, usize)]) -> Result<(), Error> {
+        for &(addr, len) in ranges {
+            self.note_write(addr as *const u8, len)?;
+        }
+        Ok(())
+    }
+
+    /// What a caller may do with notes between calls into the heap: the
+    /// C header's inline `sss_dsm_note_write` appends to a log
+    /// ([`NotePolicy::Log`]) or returns at once ([`NotePolicy::Drop`])
+    /// instead of calling into the runtime per store.
+    pub fn note_policy(&self) -> NotePolicy {
+        self.shared.note_policy()
+    }
+
+    /// `word` holds the caller's [`NotePolicy`] (as u64): the heap stores
+    /// [`NotePolicy::Call`] there as soon as it learns of a range whose
+    /// notes cannot wait (another task's allocation found by a fault).
+    /// Only the first word given is kept.
+    pub fn watch_notes(&self, word: &'static AtomicU64) {
+        let _ = self.shared.note_mode.set(word);
+        if self.shared.note_policy() == NotePolicy::Call {
+            word.store(NotePolicy::Call as u64, Ordering::Release);
+        }
     }
 
     /// Store helper: writes `value` at `addr` (inside the heap, aligned
@@ -537,6 +573,8 @@ impl Dsm {
             pages_fetched: g(&c.pages_fetched),
             pages_prefetched: g(&c.pages_prefetched),
             diffs: g(&c.diffs),
+            twins: g(&c.twins),
+            mapped_pages: g(&c.mapped_pages),
             writes: g(&c.writes),
             bytes_sent: g(&c.bytes_sent),
             packets: self

@@ -40,6 +40,25 @@ pub(crate) struct Placements {
     /// A range with write notices (ulrc, home_update) is known here:
     /// acquires must read other tasks' notices.
     pub(crate) lazy: bool,
+    /// A range whose notes cannot wait for the release (any protocol but
+    /// ulrc) is known here: [`NotePolicy::Log`] is off.
+    pub(crate) eager: bool,
+}
+
+/// What a caller may do with notes of plain stores between calls into
+/// the heap ([`Dsm::note_policy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
+pub enum NotePolicy {
+    /// Every note goes to [`Dsm::note_write`] at once.
+    Call = 0,
+    /// Notes may be logged and handed over with [`Dsm::note_writes`]
+    /// before the next other call: every range known here is ulrc, whose
+    /// notes wait for the release anyway.
+    Log = 1,
+    /// Notes are not needed: a task alone (its view is every page's only
+    /// copy) or trap mode (write protection records stores).
+    Drop = 2,
 }
 
 impl Shared {
@@ -91,9 +110,7 @@ impl Shared {
         self.task
             .write(at, &r.encode(), Options::status())?
             .wait()?;
-        let mut p = lock(&self.place);
-        p.lazy |= protocol.lazy();
-        p.ranges.insert(r.start, r);
+        self.learn(&mut lock(&self.place), r);
         Ok(off)
     }
 
@@ -145,12 +162,49 @@ impl Shared {
                     break;
                 }
             };
-            p.lazy |= r.protocol.lazy();
-            p.ranges.insert(r.start, r);
+            self.learn(&mut p, r);
             done += 1;
         }
         p.known = p.known.max(done);
         Ok(())
+    }
+
+    /// Records a range now known here.
+    fn learn(&self, p: &mut Placements, r: Range) {
+        p.lazy |= r.protocol.lazy();
+        if r.protocol != Protocol::Ulrc {
+            p.eager = true;
+            self.notes_eager();
+        }
+        p.ranges.insert(r.start, r);
+    }
+
+    /// Notes must reach the heap at once from now on: tells the caller's
+    /// note log ([`Dsm::watch_notes`]).
+    fn notes_eager(&self) {
+        // Called with the placements locked: no `note_policy` here.
+        if !self.notes_needed() {
+            return;
+        }
+        if let Some(w) = self.note_mode.get() {
+            w.store(NotePolicy::Call as u64, Ordering::Release);
+        }
+    }
+
+    /// Whether notes do anything: not for a task alone, nor in trap mode.
+    fn notes_needed(&self) -> bool {
+        self.size > 1 && self.cfg.writes == crate::WriteMode::Note
+    }
+
+    /// See [`Dsm::note_policy`].
+    pub(crate) fn note_policy(&self) -> NotePolicy {
+        if !self.notes_needed() {
+            NotePolicy::Drop
+        } else if lock(&self.place).eager {
+            NotePolicy::Call
+        } else {
+            NotePolicy::Log
+        }
     }
 
     pub(crate) fn find_range(&self, page: u64) -> Option<Range> {
@@ -160,7 +214,7 @@ impl Shared {
     }
 
     /// The allocation containing `page`, learning new ones from rank 0.
-    fn range_of(&self, page: u64) -> Result<Option<Range>, Error> {
+    pub(crate) fn range_of(&self, page: u64) -> Result<Option<Range>, Error> {
         if let Some(r) = self.find_range(page) {
             return Ok(Some(r));
         }
@@ -272,6 +326,10 @@ impl Shared {
             pl.lazy |= protocol.lazy();
             if let Some(x) = pl.ranges.get_mut(&r.start) {
                 x.protocol = protocol;
+            }
+            if protocol != Protocol::Ulrc {
+                pl.eager = true;
+                self.notes_eager();
             }
         }
         if self.rank == 0 {

@@ -6,13 +6,14 @@
 use crate::adopt::Window;
 use crate::config::Config;
 use crate::layout as L;
+use crate::local::Mapped;
 use crate::protocol::eager::Pending;
 use crate::range::Placements;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
 use crate::Error;
 use sss_mbcf::{Options, RemoteAddr, Segment, SegmentInfo, Task};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -33,6 +34,20 @@ pub(crate) struct State {
     /// Pages another task invalidated while this task was writing them:
     /// kept until this task's release has sent its diff, then dropped.
     pub(crate) stale: HashSet<u64>,
+    /// Mapped home pages written this interval (trap mode).
+    pub(crate) own_dirty: BTreeSet<u64>,
+    /// One past the last page the last fetch brought (read-ahead).
+    pub(crate) ra_end: u64,
+    /// Fetches in a row that each started at `ra_end`.
+    pub(crate) ra_count: u32,
+    /// Twinned pages diffed at the last release that diffed any.
+    pub(crate) twin_prev1: BTreeSet<u64>,
+    /// Twinned pages diffed at either of the two releases before.
+    pub(crate) twin_prev: BTreeSet<u64>,
+    /// Mapped home pages written in the previous interval.
+    pub(crate) own_prev1: BTreeSet<u64>,
+    /// Mapped home pages written in either of the two previous intervals.
+    pub(crate) own_prev: BTreeSet<u64>,
 }
 
 /// Outgoing writes of the application thread (only it takes this lock).
@@ -69,12 +84,16 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) out: Mutex<Out>,
     pub(crate) place: Mutex<Placements>,
+    /// Home pages mapped into the view (`local`).
+    pub(crate) mapped: Mutex<Mapped>,
     /// Bumped on every invalidation: a fetch that raced one is redone.
     pub(crate) epoch: AtomicU64,
     /// Invalidation acks expected so far (Invalidate protocol).
     pub(crate) acks_expected: AtomicU64,
     pub(crate) stats: Counters,
     pub(crate) packets0: u64,
+    /// The note mode word of the caller's note log (`Dsm::watch_notes`).
+    pub(crate) note_mode: OnceLock<&'static AtomicU64>,
     /// The program's global variables, once adopted (`Dsm::adopt`).
     pub(crate) window: OnceLock<Window>,
 }

@@ -19,6 +19,12 @@ pub struct Stats {
     pub pages_prefetched: u64,
     /// Pages diffed against their twin.
     pub diffs: u64,
+    /// Twins kept (page copies taken at a page's first trapped write of
+    /// an interval, or ahead of it for pages written the interval before).
+    pub twins: u64,
+    /// Pages of this task's home mapped into its view as plain memory
+    /// (no fetch, no twin, no diff).
+    pub mapped_pages: u64,
     /// Messages of written data: MBCF WRITEs to homes, and update
     /// SIGNALs (to homes, forwarded by homes, or sent to copies).
     pub writes: u64,
@@ -60,12 +66,14 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
             self.pages_prefetched,
             self.diffs,
+            self.twins,
+            self.mapped_pages,
             self.writes,
             self.bytes_sent,
             self.packets,
@@ -91,6 +99,8 @@ pub(crate) struct Counters {
     pub(crate) pages_fetched: AtomicU64,
     pub(crate) pages_prefetched: AtomicU64,
     pub(crate) diffs: AtomicU64,
+    pub(crate) twins: AtomicU64,
+    pub(crate) mapped_pages: AtomicU64,
     pub(crate) writes: AtomicU64,
     pub(crate) bytes_sent: AtomicU64,
     pub(crate) notes: AtomicU64,

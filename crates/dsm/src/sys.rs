@@ -157,6 +157,67 @@ impl Reservation {
     }
 }
 
+impl Reservation {
+    /// Maps the pages of the shared mapping at `src` over
+    /// `[addr, addr+len)` of the reservation (`mremap` with old size 0
+    /// makes a second mapping of the same pages): stores there are stores
+    /// to `src`. The new mapping is not registered with any userfaultfd.
+    ///
+    /// # Safety
+    /// `[src, src+len)` lies in one live `MAP_SHARED` mapping that
+    /// outlives the reservation's use of these pages (a segment of this
+    /// task), and nothing in this process relies on the bytes now at
+    /// `[addr, addr+len)` (they are replaced).
+    pub unsafe fn map_shared(&self, addr: usize, src: usize, len: usize) -> io::Result<()> {
+        if addr % PAGE != 0 || src % PAGE != 0 || len % PAGE != 0 || len == 0 {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        if addr < self.base || addr + len > self.base + self.len {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: the destination is inside our own reservation (checked)
+        // and its bytes are the caller's to replace; the source is a live
+        // shared mapping (caller), which old size 0 duplicates, not moves.
+        let p = unsafe {
+            libc::mremap(
+                src as *mut libc::c_void,
+                0,
+                len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                addr as *mut libc::c_void,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Puts fresh reservation (anonymous, untouched) back over
+    /// `[addr, addr+len)`, undoing [`Reservation::map_shared`].
+    pub fn unmap_shared(&self, addr: usize, len: usize) -> io::Result<()> {
+        if addr % PAGE != 0 || addr < self.base || addr + len > self.base + self.len {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: inside our own reservation; MAP_FIXED replaces exactly
+        // that range with what `new` made there.
+        let p = unsafe {
+            libc::mmap(
+                addr as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         // SAFETY: base/len came from a successful mmap, unmapped once.
@@ -342,6 +403,21 @@ impl Uffd {
                 len: len as u64,
             },
             mode: REGISTER_MODE_MISSING | if self.wp { REGISTER_MODE_WP } else { 0 },
+            ioctls: 0,
+        };
+        // SAFETY: UFFDIO_REGISTER reads/writes the struct we pass.
+        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_REGISTER, &mut reg) }).map(|_| ())
+    }
+
+    /// Registers `[addr, addr+len)` for write-protect faults only (pages
+    /// mapped from a home segment: their missing pages are the kernel's).
+    pub fn register_wp(&self, addr: usize, len: usize) -> io::Result<()> {
+        let mut reg = UffdioRegister {
+            range: UffdioRange {
+                start: addr as u64,
+                len: len as u64,
+            },
+            mode: REGISTER_MODE_WP,
             ioctls: 0,
         };
         // SAFETY: UFFDIO_REGISTER reads/writes the struct we pass.

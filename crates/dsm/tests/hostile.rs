@@ -317,8 +317,13 @@ fn solo() -> R {
         poke(p.wrapping_add(PAGE), i);
         dsm.unlock(1)?;
     }
+    // One fault a page, or one for both: its home pages are mapped as
+    // one run at the first.
     let faults = dsm.stats().write_faults;
-    check(faults == 2, &format!("{faults} write faults, want 2"))?;
+    check(
+        (1..=2).contains(&faults),
+        &format!("{faults} write faults, want 1 or 2"),
+    )?;
     dsm.set_protocol(p, Protocol::HomeOnly)?;
     let mut b = [0u8; 1];
     dsm.read(p.wrapping_add(PAGE), &mut b)?;

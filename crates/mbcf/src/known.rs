@@ -259,8 +259,8 @@ pub const SETTINGS: &[Known] = &[
     k(
         "SSS_STATS",
         "(unset)",
-        "json",
-        "print the DSM's counters per task at finalize",
+        "json, 1 (MPI only), off",
+        "print per task at finalize the DSM's counters, or MPI's traffic (json or one line)",
         Dsm,
     ),
     k(

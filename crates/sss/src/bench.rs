@@ -20,15 +20,26 @@ enum Which {
     Sswait(sss_bench::sswait::SswaitArgs),
     /// The NAS Parallel Benchmarks (a source tree you give) on SSS, Open MPI and MPICH.
     Npb(sss_bench::npb::NpbArgs),
+    /// Laplace on the shared heap: every protocol, write mode and
+    /// placement (and ArgoDSM, given its program), side by side.
+    Dsm(sss_bench::dsm::DsmArgs),
 }
 
-/// Dispatches `sss bench`, `sss bench sswait` and `sss bench npb`.
+/// Dispatches `sss bench`, `sss bench sswait`, `sss bench npb` and
+/// `sss bench dsm`.
 pub fn run_cli(cli: BenchCli) -> Result<(), String> {
     match cli.which {
         None => run(cli.args).map_err(|e| e.to_string()),
         Some(Which::Sswait(a)) => {
             let exe = std::env::current_exe().map_err(|e| e.to_string())?;
             let md = sss_bench::sswait::run(&a, &exe)?;
+            print!("{md}");
+            Ok(())
+        }
+        Some(Which::Dsm(a)) => {
+            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+            let (inc, lib) = crate::mpicc::locate_lib("sss.h", "sss")?;
+            let md = sss_bench::dsm::run(&a, &exe, &inc, &lib)?;
             print!("{md}");
             Ok(())
         }

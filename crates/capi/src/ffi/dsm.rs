@@ -54,6 +54,8 @@ fn with_failure<T>(d: &DsmObj, f: impl FnOnce(&Dsm) -> Result<T, Failure>) -> Re
     let dsm = g
         .as_ref()
         .ok_or_else(|| Failure::new(Status::Shutdown, "heap finalized"))?;
+    // Notes the header logged go in before anything else happens.
+    super::notelog::drain(d, dsm).map_err(failure)?;
     f(dsm)
 }
 
@@ -116,6 +118,13 @@ pub unsafe extern "C" fn sss_dsm_init(
         let note = obj.writes == WriteMode::Note;
         // SAFETY: checked non-null and aligned.
         unsafe { put_handle(p, obj) };
+        // SAFETY: put_handle just stored a live handle there.
+        let h = unsafe { *p };
+        // SAFETY: the handle is live (just made) and not yet shared.
+        let o = unsafe { &*h };
+        if let Some(dsm) = o.dsm.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            super::notelog::register(h, dsm);
+        }
         if note {
             // SAFETY: put_handle just stored the handle there.
             super::rcop::register(unsafe { *p }, base, len);
@@ -136,12 +145,21 @@ pub unsafe extern "C" fn sss_dsm_finalize(dsm: *mut DsmObj) -> Status {
         not_in_handler()?;
         super::rcop::unregister(dsm);
         let heap = d.dsm.lock().unwrap_or_else(|e| e.into_inner()).take();
+        // Logged notes belong to the last release.
+        let drained = heap
+            .as_ref()
+            .map_or(Ok(()), |h| super::notelog::drain(dsm, h));
+        super::notelog::unregister(dsm);
+        let rank = heap.as_ref().map(|h| h.rank());
         let r = heap.map(|h| h.finalize());
+        if let Some(rank) = rank {
+            super::rcop::report(rank);
+        }
         // SAFETY: the handle came from Box::into_raw in sss_dsm_init and
         // the caller gives it up here.
         drop(unsafe { Box::from_raw(dsm) });
-        match r {
-            Some(Err(e)) => Err(failure(e)),
+        match (drained, r) {
+            (Err(e), _) | (_, Some(Err(e))) => Err(failure(e)),
             _ => Ok(()),
         }
     })

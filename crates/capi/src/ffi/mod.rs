@@ -28,6 +28,7 @@ mod dsm;
 mod fifo;
 mod idm;
 mod multicast;
+mod notelog;
 mod rcop;
 mod request;
 mod rma;

@@ -48,6 +48,72 @@ impl Shared {
         Ok(())
     }
 
+    /// [`Shared::register`] for `n` pages from `first` (all homed at
+    /// `home`): the FETCH_ADDs go out together, then are waited for.
+    pub(crate) fn register_run(&self, first: u64, n: u64, home: u32) -> Result<(), Error> {
+        if n == 1 || home == self.rank {
+            for p in first..first + n {
+                self.register(p, home)?;
+            }
+            return Ok(());
+        }
+        if self.rank >= MAX_HOLDERS {
+            return Err(Error::Invalid(
+                "the update protocol supports at most 64 tasks",
+            ));
+        }
+        let todo: Vec<u64> = {
+            let st = lock(&self.state);
+            (first..first + n)
+                .filter(|p| !st.registered.contains(p))
+                .collect()
+        };
+        let dir = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?;
+        let bit = 1u64 << self.rank;
+        let reqs = todo
+            .iter()
+            .map(|&p| self.task.fetch_add(dir.at(p * 8), bit, Options::default()))
+            .collect::<Result<Vec<_>, _>>()?;
+        for r in reqs {
+            r.wait_value()?;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        lock(&self.state).registered.extend(todo);
+        Ok(())
+    }
+
+    /// [`Shared::wait_not_busy`] for `n` pages from `first` (homed at
+    /// `home`), their words read together.
+    pub(crate) fn wait_not_busy_run(&self, first: u64, n: u64, home: u32) -> Result<(), Error> {
+        if n == 1 || home == self.rank {
+            for p in first..first + n {
+                self.wait_not_busy(p, home)?;
+            }
+            return Ok(());
+        }
+        let dir = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?;
+        let mut waits = 0u32;
+        loop {
+            let reqs = (first..first + n)
+                .map(|p| self.task.fetch_add(dir.at(p * 8), 0, Options::default()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut busy = false;
+            for r in reqs {
+                busy |= r.wait_value()? & BUSY != 0;
+            }
+            if !busy {
+                return Ok(());
+            }
+            backoff(&mut waits);
+        }
+    }
+
     /// Adds `v` (wrapping) to `page`'s directory word at `home`; returns
     /// the old word.
     pub(super) fn dir_add(&self, page: u64, home: u32, v: u64) -> Result<u64, Error> {

@@ -114,6 +114,9 @@ impl Shared {
         bump(&self.stats.writes, 1);
         bump(&self.stats.bytes_sent, p.data.len() as u64);
         match p.via {
+            // A mapped page is its home, and the bytes copied at the note
+            // may be older than stores made since: nothing to write.
+            Via::Home if p.home == self.rank && self.span_mapped(p.off, p.data.len() as u64) => {}
             Via::Home if p.home == self.rank => {
                 self.home_write(p.off, &p.data)?;
             }

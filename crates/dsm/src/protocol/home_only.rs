@@ -58,9 +58,16 @@ impl Shared {
         let mut at = off;
         while at < end {
             let stop = ((page_of(at) + 1) * PAGE as u64).min(end);
-            self.apply_copy(at, &data[(at - off) as usize..(stop - off) as usize])?;
+            let piece = &data[(at - off) as usize..(stop - off) as usize];
+            if self.span_mapped(at, piece.len() as u64) {
+                // This task's home page, mapped: the store is the write.
+                self.home_write(at, piece)?;
+            } else {
+                self.apply_copy(at, piece)?;
+                self.eager_data(at, piece, Via::Home)?;
+            }
             at = stop;
         }
-        self.eager_data(off, data, Via::Home)
+        Ok(())
     }
 }

@@ -16,48 +16,67 @@ impl Shared {
     /// `dirty` under the state lock: an update or invalidation handler
     /// sees it either still dirty (and updates the twin) or clean and
     /// protected (and may drop it: the bytes to send are copied already).
-    pub(super) fn collect_runs(&self) -> Result<Vec<Run>, Error> {
+    /// Also returns the pages of this task's home mapped here that were
+    /// written (noted or trapped): their bytes are home already.
+    pub(super) fn collect_runs(&self) -> Result<(Vec<Run>, Vec<u64>), Error> {
         let noted = std::mem::take(&mut lock(&self.out).noted);
-        let mut runs: Vec<Run> = noted
-            .into_iter()
-            .map(|(o, l)| Ok((o, self.view_read(o, l as usize)?)))
-            .collect::<Result<_, Error>>()?;
-        let pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
-        for page in pages {
-            let paddr = self.page_addr(page)?;
-            let (cur, twin) = {
-                let mut st = lock(&self.state);
-                let Some(Some(twin)) = st.dirty.remove(&page) else {
-                    continue;
-                };
-                // Protect first so the next write of the page starts a new
-                // twin; this thread is the only writer, so nothing is
-                // missed. A dirty page is present: the copy cannot fault.
-                self.uffd.protect(paddr, PAGE, true)?;
-                (self.view_read(page * PAGE as u64, PAGE)?, twin)
-            };
-            bump(&self.stats.diffs, 1);
-            let off0 = page * PAGE as u64;
-            // Runs of changed words (as TreadMarks: whole words keep runs
-            // long), trimmed at both ends to the bytes that changed: tasks
-            // that write neighbouring bytes or 4-byte values of one word
-            // (a partition boundary in a byte table) do not send each
-            // other's old bytes.
-            let same = |w: usize| cur[w * 8..w * 8 + 8] == twin[w * 8..w * 8 + 8];
-            let words = PAGE / 8;
-            let mut i = 0;
-            while i < words {
-                if same(i) {
-                    i += 1;
-                    continue;
-                }
-                let j = (i..words).find(|&j| same(j)).unwrap_or(words);
-                let (lo, hi) = changed_bytes(&cur, &twin, i * 8, j * 8);
-                runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
-                i = j;
+        let mut own = self.take_own_dirty()?;
+        let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
+        for (o, l) in noted {
+            if self.span_mapped(o, l) {
+                own.extend(page_of(o)..=page_of(o + l - 1));
+            } else {
+                runs.push((o, self.view_read(o, l as usize)?));
             }
         }
-        Ok(runs)
+        let mut pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
+        pages.sort_unstable();
+        if !pages.is_empty() {
+            let mut st = lock(&self.state);
+            let older = std::mem::replace(&mut st.twin_prev1, pages.iter().copied().collect());
+            st.twin_prev = older.union(&st.twin_prev1).copied().collect();
+        }
+        let mut i = 0;
+        while i < pages.len() {
+            // A run of contiguous pages, protected in one ioctl.
+            let mut j = i + 1;
+            while j < pages.len()
+                && pages[j] == pages[j - 1] + 1
+                && j - i < 64
+                && self.page_addr(pages[j])? == self.page_addr(pages[j - 1])? + PAGE
+            {
+                j += 1;
+            }
+            let (first, n) = (pages[i], j - i);
+            let (cur, twins) = {
+                let mut st = lock(&self.state);
+                let mut twins = Vec::with_capacity(n);
+                for p in &pages[i..j] {
+                    twins.push(st.dirty.remove(p).flatten());
+                }
+                // Protect first so the next write of a page starts a new
+                // twin; this thread is the only writer, so nothing is
+                // missed. Dirty pages are present: the copy cannot fault.
+                self.uffd.protect(self.page_addr(first)?, n * PAGE, true)?;
+                (self.view_read(first * PAGE as u64, n * PAGE)?, twins)
+            };
+            for (k, twin) in twins.into_iter().enumerate() {
+                let Some(twin) = twin else { continue };
+                bump(&self.stats.diffs, 1);
+                let cur = &cur[k * PAGE..(k + 1) * PAGE];
+                let off0 = (first + k as u64) * PAGE as u64;
+                // Runs of changed words (as TreadMarks: whole words keep
+                // runs long), trimmed at both ends to the bytes that
+                // changed: tasks that write neighbouring bytes or 4-byte
+                // values of one word (a partition boundary in a byte
+                // table) do not send each other's old bytes.
+                for (lo, hi) in changed_runs(cur, &twin) {
+                    runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
+                }
+            }
+            i = j;
+        }
+        Ok((runs, own))
     }
 
     /// Sends `runs` to their homes: runs are sorted and merged, then cut
@@ -81,7 +100,11 @@ impl Shared {
                     stop = ((page_of(stop) + 1) * PAGE as u64).min(end);
                 }
                 let piece = &data[(start - o) as usize..(stop - o) as usize];
-                if home == self.rank {
+                if home == self.rank && self.span_mapped(start, piece.len() as u64) {
+                    // A mapped page is its home: nothing to copy.
+                    start = stop;
+                    continue;
+                } else if home == self.rank {
                     self.home_write(start, piece)?;
                 } else {
                     let at = self
@@ -103,6 +126,51 @@ impl Shared {
         pages.dedup();
         Ok(pages)
     }
+}
+
+/// The byte ranges of `cur` (a page) that differ from `twin`: runs of
+/// changed 8-byte words, trimmed to the bytes that changed. Blocks of 64
+/// bytes are compared first as words OR-ed together (the compiler turns
+/// the loop into vector compares), so unchanged stretches cost a few
+/// instructions per block.
+pub(crate) fn changed_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
+    const BLOCK: usize = 64;
+    let n = cur.len().min(twin.len()) / BLOCK * BLOCK;
+    let word =
+        |b: &[u8], w: usize| u64::from_ne_bytes(b[w * 8..w * 8 + 8].try_into().unwrap_or([0; 8]));
+    let block_same = |at: usize| {
+        let (c, t) = (&cur[at..at + BLOCK], &twin[at..at + BLOCK]);
+        let mut x = 0u64;
+        for (a, b) in c.chunks_exact(8).zip(t.chunks_exact(8)) {
+            x |= u64::from_ne_bytes(a.try_into().unwrap_or([0; 8]))
+                ^ u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]));
+        }
+        x == 0
+    };
+    let words = n / 8;
+    let mut out = Vec::new();
+    let mut run: Option<usize> = None;
+    let mut w = 0;
+    while w < words {
+        if run.is_none() && w % (BLOCK / 8) == 0 && block_same(w * 8) {
+            w += BLOCK / 8;
+            continue;
+        }
+        let same = word(cur, w) == word(twin, w);
+        match (run, same) {
+            (None, false) => run = Some(w),
+            (Some(s), true) => {
+                out.push(changed_bytes(cur, twin, s * 8, w * 8));
+                run = None;
+            }
+            _ => {}
+        }
+        w += 1;
+    }
+    if let Some(s) = run {
+        out.push(changed_bytes(cur, twin, s * 8, words * 8));
+    }
+    out
 }
 
 /// The first and one past the last byte of `[lo, hi)` where `cur` and
@@ -153,6 +221,21 @@ mod tests {
         cur[17] = 3; // word 2
         assert_eq!(changed_bytes(&cur, &twin, 0, 24), (5, 18));
         assert_eq!(changed_bytes(&cur, &twin, 8, 16), (9, 10));
+    }
+
+    #[test]
+    fn changed_runs_finds_every_changed_word() {
+        let twin = vec![0u8; PAGE];
+        let mut cur = twin.clone();
+        assert!(changed_runs(&cur, &twin).is_empty());
+        cur[3] = 1; // word 0
+        cur[8] = 1; // word 1: same run
+        cur[200] = 7; // word 25, a later block
+        cur[PAGE - 1] = 9; // last word, runs to the end
+        assert_eq!(
+            changed_runs(&cur, &twin),
+            vec![(3, 9), (200, 201), (PAGE - 1, PAGE)]
+        );
     }
 
     #[test]

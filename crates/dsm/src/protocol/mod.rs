@@ -109,7 +109,8 @@ impl Shared {
             .collect::<Result<_, Error>>()?;
         // Noted runs were cut at allocations, diffs lie in one page: each
         // run has one protocol.
-        for run in self.collect_runs()? {
+        let (runs, own_pages) = self.collect_runs()?;
+        for run in runs {
             match self.proto_of(page_of(run.0))? {
                 // Trapped writes of Update ranges: through the home.
                 Protocol::Update => fwd_runs.push(run),
@@ -136,6 +137,7 @@ impl Shared {
             self.task.fence(h)?;
         }
         pages.extend(eager_pages);
+        pages.extend(own_pages);
         pages.sort_unstable();
         pages.dedup();
         let mut notices = Vec::new();
@@ -228,8 +230,9 @@ impl Shared {
             if st.present.remove(&p) {
                 st.transient.remove(&p);
                 let addr = self.page_addr(p)?;
-                if self.solo_trap() {
-                    // Its stores were not trapped: they go home now.
+                if self.solo() {
+                    // Its stores were neither trapped nor noted: they go
+                    // home now.
                     let off = p * PAGE as u64;
                     self.home_write(off, &self.view_read(off, PAGE)?)?;
                 }

@@ -30,8 +30,12 @@ impl Shared {
         off: u64,
         data: &[u8],
     ) -> Result<(), Error> {
-        // Checked against the home segment: `off` came off the network.
-        self.home_write(off, data)?;
+        // This task's own bytes of a mapped page are in the home already
+        // (and may be newer than `data`, copied at the note).
+        if writer != self.rank || !self.span_mapped(off, data.len() as u64) {
+            // Checked against the home segment: `off` came off the network.
+            self.home_write(off, data)?;
+        }
         // Pairs with the fence after a holder registers: either the
         // holder's READ sees these bytes or this load sees its bit.
         std::sync::atomic::fence(Ordering::SeqCst);

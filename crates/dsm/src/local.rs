@@ -1,0 +1,202 @@
+//! Pages homed at this task as plain memory. At the first fault on such a
+//! page the run of this task's pages around it (same allocation, same
+//! home) is mapped from the home segment into the view, so loads and
+//! stores there reach the master copy: no fetch, no twin, no diff and no
+//! copy at release. A noted or trapped write of such a page only records
+//! the page (its write notice, or its holders' invalidation). In trap
+//! mode with other tasks the run is registered for write-protect faults,
+//! and a fault there also opens the following pages written in the
+//! two previous intervals (one ioctl for the run instead of a fault a page).
+
+use crate::protocol::Protocol;
+use crate::range::Placement;
+use crate::shared::{lock, page_of, Shared};
+use crate::stats::bump;
+use crate::sys::PAGE;
+use crate::Error;
+use std::collections::BTreeMap;
+
+/// Runs mapped at most (each is a kernel mapping; past this, pages are
+/// fetched and installed as before).
+const MAX_RUNS: usize = 8192;
+/// Pages a run grows by at most on each side of the faulting page.
+const MAX_RUN: u64 = 1 << 18;
+/// Pages one write-protect fault opens at most.
+const MAX_OPEN: u64 = 512;
+use crate::fault::SEQ_AHEAD;
+
+/// Runs of this task's home pages mapped into the view: first page to
+/// one past the last.
+#[derive(Default)]
+pub(crate) struct Mapped {
+    runs: BTreeMap<u64, u64>,
+}
+
+impl Mapped {
+    fn holds(&self, page: u64) -> bool {
+        self.runs
+            .range(..=page)
+            .next_back()
+            .is_some_and(|(_, &end)| page < end)
+    }
+
+    /// Whether every page of `[first, last]` is mapped.
+    fn holds_all(&self, first: u64, last: u64) -> bool {
+        let mut p = first;
+        while p <= last {
+            match self.runs.range(..=p).next_back() {
+                Some((_, &end)) if p < end => p = end,
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+impl Shared {
+    /// Whether heap page `page` is this task's home page mapped here.
+    pub(crate) fn is_mapped(&self, page: u64) -> bool {
+        lock(&self.mapped).holds(page)
+    }
+
+    /// Whether every page of `[off, off+len)` (len > 0) is mapped here.
+    pub(crate) fn span_mapped(&self, off: u64, len: u64) -> bool {
+        len > 0 && lock(&self.mapped).holds_all(page_of(off), page_of(off + len - 1))
+    }
+
+    /// A missing fault on `page`: when the page is homed here, maps its
+    /// run and returns true (the caller wakes the faulting thread).
+    pub(crate) fn map_own(&self, page: u64) -> Result<bool, Error> {
+        let off = page * PAGE as u64;
+        if self.window.get().is_some_and(|w| w.holds(off)) || page >= self.heap_pages() {
+            return Ok(false);
+        }
+        let Some(r) = self.range_of(page)? else {
+            return Ok(false);
+        };
+        if self.home_of(page)? != self.rank || lock(&self.mapped).runs.len() >= MAX_RUNS {
+            return Ok(false);
+        }
+        let free = |p: u64| -> Result<bool, Error> {
+            Ok(!lock(&self.state).present.contains(&p)
+                && !self.is_mapped(p)
+                && self.home_of(p)? == self.rank)
+        };
+        let (mut lo, mut hi) = (page, page + 1);
+        // First-touch pages are claimed one by one: asking the home of a
+        // neighbour would claim it.
+        if r.placement != Placement::FirstTouch {
+            let end = r.start + r.pages;
+            while hi < end && hi - page < MAX_RUN && free(hi)? {
+                hi += 1;
+            }
+            while lo > r.start && page - lo < MAX_RUN && free(lo - 1)? {
+                lo -= 1;
+            }
+        }
+        let addr = self.view.base() + lo as usize * PAGE;
+        let len = (hi - lo) as usize * PAGE;
+        let src = self.home.as_ptr() as usize + lo as usize * PAGE;
+        #[allow(unsafe_code)]
+        // SAFETY: the home segment is a shared mapping of the whole heap
+        // (same offsets), kept by `self` as long as the view; the view
+        // pages replaced were never installed (not present, not mapped),
+        // so nothing relies on their bytes.
+        let mapped = unsafe { self.view.map_shared(addr, src, len) };
+        if mapped.is_err() {
+            // Too many mappings, or no mremap: fetch as before.
+            return Ok(false);
+        }
+        if self.traps() {
+            let wp = self
+                .uffd
+                .register_wp(addr, len)
+                .and_then(|()| self.uffd.protect(addr, len, true));
+            if let Err(e) = wp {
+                // Untracked stores would be lost to other tasks: put the
+                // reservation back and fetch as before.
+                self.view.unmap_shared(addr, len)?;
+                self.uffd.register(addr, len)?;
+                eprintln!("sss-dsm: home pages stay fetched (write protection: {e})");
+                return Ok(false);
+            }
+        }
+        lock(&self.mapped).runs.insert(lo, hi);
+        bump(&self.stats.mapped_pages, hi - lo);
+        Ok(true)
+    }
+
+    /// A write-protect fault on mapped page `page`: records it written
+    /// this interval (a twin only where copies get the bytes: `Update`,
+    /// `UpdateDirect`) and opens it, with the pages after it that were
+    /// written in one of the two previous intervals.
+    pub(crate) fn own_write(&self, page: u64) -> Result<(), Error> {
+        let proto = self.proto_of(page)?;
+        let addr = self.page_addr(page)?;
+        let mut st = lock(&self.state);
+        if matches!(proto, Protocol::Update | Protocol::UpdateDirect) {
+            if let std::collections::hash_map::Entry::Vacant(e) = st.dirty.entry(page) {
+                // Mapped and protected: reading it cannot fault.
+                e.insert(Some(self.view_read(page * PAGE as u64, PAGE)?));
+                bump(&self.stats.twins, 1);
+            }
+            drop(st);
+            return Ok(self.uffd.protect(addr, PAGE, false)?);
+        }
+        let end = self
+            .find_range(page)
+            .map_or(page + 1, |r| r.start + r.pages);
+        // A store right after the last page opened is a sequential pass:
+        // open a few pages ahead even without history.
+        let ahead = if page > 0 && st.own_dirty.contains(&(page - 1)) {
+            SEQ_AHEAD
+        } else {
+            1
+        };
+        let mut hi = page + 1;
+        while hi < end
+            && hi - page < MAX_OPEN
+            && (st.own_prev.contains(&hi) || hi - page < ahead)
+            && !st.own_dirty.contains(&hi)
+            && self.is_mapped(hi)
+        {
+            hi += 1;
+        }
+        st.own_dirty.extend(page..hi);
+        drop(st);
+        Ok(self
+            .uffd
+            .protect(addr, (hi - page) as usize * PAGE, false)?)
+    }
+
+    /// Release of the mapped pages written this interval (trap mode):
+    /// protects them again, in runs, and returns them for their notices.
+    pub(crate) fn take_own_dirty(&self) -> Result<Vec<u64>, Error> {
+        let pages: Vec<u64> = {
+            let mut st = lock(&self.state);
+            if st.own_dirty.is_empty() {
+                // Releases that wrote nothing (the acquire half of a
+                // barrier) do not age the history.
+                return Ok(Vec::new());
+            }
+            let d = std::mem::take(&mut st.own_dirty);
+            // Programs alternate between arrays (a Jacobi sweep writes
+            // one grid, the next sweep the other): the two intervals
+            // before predict the next writes.
+            let older = std::mem::replace(&mut st.own_prev1, d.clone());
+            st.own_prev = older.union(&d).copied().collect();
+            d.into_iter().collect()
+        };
+        let mut i = 0;
+        while i < pages.len() {
+            let mut j = i + 1;
+            while j < pages.len() && pages[j] == pages[j - 1] + 1 {
+                j += 1;
+            }
+            let addr = self.page_addr(pages[i])?;
+            self.uffd.protect(addr, (j - i) * PAGE, true)?;
+            i = j;
+        }
+        Ok(pages)
+    }
+}

@@ -1,0 +1,277 @@
+//! What a task pays, in counts (never in time): a task alone, or writing
+//! pages homed at itself, keeps no twins, makes no diffs, fetches nothing
+//! and copies nothing to a home; in trap mode the pages it writes again
+//! interval after interval are opened a run per fault, not a page per
+//! fault.
+//!
+//! This binary plays three parts, as `dsm.rs`: the test driver, the
+//! launcher ([`LAUNCH_ENV`]) and the tasks ([`TASK_ENV`]).
+
+use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode, PAGE};
+use sss_mbcf::Task;
+use sss_testkit::{check, Launcher, TaskResult};
+
+const LAUNCH_ENV: &str = "SSS_DSM_SPEED_TEST_LAUNCH";
+const TASK_ENV: &str = "SSS_DSM_SPEED_TEST_TASK";
+const LAUNCHER: Launcher = Launcher::new(LAUNCH_ENV);
+/// Pages of each task's block of each array.
+const BLOCK: usize = 64;
+/// Sweeps (each writes one of two arrays, then a barrier).
+const SWEEPS: u64 = 8;
+
+/// Not a test of its own: the launcher when [`LAUNCH_ENV`] is set.
+#[test]
+fn launcher_mode() {
+    LAUNCHER.launcher_mode();
+}
+
+/// Not a test of its own: a task of a job when [`TASK_ENV`] is set.
+#[test]
+fn task_mode() {
+    sss_testkit::task_mode(TASK_ENV, run_task);
+}
+
+fn load(p: *const u64) -> u64 {
+    // SAFETY: tests pass addresses inside allocations of the heap.
+    #[allow(unsafe_code)]
+    unsafe {
+        p.read_volatile()
+    }
+}
+
+/// Each task writes its own block of two arrays in turn (a Jacobi-like
+/// pattern), reads the other tasks' blocks after each barrier, and
+/// prints its counts.
+fn run_task(scenario: &str) -> TaskResult {
+    let task = Task::init()?;
+    let mut parts = scenario.split(',');
+    let protocol = parts
+        .next()
+        .and_then(Protocol::parse)
+        .ok_or("unknown protocol")?;
+    let writes = match parts.next() {
+        Some("trap") => WriteMode::Trap,
+        _ => WriteMode::Note,
+    };
+    // "remote": each task writes the block homed at the next task;
+    // "rewrite": see `rewrite`.
+    let variant = parts.next();
+    let remote = variant == Some("remote");
+    let cfg = Config {
+        heap: 1 << 30,
+        protocol,
+        writes,
+        prefetch: 0,
+        fault_no_wakeups: false,
+    };
+    let dsm = Dsm::new(&task, cfg)?;
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    if variant == Some("rewrite") {
+        return rewrite(dsm);
+    }
+    let words = n * BLOCK * PAGE / 8;
+    let arrays = [
+        dsm.malloc_all(words * 8, Placement::Block)?.cast::<u64>(),
+        dsm.malloc_all(words * 8, Placement::Block)?.cast::<u64>(),
+    ];
+    let w = if remote { (me + 1) % n } else { me };
+    let mine = w * BLOCK * PAGE / 8..(w + 1) * BLOCK * PAGE / 8;
+    for s in 1..=SWEEPS {
+        let a = arrays[s as usize % 2];
+        for i in mine.clone() {
+            let p = a.wrapping_add(i);
+            // SAFETY: inside the allocation.
+            #[allow(unsafe_code)]
+            unsafe {
+                p.write_volatile(s * 1000 + i as u64)
+            };
+        }
+        if writes == WriteMode::Note {
+            dsm.note_write(a.wrapping_add(mine.start).cast(), mine.len() * 8)?;
+        }
+        dsm.barrier()?;
+        for i in (0..words).step_by(PAGE / 8) {
+            check(load(a.wrapping_add(i)) == s * 1000 + i as u64, "word")?;
+        }
+        dsm.barrier()?;
+    }
+    let st = dsm.finalize()?;
+    println!("SPEED-OK rank={me} {}", st.to_json(me as u32));
+    Ok(())
+}
+
+/// Regression (issue 20): pages homed elsewhere, written again in every
+/// interval, took a write-protect fault (and a twin) each, page by page;
+/// now one fault twins and opens the run written in the intervals
+/// before, and the release protects runs in one ioctl.
+#[test]
+fn twinned_pages_open_in_runs() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let out = run(&["-n", "2"], "ulrc,trap,remote");
+    for rank in 0..2 {
+        let (twins, diffs) = (count(&out, rank, "twins"), count(&out, rank, "diffs"));
+        assert!(twins == diffs && twins >= SWEEPS * BLOCK as u64, "{out}");
+        // Page by page: the first sweep of each array fetches (one
+        // missing fault a page), every later sweep took BLOCK faults.
+        let faults = count(&out, rank, "write_faults");
+        assert!(
+            faults <= 2 * BLOCK as u64 + 2 * SWEEPS,
+            "{faults} write faults\n{out}"
+        );
+    }
+}
+
+/// Each task stores a word of its own block twice, noting each store
+/// (the second note overlaps the first, so the first goes out after the
+/// second store) and reading it back, then everyone checks every task's
+/// word holds the second value.
+fn rewrite(dsm: Dsm) -> TaskResult {
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let a = dsm
+        .malloc_all(n * BLOCK * PAGE, Placement::Block)?
+        .cast::<u64>();
+    let mine = a.wrapping_add(me * BLOCK * PAGE / 8);
+    for round in 1..=20u64 {
+        for v in [round * 10 + 1, round * 10 + 2] {
+            dsm.store(mine, v)?;
+            // Its own store, read back at once.
+            let got = load(mine);
+            check(
+                got == v,
+                &format!("round {round}: own word {got}, want {v}"),
+            )?;
+        }
+        dsm.barrier()?;
+        for r in 0..n {
+            let got = load(a.wrapping_add(r * BLOCK * PAGE / 8));
+            let want = round * 10 + 2;
+            check(
+                got == want,
+                &format!("round {round}: task {r}'s word {got}, want {want}"),
+            )?;
+        }
+        dsm.barrier()?;
+    }
+    let st = dsm.finalize()?;
+    println!("SPEED-OK rank={me} {}", st.to_json(me as u32));
+    Ok(())
+}
+
+/// Regression (issue 20, found by the RCOP LU test under home_update): a
+/// noted write keeps its bytes (copied at the note) for a packet sent
+/// later; with the task's home page mapped as its view, that late write
+/// home put the older bytes back over a newer store, which the task then
+/// read.
+#[test]
+fn a_later_store_is_not_undone_by_an_earlier_note() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for proto in [
+        "home_update",
+        "update",
+        "update_drct",
+        "home_only",
+        "invalidate",
+        "ulrc",
+    ] {
+        run(&["-n", "2"], &format!("{proto},note,rewrite"));
+    }
+}
+
+/// The value of counter `name` in the JSON line of rank `rank`.
+fn count(out: &str, rank: u32, name: &str) -> u64 {
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("SPEED-OK rank={rank} ")))
+        .unwrap_or_else(|| panic!("no line of rank {rank}:\n{out}"));
+    line.split(&format!("\"{name}\":"))
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+fn run(placement: &[&str], scenario: &str) -> String {
+    let (code, out, err) = LAUNCHER.run_self(placement, TASK_ENV, scenario, &[]);
+    assert!(
+        code == Some(0) && out.contains("SPEED-OK"),
+        "{scenario}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    out
+}
+
+/// Regression (issue 20): a task alone fetched every page from its own
+/// home, copied every noted row out of its view and into the home at
+/// each release and published notices nobody reads.
+#[test]
+fn one_task_pays_nothing_it_does_not_need() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for proto in ["ulrc", "invalidate", "home_update", "update"] {
+        for writes in ["note", "trap"] {
+            let scenario = format!("{proto},{writes}");
+            let out = run(&["-n", "1"], &scenario);
+            for c in [
+                "pages_fetched",
+                "twins",
+                "diffs",
+                "writes",
+                "bytes_sent",
+                "notices",
+            ] {
+                assert_eq!(count(&out, 0, c), 0, "{scenario}: {c}\n{out}");
+            }
+            assert_eq!(
+                count(&out, 0, "mapped_pages"),
+                2 * BLOCK as u64,
+                "{scenario}\n{out}"
+            );
+        }
+    }
+}
+
+/// Regression (issue 20): with two tasks each writing only pages homed at
+/// itself, every write-protect fault kept a twin and every release
+/// diffed it; and every page took its own fault in every interval.
+#[test]
+fn home_pages_need_no_twins_and_open_in_runs() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        for proto in ["ulrc", "invalidate"] {
+            let scenario = format!("{proto},trap");
+            let out = run(placement, &scenario);
+            for rank in 0..2 {
+                for c in ["twins", "diffs", "writes", "bytes_sent"] {
+                    assert_eq!(count(&out, rank, c), 0, "{scenario}: {c}\n{out}");
+                }
+                // One fault a page a sweep was SWEEPS * BLOCK; the first
+                // sweep of each array opens 16 pages a fault, later ones
+                // the whole block (at most MAX_OPEN pages a fault).
+                let faults = count(&out, rank, "write_faults");
+                assert!(
+                    faults <= 2 * (BLOCK as u64 / 16 + 2) + SWEEPS,
+                    "{scenario}: {faults} write faults\n{out}"
+                );
+                // Regression (issue 20, launch/teardown): reading the
+                // other task's block took a fault a page (and, under
+                // invalidate, a registration round trip a page) each
+                // sweep; read-ahead fetches a sequential pass in runs of
+                // 1, 1, 2, 4, ... pages (registrations pipelined).
+                let reads = count(&out, rank, "read_faults");
+                assert!(
+                    reads <= SWEEPS * 8,
+                    "{scenario}: {reads} read faults\n{out}"
+                );
+            }
+        }
+    }
+}
