@@ -18,6 +18,9 @@ define(PM_INCLUDES, `
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 4096
 #endif
+#ifndef SSS_PROTOCOL
+#define SSS_PROTOCOL(name)
+#endif
 #define PM_MAX_THREADS 1024
 typedef struct { pthread_mutex_t m; pthread_cond_t c; unsigned long count, cycle; } pm_bar_t;
 typedef struct { volatile long flag; pthread_mutex_t m; pthread_cond_t c; } pm_pause_t;

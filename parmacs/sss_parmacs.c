@@ -567,6 +567,27 @@ void *sss_pm_malloc(size_t len)
     return p;
 }
 
+void *sss_pm_malloc_with(size_t len, int protocol)
+{
+    void *p = NULL;
+    sss_pm_init();
+    if (protocol < 0 || protocol > SSS_DSM_HOME_ONLY)
+        die("G_MALLOC: protocol %d is not an sss_dsm_protocol_t", protocol);
+    check(sss_dsm_malloc_with(S.dsm, len ? len : 1, S.place, S.place_param,
+                              (sss_dsm_protocol_t)protocol, &p),
+          "G_MALLOC");
+    return p;
+}
+
+int sss_pm_protocol(const void *p)
+{
+    uint32_t proto;
+    sss_pm_init();
+    if (sss_dsm_protocol(S.dsm, p, &proto) != SSS_OK)
+        return -1;
+    return (int)proto;
+}
+
 sss_pm_lock_t sss_pm_lock_new(void) { return sss_pm_lock_new_n(1); }
 
 sss_pm_lock_t sss_pm_lock_new_n(unsigned long n)

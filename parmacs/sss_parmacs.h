@@ -73,6 +73,27 @@ void sss_pm_wait_for_end(long n);
  *  page-aligned from 2 KiB up, smaller blocks share pages (16-aligned). */
 void *sss_pm_malloc(size_t len);
 
+/** G_MALLOC of an allocation whose declaration `SSS_PROTOCOL(name)`
+ *  annotates (`sss cc` calls this in place of sss_pm_malloc): @p len
+ *  bytes under @p protocol (an sss_dsm_protocol_t value), on pages of
+ *  their own. */
+void *sss_pm_malloc_with(size_t len, int protocol);
+
+/** The protocol (an sss_dsm_protocol_t value) of the allocation holding
+ *  @p p, or -1 when it is in none. */
+int sss_pm_protocol(const void *p);
+
+/** Selects the consistency protocol of what a declaration's G_MALLOC
+ *  returns, for programs built with `sss cc`: `SSS_PROTOCOL(update)
+ *  double *grid;` then `grid = G_MALLOC(n);` allocates under `update`.
+ *  Names: ulrc, invalidate, home_update, update, update_drct, home_only.
+ *  Other compilers ignore it (the heap's default protocol). */
+#if defined(__clang__)
+#define SSS_PROTOCOL(name) __attribute__((annotate("sss-protocol:" #name)))
+#else
+#define SSS_PROTOCOL(name)
+#endif
+
 /** LOCKINIT: a fresh lock id. */
 sss_pm_lock_t sss_pm_lock_new(void);
 

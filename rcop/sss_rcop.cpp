@@ -9,21 +9,20 @@
 // store gets an inline test against the heap range the runtime
 // publishes (sss_rcop_lo, sss_rcop_span; span 0 in trap mode or
 // before a heap exists) and, inside it, a call sss_rcop_note(addr,
-// len). The pass runs last in the optimization pipeline (also at -O0),
-// so dead stores are gone before it counts them.
+// len). At O1 and above this runs before the loop vectorizer (dead
+// stores are gone by then, loops still simple); at O0, last.
 //
 // SSS_RCOP_OPT selects the optimization: `no` (the seeds' NO row: one
 // note per dynamic store) or `ia` (the default: coalescing). Under `ia`
-// a store in a loop that writes consecutive bytes on every iteration
-// (an affine address with a step of its own size, ScalarEvolution) is
-// noted once, as one range, where the loop exits; when the loop's ranges
-// are themselves consecutive across an enclosing loop, once where that
-// loop exits, and so on outwards. A store is coalesced only when the
-// range is exactly what it writes: it runs on every iteration, the loop
-// leaves only through its latch, and the trip count is computable.
+// a store's bytes over whole loops become one range note at the exit of
+// the widest loop where they are exactly one range (see plan()); a
+// store covered by another's range needs none; cursor loops are noted
+// by bucket (see Cursor). First in the pipeline, SSS_PROTOCOL
+// annotations select the protocol of a G_MALLOC (RcopProtocols).
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/MemoryBuiltins.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -37,6 +36,7 @@
 #include "llvm/Passes/PassPlugin.h"
 #include <cstdlib>
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 using namespace llvm;
@@ -47,6 +47,13 @@ using namespace llvm;
 static bool stats() {
   const char *S = getenv("SSS_RCOP_STATS");
   return S && *S && *S != '0';
+}
+
+// SSS_RCOP_STATS=2 also says, per store, why coalescing stopped where
+// it did.
+static bool explain() {
+  const char *S = getenv("SSS_RCOP_STATS");
+  return S && *S == '2';
 }
 
 namespace {
@@ -77,16 +84,27 @@ struct Range {
   const SCEV *Len;
 };
 
+// The bytes a store writes in one iteration of loop L: elements of Len
+// bytes from Start, GapStride apart, GapTrips of them (no gap: one
+// element).
+struct Level {
+  Loop *L;
+  const SCEV *Start, *Len, *GapStride, *GapTrips;
+  bool operator==(const Level &O) const {
+    return L == O.L && Start == O.Start && Len == O.Len && GapStride == O.GapStride &&
+           GapTrips == O.GapTrips;
+  }
+};
+
 // Whether L runs every iteration to its latch and leaves through a
 // dedicated exit, with a computable trip count; the count.
 const SCEV *wholeIterations(Loop *L, ScalarEvolution &SE) {
   BasicBlock *Latch = L->getLoopLatch();
   if (!Latch || L->getExitingBlock() != Latch || !L->getLoopPreheader())
     return nullptr;
-  // The latch is the only block leaving the loop, so it is the exit's
-  // only predecessor in the loop; others outside (a guard) get a block of
-  // the loop's own on the edge when the note is placed.
-  if (!L->getUniqueExitBlock())
+  // The note goes at the top of the exit, which only the latch reaches
+  // (loop-simplify form: dedicated exits).
+  if (!L->getUniqueExitBlock() || !L->getUniqueExitBlock()->getSinglePredecessor())
     return nullptr;
   const SCEV *BTC = SE.getBackedgeTakenCount(L);
   if (isa<SCEVCouldNotCompute>(BTC))
@@ -95,193 +113,669 @@ const SCEV *wholeIterations(Loop *L, ScalarEvolution &SE) {
                        SE.getOne(BTC->getType()));
 }
 
-// The widest range a store of Size bytes at Ptr (in block BB) writes
-// over whole loops, or none when it cannot be coalesced.
+// Whether no call in L can synchronize: a note placed at L's exit must
+// not slip past a release inside the loop (an UNLOCK, a BARRIER), or the
+// bytes written before it would miss that release.
+bool syncFree(Loop *L) {
+  for (BasicBlock *BB : L->blocks())
+    for (Instruction &I : *BB) {
+      auto *CB = dyn_cast<CallBase>(&I);
+      if (!CB || isa<DbgInfoIntrinsic>(CB))
+        continue;
+      if (auto *II = dyn_cast<IntrinsicInst>(CB)) {
+        // Memory intrinsics are stores (noted by themselves); the rest
+        // that touch memory are treated as calls.
+        if (isa<MemIntrinsic>(II) || II->isAssumeLikeIntrinsic() ||
+            II->isLifetimeStartOrEnd() || !II->mayHaveSideEffects())
+          continue;
+      }
+      if (CB->onlyReadsMemory() || CB->hasFnAttr(Attribute::NoSync))
+        continue;
+      return false;
+    }
+  return true;
+}
+
+// Whether A and B are the same value (SCEVs are uniqued; the predicate
+// catches forms ScalarEvolution does not fold to one).
+bool same(ScalarEvolution &SE, const SCEV *A, const SCEV *B) {
+  if (A->getType() != B->getType()) {
+    Type *T = SE.getWiderType(A->getType(), B->getType());
+    A = SE.getNoopOrSignExtend(A, T);
+    B = SE.getNoopOrSignExtend(B, T);
+  }
+  return A == B || SE.getMinusSCEV(A, B)->isZero() ||
+         SE.isKnownPredicate(ICmpInst::ICMP_EQ, A, B);
+}
+
+// The widest range a store of Size bytes at Start (in block BB) writes
+// over whole loops, or none when it cannot be coalesced. Walking
+// outwards, each loop either advances the store by what it wrote so far
+// (the bytes are consecutive: the range grows by the trip count), leaves
+// it where it is (the same bytes again: noted once, the seeds'
+// redundant-write elimination), or, once, strides over a gap that an
+// enclosing loop fills (a column walked row by row, then column by
+// column: the whole block). A range is only kept where it is dense.
+//
+// Trace receives what the store writes per iteration of each loop it
+// walked, innermost first: the last entry is where it stopped.
 std::optional<Range> plan(const SCEV *Start, uint64_t Size, BasicBlock *BB, LoopInfo &LI,
-                          ScalarEvolution &SE, DominatorTree &DT) {
+                          ScalarEvolution &SE, DominatorTree &DT, std::vector<Level> &Trace) {
   Loop *L = LI.getLoopFor(BB);
   if (!L)
     return std::nullopt;
   Type *I64 = Type::getInt64Ty(BB->getContext());
   const SCEV *Len = SE.getConstant(I64, Size);
+  // A pending strided dimension: elements of Len bytes, GapStride apart,
+  // GapTrips of them.
+  const SCEV *GapStride = nullptr, *GapTrips = nullptr;
   BasicBlock *Runs = BB; // a block that runs once per iteration of L
   std::optional<Range> Best;
-  for (; L; L = L->getParentLoop()) {
-    if (!DT.dominates(Runs, L->getLoopLatch() ? L->getLoopLatch() : Runs) ||
-        !L->getLoopLatch())
+  const char *Why = "outermost loop";
+  unsigned Depth = 0;
+  auto Stop = [&](const char *W) { Why = W; };
+  for (; L; L = L->getParentLoop(), Depth++) {
+    Trace.push_back({L, Start, Len, GapStride, GapTrips});
+    if (!L->getLoopLatch() || !DT.dominates(Runs, L->getLoopLatch())) {
+      Stop("not run on every iteration");
       break;
+    }
+    if (!syncFree(L)) {
+      Stop("a call that may synchronize");
+      break;
+    }
     const SCEV *Trips = wholeIterations(L, SE);
-    auto *AR = dyn_cast<SCEVAddRecExpr>(Start);
-    if (!Trips || !AR || AR->getLoop() != L || !AR->isAffine())
+    if (!Trips) {
+      Stop(!L->getLoopPreheader()                        ? "no preheader"
+           : L->getExitingBlock() != L->getLoopLatch() ? "leaves other than through its latch"
+           : !L->getUniqueExitBlock() ||
+                   !L->getUniqueExitBlock()->getSinglePredecessor()
+               ? "no exit of its own"
+                                                          : "no trip count");
       break;
-    // Consecutive: the step equals the bytes written per iteration.
-    const SCEV *Step = AR->getStepRecurrence(SE);
-    auto *CStep = dyn_cast<SCEVConstant>(Step);
-    auto *CLen = dyn_cast<SCEVConstant>(Len);
-    if (!CStep || !CLen || CStep->getAPInt().getSExtValue() != CLen->getAPInt().getSExtValue())
-      break;
+    }
     const SCEV *T64 = SE.getTruncateOrZeroExtend(Trips, I64);
-    Start = AR->getStart();
-    Len = SE.getMulExpr(Len, T64);
-    if (!SE.isLoopInvariant(Start, L) || !SE.isLoopInvariant(Len, L))
+    auto *AR = dyn_cast<SCEVAddRecExpr>(Start);
+    if (AR && AR->getLoop() == L && AR->isAffine()) {
+      const SCEV *Step = SE.getTruncateOrSignExtend(AR->getStepRecurrence(SE), I64);
+      Start = AR->getStart();
+      if (GapStride) {
+        // The gap's elements, advanced one by one, fill it exactly.
+        if (!same(SE, Step, Len) || !same(SE, GapStride, SE.getMulExpr(Len, T64))) {
+          Stop("gap not filled");
+          break;
+        }
+        Len = SE.getMulExpr(GapStride, GapTrips);
+        GapStride = GapTrips = nullptr;
+      } else if (same(SE, Step, Len)) {
+        Len = SE.getMulExpr(Len, T64);
+      } else if (!isa<SCEVConstant>(Step) ||
+                 cast<SCEVConstant>(Step)->getAPInt().getSExtValue() > 0) {
+        // Filled only if an enclosing loop steps by Len and the gap is
+        // Len times its trip count (checked there), so positive.
+        GapStride = Step;
+        GapTrips = T64;
+      } else {
+        Stop("step neither consecutive nor a gap");
+        break;
+      }
+    } else if (!SE.isLoopInvariant(Start, L)) {
+      Stop("address not affine in the loop");
       break;
-    Best = Range{L, Start, Len};
+    }
+    if (!SE.isLoopInvariant(Start, L) || !SE.isLoopInvariant(Len, L) ||
+        (GapStride &&
+         (!SE.isLoopInvariant(GapStride, L) || !SE.isLoopInvariant(GapTrips, L)))) {
+      Stop("range varies in the loop");
+      break;
+    }
+    if (!GapStride)
+      Best = Range{L, Start, Len};
     Runs = L->getHeader();
+  }
+  if (explain()) {
+    errs() << "sss-rcop: " << BB->getParent()->getName() << ": store at " << *Start
+           << " len " << *Len << ": " << Depth << " loop(s), stopped: " << Why
+           << (Best ? "" : " (not coalesced)") << "\n";
   }
   return Best;
 }
 
-struct Rcop : PassInfoMixin<Rcop> {
-  PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
-    // The runtime itself is never instrumented.
-    if (M.getFunction("sss_rcop_note") && !M.getFunction("sss_rcop_note")->isDeclaration())
+bool match1(Value *V) {
+  auto *C = dyn_cast<ConstantInt>(V);
+  return C && C->isOne();
+}
+
+// Whether V is Ld or a load of the same slot in its block (reloaded
+// after the store through the cursor, which the compiler could not
+// tell apart from the slot).
+bool sameSlot(Value *V, LoadInst *Ld) {
+  auto *L2 = dyn_cast<LoadInst>(V);
+  return L2 && L2->getParent() == Ld->getParent() &&
+         L2->getPointerOperand() == Ld->getPointerOperand() && L2->getType() == Ld->getType() &&
+         !L2->isVolatile() && !L2->isAtomic();
+}
+
+// A cursor store, `Dst[P[d]++] = v` (radix sort's permutation): the
+// bytes written through slot d are Dst[P0[d] .. P[d]) where P0 is P at
+// loop entry, whatever order the slots come in. Such a loop gets a copy
+// of P[0 .. N) at entry and, at exit, one note per bucket that moved
+// (and for the slots of P that changed); N is the bound of d's mask or
+// remainder.
+struct Cursor {
+  Loop *L;
+  StoreInst *S;   // the store through the cursor
+  StoreInst *Inc; // P[d] = c + 1
+  Value *P;       // the cursor array
+  Value *Dst;     // the array written through it
+  Value *D;       // the slot index
+  uint64_t Width; // bytes of a cursor (4 or 8)
+  uint64_t Elem;  // bytes of an element of Dst
+};
+
+// V as a value available before L: V itself when loop-invariant, else
+// rebuilt there from loads of globals the loop reloads (the compiler
+// could not tell them apart from the loop's stores) and arithmetic on
+// them. Null when V depends on the iteration.
+Value *hoist(Value *V, Loop *L, IRBuilder<> &B, unsigned Depth = 0) {
+  if (L->isLoopInvariant(V))
+    return V;
+  if (Depth > 4)
+    return nullptr;
+  if (auto *Ld = dyn_cast<LoadInst>(V))
+    if (isa<GlobalVariable>(Ld->getPointerOperand()) && !Ld->isVolatile() && !Ld->isAtomic())
+      return B.CreateLoad(Ld->getType(), Ld->getPointerOperand());
+  if (auto *BO = dyn_cast<BinaryOperator>(V)) {
+    Value *X = hoist(BO->getOperand(0), L, B, Depth + 1);
+    Value *Y = X ? hoist(BO->getOperand(1), L, B, Depth + 1) : nullptr;
+    return Y ? B.CreateBinOp(BO->getOpcode(), X, Y) : nullptr;
+  }
+  if (auto *C = dyn_cast<CastInst>(V))
+    if (Value *X = hoist(C->getOperand(0), L, B, Depth + 1))
+      return B.CreateCast(C->getOpcode(), X, C->getType());
+  return nullptr;
+}
+
+// An inclusive upper bound of the unsigned value of V, built from
+// values defined outside L: a mask (`x & m`), a remainder (`x % m`), a
+// shift of either, or V itself when it is loop-invariant. Null when V
+// has none of these forms. Instructions go before At.
+Value *bound(Value *V, Loop *L, IRBuilder<> &B, unsigned Depth = 0) {
+  Type *I64 = B.getInt64Ty();
+  if (Depth > 6 || !V->getType()->isIntegerTy())
+    return nullptr;
+  if (L->isLoopInvariant(V))
+    return B.CreateZExtOrTrunc(V, I64);
+  if (auto *C = dyn_cast<CastInst>(V))
+    if (isa<ZExtInst>(C) || isa<SExtInst>(C) || isa<TruncInst>(C)) {
+      Value *U = bound(C->getOperand(0), L, B, Depth + 1);
+      // A truncation bounds by the narrower type too; an extension
+      // keeps a bound that came from a non-negative mask.
+      return U ? B.CreateZExtOrTrunc(U, I64) : nullptr;
+    }
+  auto *BO = dyn_cast<BinaryOperator>(V);
+  if (!BO)
+    return nullptr;
+  Value *X = BO->getOperand(0), *Y = BO->getOperand(1);
+  switch (BO->getOpcode()) {
+  case Instruction::And:
+    if (Value *H = hoist(Y, L, B))
+      return B.CreateZExtOrTrunc(H, I64);
+    if (Value *H = hoist(X, L, B))
+      return B.CreateZExtOrTrunc(H, I64);
+    return nullptr;
+  case Instruction::URem:
+    if (Value *H = hoist(Y, L, B))
+      return B.CreateSub(B.CreateZExtOrTrunc(H, I64), B.getInt64(1));
+    return nullptr;
+  case Instruction::LShr:
+  case Instruction::AShr:
+    if (Value *H = hoist(Y, L, B)) {
+      Value *U = bound(X, L, B, Depth + 1);
+      return U ? B.CreateLShr(U, B.CreateZExtOrTrunc(H, I64)) : nullptr;
+    }
+    return nullptr;
+  default:
+    return nullptr;
+  }
+}
+
+// Whether S is a cursor store in a loop that does nothing else to
+// memory the analysis cannot see through: only S, the increment, and
+// stores to stack slots; no calls that may write.
+std::optional<Cursor> cursor(StoreInst *S, LoopInfo &LI, const DataLayout &DL) {
+  Loop *L = LI.getLoopFor(S->getParent());
+  if (!L)
+    return std::nullopt;
+  if (!L->getLoopPreheader() || !L->getUniqueExitBlock() || !L->hasDedicatedExits() ||
+      S->isVolatile() || S->isAtomic())
+    return std::nullopt;
+  auto *G = dyn_cast<GetElementPtrInst>(S->getPointerOperand());
+  if (!G || G->getNumIndices() != 1 || !L->isLoopInvariant(G->getPointerOperand()))
+    return std::nullopt;
+  uint64_t Elem = DL.getTypeAllocSize(G->getSourceElementType());
+  if (Elem == 0 || Elem != DL.getTypeStoreSize(S->getValueOperand()->getType()))
+    return std::nullopt;
+  Value *Idx = G->getOperand(1);
+  if (isa<SExtInst>(Idx) || isa<ZExtInst>(Idx))
+    Idx = cast<CastInst>(Idx)->getOperand(0);
+  auto *Ld = dyn_cast<LoadInst>(Idx);
+  if (!Ld || Ld->getParent() != S->getParent() || Ld->isVolatile() || Ld->isAtomic() ||
+      !Ld->getType()->isIntegerTy() || Ld->getType()->getIntegerBitWidth() < 32)
+    return std::nullopt;
+  Value *PP = Ld->getPointerOperand();
+  auto *PG = dyn_cast<GetElementPtrInst>(PP);
+  if (!PG || PG->getNumIndices() != 1 || PG->getSourceElementType() != Ld->getType() ||
+      !L->isLoopInvariant(PG->getPointerOperand()))
+    return std::nullopt;
+  // The increment: c + 1 stored back to the same slot, in the same block.
+  StoreInst *Inc = nullptr;
+  for (Instruction &I : *S->getParent())
+    if (auto *St = dyn_cast<StoreInst>(&I))
+      if (St != S && St->getPointerOperand() == PP)
+        if (auto *Add = dyn_cast<BinaryOperator>(St->getValueOperand()))
+          if (Add->getOpcode() == Instruction::Add &&
+              ((sameSlot(Add->getOperand(0), Ld) && match1(Add->getOperand(1))) ||
+               (sameSlot(Add->getOperand(1), Ld) && match1(Add->getOperand(0)))))
+            Inc = St;
+  if (!Inc || Inc->isVolatile() || Inc->isAtomic())
+    return std::nullopt;
+  for (BasicBlock *BB : L->blocks())
+    for (Instruction &I : *BB) {
+      if (auto *St = dyn_cast<StoreInst>(&I)) {
+        if (St != S && St != Inc && !isa<AllocaInst>(getUnderlyingObject(St->getPointerOperand())))
+          return std::nullopt;
+      } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+        if (CB->mayWriteToMemory() && !isa<DbgInfoIntrinsic>(CB) &&
+            !(isa<IntrinsicInst>(CB) && (cast<IntrinsicInst>(CB)->isAssumeLikeIntrinsic() ||
+                                         cast<IntrinsicInst>(CB)->isLifetimeStartOrEnd())))
+          return std::nullopt;
+      } else if (I.mayWriteToMemory()) {
+        return std::nullopt; // atomics, fences
+      }
+    }
+  return Cursor{L, S, Inc, PG->getPointerOperand(), G->getPointerOperand(), PG->getOperand(1),
+                DL.getTypeStoreSize(Ld->getType()), Elem};
+}
+
+// Counts for SSS_RCOP_STATS, over every function of the module.
+struct Counts {
+  unsigned Each = 0, Skipped = 0, Coalesced = 0, RangeNotes = 0, Covered = 0, Cursors = 0;
+};
+Counts Total;
+
+// The attribute that marks a function already instrumented.
+constexpr const char *Done = "sss-rcop-done";
+
+// Instruments F: range notes at loop exits where stores coalesce (when
+// Coalesce), a note after every other store that may reach the heap.
+void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
+  Module &M = *F.getParent();
+  LLVMContext &C = M.getContext();
+  const DataLayout &DL = M.getDataLayout();
+  Type *I64 = Type::getInt64Ty(C);
+  Type *Ptr = PointerType::getUnqual(C);
+  auto *Lo = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_lo", I64));
+  auto *Span = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_span", I64));
+  FunctionCallee Note = M.getOrInsertFunction("sss_rcop_note", Type::getVoidTy(C), Ptr, I64);
+  F.addFnAttr(Done);
+  auto addNote = [&](IRBuilder<> &B, Value *P, Value *Len) {
+    Value *Addr = B.CreatePtrToInt(P, I64);
+    Value *Off = B.CreateSub(Addr, B.CreateLoad(I64, Lo, "sss.lo"));
+    Value *In = B.CreateICmpULT(Off, B.CreateLoad(I64, Span, "sss.span"), "sss.inheap");
+    Instruction *Then = SplitBlockAndInsertIfThen(In, &*B.GetInsertPoint(), false);
+    IRBuilder<> T(Then);
+    T.CreateCall(Note, {P, T.CreateZExtOrTrunc(Len, I64)});
+  };
+  std::vector<Point> Points;
+  LoopInfo *LI = nullptr;
+  ScalarEvolution *SE = nullptr;
+  DominatorTree *DT = nullptr;
+  if (Coalesce) {
+    LI = &FAM.getResult<LoopAnalysis>(F);
+    SE = &FAM.getResult<ScalarEvolutionAnalysis>(F);
+    DT = &FAM.getResult<DominatorTreeAnalysis>(F);
+  }
+  // Cursor stores (and their increments), noted by bucket at loop exit.
+  std::vector<std::pair<Cursor, Value *>> Cursors; // with N, the slots
+  SmallPtrSet<Instruction *, 8> ByCursor;
+  if (Coalesce)
+    for (Instruction &I : instructions(F))
+      if (auto *S = dyn_cast<StoreInst>(&I))
+        if (!isPrivate(S->getPointerOperand()) && !ByCursor.count(S))
+          if (auto Cu = cursor(S, *LI, DL)) {
+            IRBuilder<> B(Cu->L->getLoopPreheader()->getTerminator());
+            if (Value *U = bound(Cu->D, Cu->L, B)) {
+              Value *N = B.CreateAdd(U, B.getInt64(1), "sss.slots");
+              // Never copy past an array of known size.
+              uint64_t Bytes;
+              if (getObjectSize(Cu->P, Bytes, DL, nullptr))
+                N = B.CreateBinaryIntrinsic(Intrinsic::umin, N, B.getInt64(Bytes / Cu->Width));
+              Cursors.push_back({*Cu, N});
+              ByCursor.insert(Cu->S);
+              ByCursor.insert(Cu->Inc);
+            }
+          }
+  std::vector<Range> Ranges;
+  // What coalesced stores write per iteration of the loops their notes
+  // cover; the stores that did not coalesce, with where they stopped.
+  std::vector<Level> Covering;
+  std::vector<std::pair<Point, std::optional<Level>>> Uncoalesced;
+  // Stores that may be coalesced, by block.
+  MapVector<BasicBlock *, std::vector<Point>> Candidates;
+  for (Instruction &I : instructions(F)) {
+    Value *P = nullptr;
+    Value *Len = nullptr;
+    if (auto *S = dyn_cast<StoreInst>(&I)) {
+      TypeSize Sz = DL.getTypeStoreSize(S->getValueOperand()->getType());
+      if (Sz.isScalable())
+        continue;
+      P = S->getPointerOperand();
+      Len = ConstantInt::get(I64, Sz.getFixedValue());
+    } else if (auto *A = dyn_cast<AtomicRMWInst>(&I)) {
+      P = A->getPointerOperand();
+      Len = ConstantInt::get(I64, DL.getTypeStoreSize(A->getValOperand()->getType()).getFixedValue());
+    } else if (auto *X = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      P = X->getPointerOperand();
+      Len = ConstantInt::get(I64, DL.getTypeStoreSize(X->getNewValOperand()->getType()).getFixedValue());
+    } else if (auto *MI = dyn_cast<MemIntrinsic>(&I)) {
+      P = MI->getRawDest();
+      Len = MI->getLength();
+    } else {
+      continue;
+    }
+    if (ByCursor.count(&I))
+      continue;
+    if (isPrivate(P)) {
+      Total.Skipped++;
+      continue;
+    }
+    if (LI && isa<StoreInst>(I) && isa<ConstantInt>(Len)) {
+      Candidates[I.getParent()].push_back({&I, P, Len});
+      continue;
+    }
+    Points.push_back({&I, P, Len});
+  }
+  // Stores of one block at constant distances from each other that
+  // together cover consecutive bytes form one store; each such group
+  // is coalesced over its loops, or its stores are noted one by one.
+  for (auto &[BB, Stores] : Candidates) {
+    std::vector<bool> Taken(Stores.size(), false);
+    for (size_t i = 0; i < Stores.size(); i++) {
+      if (Taken[i])
+        continue;
+      const SCEV *Base = SE->getSCEV(Stores[i].Ptr);
+      std::vector<std::pair<int64_t, size_t>> Members; // offset, index
+      for (size_t j = i; j < Stores.size(); j++) {
+        if (Taken[j])
+          continue;
+        auto *D = dyn_cast<SCEVConstant>(SE->getMinusSCEV(SE->getSCEV(Stores[j].Ptr), Base));
+        if (D)
+          Members.push_back({D->getAPInt().getSExtValue(), j});
+      }
+      std::sort(Members.begin(), Members.end());
+      int64_t Lo = Members.front().first, End = Lo;
+      bool Contiguous = true;
+      for (auto &[Off, j] : Members) {
+        if (Off > End) {
+          Contiguous = false;
+          break;
+        }
+        End = std::max<int64_t>(End, Off + (int64_t)cast<ConstantInt>(Stores[j].Len)->getZExtValue());
+      }
+      std::optional<Range> R;
+      std::vector<Level> Trace;
+      if (Contiguous) {
+        const SCEV *Start = SE->getAddExpr(Base, SE->getConstant(Base->getType(), Lo, true));
+        R = plan(Start, End - Lo, BB, *LI, *SE, *DT, Trace);
+        if (R) {
+          BasicBlock *Exit = R->L->getUniqueExitBlock();
+          SCEVExpander X(*SE, DL, "sss.range");
+          Instruction *At = &*Exit->getFirstInsertionPt();
+          if (!X.isSafeToExpandAt(R->Start, At) || !X.isSafeToExpandAt(R->Len, At))
+            R.reset();
+        }
+      }
+      if (R) {
+        Ranges.push_back(*R);
+        for (Level &E : Trace)
+          if (R->L->contains(E.L))
+            Covering.push_back(E);
+        for (auto &M2 : Members) {
+          Taken[M2.second] = true;
+          Total.Coalesced++;
+        }
+      } else {
+        Taken[i] = true;
+        Uncoalesced.push_back({Stores[i], Trace.empty() ? std::nullopt : std::optional(Trace.back())});
+      }
+    }
+  }
+  // A store that does not coalesce by itself but writes, in each
+  // iteration of the loop where it stopped, a subset of what a coalesced
+  // one writes there (the same bytes again: a column computed, then
+  // scaled) is covered by that one's note, placed after both.
+  for (auto &[Pt, Last] : Uncoalesced) {
+    if (Last && std::find(Covering.begin(), Covering.end(), *Last) != Covering.end()) {
+      Total.Coalesced++;
+      Total.Covered++;
+      continue;
+    }
+    Points.push_back(Pt);
+  }
+  // One note per loop exit and range: stores that coalesce to the same
+  // range (a block written twice in one nest) are noted once.
+  std::vector<Range> Unique;
+  for (Range &R : Ranges) {
+    bool Dup = false;
+    for (Range &U : Unique)
+      Dup |= U.L == R.L && U.Start == R.Start && U.Len == R.Len;
+    if (!Dup)
+      Unique.push_back(R);
+  }
+  // Range notes first, while the analyses still describe the IR: every
+  // start and length is expanded before any note splits a block (the
+  // expander trusts the dominator tree, which the splits would outdate).
+  std::vector<std::tuple<Instruction *, Value *, Value *>> Expanded;
+  for (Range &R : Unique) {
+    SCEVExpander X(*SE, DL, "sss.range");
+    Instruction *At = &*R.L->getUniqueExitBlock()->getFirstInsertionPt();
+    Expanded.push_back({At, X.expandCodeFor(R.Start, Ptr, At), X.expandCodeFor(R.Len, I64, At)});
+  }
+  for (auto &[At, Start, Len] : Expanded) {
+    IRBuilder<> B(At);
+    addNote(B, Start, Len);
+    Total.RangeNotes++;
+  }
+  // Cursors: a copy of the slots at entry, the buckets noted at exit.
+  // Without a copy (trap mode, no heap, an implausible slot count) each
+  // store is noted as usual.
+  FunctionCallee Begin = M.getOrInsertFunction("sss_rcop_cursor_begin", Ptr, Ptr, I64, I64);
+  FunctionCallee End =
+      M.getOrInsertFunction("sss_rcop_cursor_end", Type::getVoidTy(C), Ptr, Ptr, I64, I64, Ptr, I64);
+  for (auto &[Cu, N] : Cursors) {
+    IRBuilder<> Pre(Cu.L->getLoopPreheader()->getTerminator());
+    Value *Snap = Pre.CreateCall(Begin, {Cu.P, N, Pre.getInt64(Cu.Width)}, "sss.cursors");
+    IRBuilder<> Out(&*Cu.L->getUniqueExitBlock()->getFirstInsertionPt());
+    Out.CreateCall(End, {Snap, Cu.P, N, Out.getInt64(Cu.Width), Cu.Dst, Out.getInt64(Cu.Elem)});
+    for (StoreInst *St : {Cu.S, Cu.Inc}) {
+      if (St == Cu.Inc && isPrivate(St->getPointerOperand()))
+        continue;
+      Instruction *At = St->getNextNode();
+      IRBuilder<> B(At);
+      // Slots at or above the bound are not in the copy.
+      Value *Outside = B.CreateICmpUGE(B.CreateZExtOrTrunc(Cu.D, I64), N);
+      Instruction *Then =
+          SplitBlockAndInsertIfThen(B.CreateOr(B.CreateIsNull(Snap), Outside), At, false);
+      IRBuilder<> T(Then);
+      addNote(T, St->getPointerOperand(),
+              ConstantInt::get(I64, St == Cu.S ? Cu.Elem : Cu.Width));
+    }
+    Total.Cursors++;
+  }
+  for (Point &Pt : Points) {
+    IRBuilder<> B(Pt.I->getNextNode());
+    addNote(B, Pt.Ptr, Pt.Len);
+  }
+  Total.Each += Points.size();
+}
+
+// The runtime itself is never instrumented.
+bool isRuntime(const Module &M) {
+  const Function *N = M.getFunction("sss_rcop_note");
+  return N && !N->isDeclaration();
+}
+
+// Protocol switching by annotation: `SSS_PROTOCOL(name)` (sss_parmacs.h)
+// on a variable or a struct field makes the G_MALLOC stored into it an
+// sss_pm_malloc_with(len, protocol). Runs first in the pipeline (also at
+// O0), while the annotated variables and their stores are still there.
+struct RcopProtocols : PassInfoMixin<RcopProtocols> {
+  // sss_dsm_protocol_t values.
+  static int code(StringRef Name) {
+    static const char *Names[] = {"ulrc", "invalidate", "home_update", "update", "update_drct",
+                                  "home_only"};
+    for (int i = 0; i < 6; i++)
+      if (Name == Names[i])
+        return i + 1;
+    return -1;
+  }
+
+  // The protocol an annotation string asks for: 0 when it is not ours.
+  static int annotation(Module &M, Value *Str) {
+    auto *G = dyn_cast<GlobalVariable>(Str->stripPointerCasts());
+    if (!G || !G->hasInitializer())
+      return 0;
+    auto *CDA = dyn_cast<ConstantDataArray>(G->getInitializer());
+    if (!CDA || !CDA->isCString())
+      return 0;
+    StringRef S = CDA->getAsCString();
+    if (!S.consume_front("sss-protocol:"))
+      return 0;
+    int C = code(S);
+    if (C < 0)
+      M.getContext().emitError("SSS_PROTOCOL(" + S +
+                               "): expected ulrc, invalidate, home_update, update, "
+                               "update_drct or home_only");
+    return C;
+  }
+
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+    if (isRuntime(M))
+      return PreservedAnalyses::all();
+    Function *Malloc = M.getFunction("sss_pm_malloc");
+    if (!Malloc)
+      return PreservedAnalyses::all();
+    // Annotated storage: globals, locals (their allocas) and field
+    // addresses (the results of llvm.ptr.annotation).
+    DenseMap<Value *, int> Proto;
+    if (GlobalVariable *GA = M.getGlobalVariable("llvm.global.annotations"))
+      if (auto *Arr = dyn_cast<ConstantArray>(GA->getInitializer()))
+        for (Value *Op : Arr->operands())
+          if (auto *E = dyn_cast<ConstantStruct>(Op))
+            if (E->getNumOperands() >= 2)
+              if (int C = annotation(M, E->getOperand(1)); C > 0)
+                Proto[E->getOperand(0)->stripPointerCasts()] = C;
+    for (Function &F : M)
+      for (Instruction &I : instructions(F))
+        if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
+          Intrinsic::ID ID = II->getIntrinsicID();
+          if (ID == Intrinsic::var_annotation || ID == Intrinsic::ptr_annotation)
+            if (int C = annotation(M, II->getArgOperand(1)); C > 0)
+              Proto[ID == Intrinsic::var_annotation ? II->getArgOperand(0)->stripPointerCasts()
+                                                    : II] = C;
+        }
+    if (Proto.empty())
       return PreservedAnalyses::all();
     LLVMContext &C = M.getContext();
-    const DataLayout &DL = M.getDataLayout();
-    Type *I64 = Type::getInt64Ty(C);
-    Type *Ptr = PointerType::getUnqual(C);
-    auto *Lo = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_lo", I64));
-    auto *Span = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_span", I64));
-    FunctionCallee Note =
-        M.getOrInsertFunction("sss_rcop_note", Type::getVoidTy(C), Ptr, I64);
-
-    std::vector<Point> Points;
-    unsigned Skipped = 0, Coalesced = 0, RangeNotes = 0;
-    auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
-    auto addNote = [&](IRBuilder<> &B, Value *P, Value *Len) {
-      Value *Addr = B.CreatePtrToInt(P, I64);
-      Value *Off = B.CreateSub(Addr, B.CreateLoad(I64, Lo, "sss.lo"));
-      Value *In = B.CreateICmpULT(Off, B.CreateLoad(I64, Span, "sss.span"), "sss.inheap");
-      Instruction *Then = SplitBlockAndInsertIfThen(In, &*B.GetInsertPoint(), false);
-      IRBuilder<> T(Then);
-      T.CreateCall(Note, {P, T.CreateZExtOrTrunc(Len, I64)});
-    };
-    for (Function &F : M) {
-      if (F.isDeclaration())
-        continue;
-      LoopInfo *LI = nullptr;
-      ScalarEvolution *SE = nullptr;
-      DominatorTree *DT = nullptr;
-      if (coalescing()) {
-        LI = &FAM.getResult<LoopAnalysis>(F);
-        SE = &FAM.getResult<ScalarEvolutionAnalysis>(F);
-        DT = &FAM.getResult<DominatorTreeAnalysis>(F);
-      }
-      std::vector<Range> Ranges;
-      // Stores that may be coalesced, by block.
-      MapVector<BasicBlock *, std::vector<Point>> Candidates;
+    FunctionCallee With = M.getOrInsertFunction(
+        "sss_pm_malloc_with", Malloc->getFunctionType()->getReturnType(),
+        Malloc->getFunctionType()->getParamType(0), Type::getInt32Ty(C));
+    std::vector<std::pair<CallInst *, int>> Calls;
+    for (Function &F : M)
       for (Instruction &I : instructions(F)) {
-        Value *P = nullptr;
-        Value *Len = nullptr;
-        if (auto *S = dyn_cast<StoreInst>(&I)) {
-          TypeSize Sz = DL.getTypeStoreSize(S->getValueOperand()->getType());
-          if (Sz.isScalable())
-            continue;
-          P = S->getPointerOperand();
-          Len = ConstantInt::get(I64, Sz.getFixedValue());
-        } else if (auto *A = dyn_cast<AtomicRMWInst>(&I)) {
-          P = A->getPointerOperand();
-          Len = ConstantInt::get(I64, DL.getTypeStoreSize(A->getValOperand()->getType()).getFixedValue());
-        } else if (auto *X = dyn_cast<AtomicCmpXchgInst>(&I)) {
-          P = X->getPointerOperand();
-          Len = ConstantInt::get(I64, DL.getTypeStoreSize(X->getNewValOperand()->getType()).getFixedValue());
-        } else if (auto *MI = dyn_cast<MemIntrinsic>(&I)) {
-          P = MI->getRawDest();
-          Len = MI->getLength();
-        } else {
+        auto *S = dyn_cast<StoreInst>(&I);
+        if (!S)
           continue;
-        }
-        if (isPrivate(P)) {
-          Skipped++;
+        auto *Call = dyn_cast<CallInst>(S->getValueOperand()->stripPointerCasts());
+        if (!Call || Call->getCalledFunction() != Malloc)
           continue;
-        }
-        if (LI && isa<StoreInst>(I) && isa<ConstantInt>(Len)) {
-          Candidates[I.getParent()].push_back({&I, P, Len});
-          continue;
-        }
-        Points.push_back({&I, P, Len});
+        auto It = Proto.find(S->getPointerOperand()->stripPointerCasts());
+        if (It != Proto.end() &&
+            std::find_if(Calls.begin(), Calls.end(), [&](auto &P) { return P.first == Call; }) ==
+                Calls.end())
+          Calls.push_back({Call, It->second});
       }
-      // Stores of one block at constant distances from each other that
-      // together cover consecutive bytes form one store; each such group
-      // is coalesced over its loops, or its stores are noted one by one.
-      for (auto &[BB, Stores] : Candidates) {
-        std::vector<bool> Done(Stores.size(), false);
-        for (size_t i = 0; i < Stores.size(); i++) {
-          if (Done[i])
-            continue;
-          const SCEV *Base = SE->getSCEV(Stores[i].Ptr);
-          std::vector<std::pair<int64_t, size_t>> Members; // offset, index
-          for (size_t j = i; j < Stores.size(); j++) {
-            if (Done[j])
-              continue;
-            auto *D = dyn_cast<SCEVConstant>(SE->getMinusSCEV(SE->getSCEV(Stores[j].Ptr), Base));
-            if (D)
-              Members.push_back({D->getAPInt().getSExtValue(), j});
-          }
-          std::sort(Members.begin(), Members.end());
-          int64_t Lo = Members.front().first, End = Lo;
-          bool Contiguous = true;
-          for (auto &[Off, j] : Members) {
-            if (Off > End) {
-              Contiguous = false;
-              break;
-            }
-            End = std::max<int64_t>(End, Off + (int64_t)cast<ConstantInt>(Stores[j].Len)->getZExtValue());
-          }
-          std::optional<Range> R;
-          if (Contiguous) {
-            const SCEV *Start = SE->getAddExpr(Base, SE->getConstant(Base->getType(), Lo, true));
-            R = plan(Start, End - Lo, BB, *LI, *SE, *DT);
-            if (R) {
-              BasicBlock *Exit = R->L->getUniqueExitBlock();
-              SCEVExpander X(*SE, M.getDataLayout(), "sss.range");
-              Instruction *At = &*Exit->getFirstInsertionPt();
-              if (!X.isSafeToExpandAt(R->Start, At) || !X.isSafeToExpandAt(R->Len, At))
-                R.reset();
-            }
-          }
-          if (R) {
-            Ranges.push_back(*R);
-            for (auto &M2 : Members) {
-              Done[M2.second] = true;
-              Coalesced++;
-            }
-          } else {
-            Done[i] = true;
-            Points.push_back(Stores[i]);
-          }
-        }
-      }
-      // Range notes first, while the analyses still describe the IR.
-      for (Range &R : Ranges) {
-        BasicBlock *Exit = R.L->getUniqueExitBlock();
-        if (!Exit->getSinglePredecessor())
-          Exit = SplitEdge(R.L->getLoopLatch(), Exit);
-        Instruction *At = &*Exit->getFirstInsertionPt();
-        SCEVExpander X(*SE, M.getDataLayout(), "sss.range");
-        Value *Start = X.expandCodeFor(R.Start, Ptr, At);
-        Value *Len = X.expandCodeFor(R.Len, I64, At);
-        IRBuilder<> B(At);
-        addNote(B, Start, Len);
-        RangeNotes++;
-      }
+    for (auto &[Call, Code] : Calls) {
+      IRBuilder<> B(Call);
+      CallInst *New =
+          B.CreateCall(With, {Call->getArgOperand(0), ConstantInt::get(Type::getInt32Ty(C), Code)});
+      Call->replaceAllUsesWith(New);
+      Call->eraseFromParent();
     }
-    for (Point &Pt : Points) {
-      IRBuilder<> B(Pt.I->getNextNode());
-      addNote(B, Pt.Ptr, Pt.Len);
+    unsigned Switched = Calls.size();
+    if (stats() && Switched)
+      errs() << "sss-rcop: " << M.getName() << ": " << Switched
+             << " allocations with an annotated protocol\n";
+    return Switched ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
+};
+
+// At O1 and above: before the loop vectorizer, while loops are still in
+// the simple form ScalarEvolution plans ranges on (vectorized bodies
+// with scalar remainders and runtime checks would each need a note of
+// their own). Dead stores are gone by then; the notes are opaque calls,
+// so no later pass moves a store past its note.
+struct RcopLoops : PassInfoMixin<RcopLoops> {
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
+    if (F.hasFnAttribute(Done) || isRuntime(*F.getParent()))
+      return PreservedAnalyses::all();
+    instrument(F, FAM, coalescing());
+    return PreservedAnalyses::none();
+  }
+};
+
+// Last in the pipeline (the only place at O0): whatever was not
+// instrumented before the vectorizer, then the report.
+struct Rcop : PassInfoMixin<Rcop> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
+    if (isRuntime(M))
+      return PreservedAnalyses::all();
+    auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+    bool Changed = false;
+    for (Function &F : M) {
+      if (F.isDeclaration() || F.hasFnAttribute(Done))
+        continue;
+      instrument(F, FAM, coalescing());
+      FAM.invalidate(F, PreservedAnalyses::none());
+      Changed = true;
     }
     if (stats())
-      errs() << "sss-rcop: " << M.getName() << ": " << Points.size()
-             << " stores instrumented, " << Coalesced << " coalesced into " << RangeNotes
-             << " range notes, " << Skipped << " private\n";
-    return Points.empty() && RangeNotes == 0 ? PreservedAnalyses::all() : PreservedAnalyses::none();
+      errs() << "sss-rcop: " << M.getName() << ": " << Total.Each << " stores instrumented, "
+             << Total.Coalesced << " coalesced into " << Total.RangeNotes << " range notes, "
+             << Total.Skipped << " private"
+             << (Total.Covered ? " (" + std::to_string(Total.Covered) +
+                                     " of the coalesced covered by another's note)"
+                               : std::string())
+             << (Total.Cursors ? ", " + std::to_string(Total.Cursors) + " cursor loops"
+                               : std::string())
+             << "\n";
+    return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }
 };
 
 } // namespace
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "sss-rcop", "0.1", [](PassBuilder &PB) {
+  return {LLVM_PLUGIN_API_VERSION, "sss-rcop", "0.2", [](PassBuilder &PB) {
+            PB.registerPipelineStartEPCallback(
+                [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(RcopProtocols()); });
+            PB.registerVectorizerStartEPCallback(
+                [](FunctionPassManager &FPM, OptimizationLevel) {
+                  // Preheaders and dedicated exits, where range notes go.
+                  FPM.addPass(LoopSimplifyPass());
+                  FPM.addPass(RcopLoops());
+                });
             PB.registerOptimizerLastEPCallback(
                 [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(Rcop()); });
           }};

@@ -41,6 +41,20 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
     }
 }
 
+/// Calls of [`sss_rcop_note`]: how often the consistency code `sss cc`
+/// inserted ran (the #CM of seed Tables 7-8), whatever the note log then
+/// merged.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// With `SSS_STATS=json`, one line for this task's #CM beside the heap's
+/// statistics, when compiled code noted anything.
+pub(crate) fn report(rank: u32) {
+    let n = CALLS.swap(0, Ordering::Relaxed);
+    if n > 0 && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
+        eprintln!("{{\"rcop\":{{\"rank\":{rank},\"notes\":{n}}}}}");
+    }
+}
+
 /// Notes `len` bytes written at `addr` (a store the inline test placed in
 /// the heap). Errors (a range past the heap's end) are dropped: the
 /// store itself already happened, as in the uninstrumented program.
@@ -49,10 +63,143 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
 /// None beyond the heap's: `addr` is only compared with the heap.
 #[no_mangle]
 pub unsafe extern "C" fn sss_rcop_note(addr: *const c_void, len: usize) {
+    CALLS.fetch_add(1, Ordering::Relaxed);
     let d = CURRENT.load(Ordering::Acquire);
-    if !d.is_null() {
+    if !d.is_null() && !super::notelog::fast(d, addr as u64, len as u64) {
         // SAFETY: `d` is a live handle until `unregister` (called by
         // sss_dsm_finalize before it frees the handle).
         let _ = unsafe { sss_dsm_note_write(d, addr, len) };
     }
+}
+
+/// Most cursors a loop may have for [`sss_rcop_cursor_begin`] to copy:
+/// above this the pass's bound (a mask) is implausible for an array, and
+/// each store is noted by itself instead.
+const MAX_CURSORS: u64 = 1 << 24;
+
+/// Whether `[addr, addr + len)` lies in the noted heap.
+fn in_heap(addr: u64, len: u64) -> bool {
+    let (lo, span) = (
+        sss_rcop_lo.load(Ordering::Acquire),
+        sss_rcop_span.load(Ordering::Acquire),
+    );
+    addr.wrapping_sub(lo) < span && len <= span - addr.wrapping_sub(lo)
+}
+
+/// Reads cursor `i` of `width` bytes at `p`, sign-extended.
+///
+/// # Safety
+/// `p` is valid for reads of `(i + 1) * width` bytes.
+unsafe fn cursor_at(p: *const u8, i: u64, width: u64) -> i64 {
+    // SAFETY: in bounds by the caller's contract; unaligned reads are fine.
+    unsafe {
+        if width == 4 {
+            i64::from(std::ptr::read_unaligned(
+                p.add((i * 4) as usize) as *const i32
+            ))
+        } else {
+            std::ptr::read_unaligned(p.add((i * 8) as usize) as *const i64)
+        }
+    }
+}
+
+/// A copy of the `n` cursors of `width` bytes at `p` (see `sss.h`), or
+/// null: then the loop notes each store itself.
+///
+/// # Safety
+/// `p` is valid for reads of `n * width` bytes (the pass's bound of the
+/// loop's cursor index).
+#[no_mangle]
+pub unsafe extern "C" fn sss_rcop_cursor_begin(
+    p: *const c_void,
+    n: u64,
+    width: u64,
+) -> *mut c_void {
+    if CURRENT.load(Ordering::Acquire).is_null()
+        || sss_rcop_span.load(Ordering::Acquire) == 0
+        || n == 0
+        || n > MAX_CURSORS
+        || !(width == 4 || width == 8)
+        || p.is_null()
+    {
+        return std::ptr::null_mut();
+    }
+    let len = (n * width) as usize;
+    let mut copy = Vec::new();
+    if copy.try_reserve_exact(len).is_err() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `p` is valid for `len` bytes by the contract.
+    copy.extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
+    Box::into_raw(copy.into_boxed_slice()) as *mut c_void
+}
+
+/// Notes what the cursors at `p` moved over since `snap` (see `sss.h`)
+/// and frees `snap`; adjacent ranges go as one note.
+///
+/// # Safety
+/// `snap` is null or what [`sss_rcop_cursor_begin`] returned for the
+/// same `p`, `n` and `width`, not freed yet; `p` as there.
+#[no_mangle]
+pub unsafe extern "C" fn sss_rcop_cursor_end(
+    snap: *mut c_void,
+    p: *const c_void,
+    n: u64,
+    width: u64,
+    dst: *const c_void,
+    elem: u64,
+) {
+    if snap.is_null() {
+        return;
+    }
+    let len = (n * width) as usize;
+    // SAFETY: `snap` is the boxed slice of `len` bytes made by
+    // sss_rcop_cursor_begin for these arguments, freed only here.
+    let copy = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(snap as *mut u8, len)) };
+    let (dst, slots) = (dst as u64, p as u64);
+    let mut run: Option<(u64, u64)> = None; // pending note: start, bytes
+    let flush = |run: &mut Option<(u64, u64)>| {
+        if let Some((a, l)) = run.take() {
+            if l > 0 && in_heap(a, l) {
+                // SAFETY: only compared with the heap, as for any note.
+                unsafe { sss_rcop_note(a as *const c_void, l as usize) };
+            }
+        }
+    };
+    let mut moved: Option<(u64, u64)> = None; // changed cursors in the heap
+    for i in 0..n {
+        // SAFETY: `copy` and `p` both hold `n` cursors.
+        let (was, now) = unsafe {
+            (
+                cursor_at(copy.as_ptr(), i, width),
+                cursor_at(p as *const u8, i, width),
+            )
+        };
+        // Cursors only move forward; one that went back wrapped round and
+        // its range is unknown (the stores were still made).
+        if now <= was || was < 0 {
+            continue;
+        }
+        let (a, l) = (
+            dst.wrapping_add((was as u64).wrapping_mul(elem)),
+            ((now - was) as u64).saturating_mul(elem),
+        );
+        match &mut run {
+            Some((s, rl)) if s.wrapping_add(*rl) == a => *rl += l,
+            _ => {
+                flush(&mut run);
+                run = Some((a, l));
+            }
+        }
+        let c = slots + i * width;
+        match &mut moved {
+            Some((s, ml)) if *s + *ml == c => *ml += width,
+            _ => {
+                flush(&mut moved);
+                moved = Some((c, width));
+            }
+        }
+    }
+    flush(&mut run);
+    flush(&mut moved);
 }

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Seed 000 Tables 7 and 8 for our RCOP: LU-Contig (n = 512, b = 16) and
+# Radix (1M keys), each task's consistency-code executions (#CM),
+# packets and bytes sent, and the program's own time, for
+#   no     sss cc -fsss-opt=no   (one note per dynamic store)
+#   ia     sss cc -fsss-opt=ia   (coalescing, the default)
+#   hand   cc with the examples' hand-placed ST/NOTE_RANGE notes (each
+#          a call into the runtime: -DSSS_NO_INLINE_NOTES)
+#   trap   cc without notes, write-protect faults (SSS_DSM_WRITES=trap)
+# run on P tasks over two loopback hosts, REPS times each (median time;
+# counts from the median run, averaged over the tasks). #CM is how often
+# the inserted consistency code ran (sss_rcop_note calls), or for hand
+# notes how often the program noted.
+#
+#   scripts/rcop-tables.sh [P] [REPS]          (default 4 tasks, 3 runs)
+#
+# Our DSM always combines the notes for one home into as few packets as
+# it can (the seeds' MB): `no` corresponds to their MB row, `ia` to
+# MB & IA. Needs clang-16 and llvm-16-dev (what `sss cc` uses).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+P=${1:-4}
+REPS=${2:-3}
+HOSTS=${SSS_TABLE_HOSTS:-127.0.0.2,127.0.0.3}
+cargo build --release -q -p sss -p sss-capi
+SSS=$PWD/target/release/sss
+LIB=$PWD/target/release
+work=$(mktemp -d /tmp/sss-rcop-tables-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+build() { # prog variant
+  local prog=$1 v=$2 src=$work/$1.c exe=$work/$1-$2
+  m4 parmacs/sss.m4 "examples/parmacs/$prog.c.in" > "$src"
+  case $v in
+    no|ia) "$SSS" cc "-fsss-opt=$v" -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
+    # Every hand-placed note a call, so that the heap counts them.
+    hand) cc -std=gnu11 -O2 -DSSS_NO_INLINE_NOTES -Iinclude -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -L"$LIB" -Wl,-rpath,"$LIB" -lsss -lm ;;
+    trap) cc -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iinclude -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -L"$LIB" -Wl,-rpath,"$LIB" -lsss -lm ;;
+  esac
+}
+
+# One run: "time_us notes packets bytes checksum", the counts averaged
+# over the tasks.
+run() { # prog variant args...
+  local prog=$1 v=$2; shift 2
+  local writes=note
+  [ "$v" = trap ] && writes=trap
+  local out
+  out=$(SSS_STATS=json SSS_DSM_WRITES=$writes SSS_DSM_PROTOCOL=ulrc \
+    timeout 600 "$SSS" run -n "$P" --hosts "$HOSTS" "$work/$prog-$v" "$@" 2>&1)
+  local line
+  line=$(grep -E '^(LU|RADIX) ' <<<"$out" | head -1)
+  local t sum
+  t=$(grep -o 'time_us=[0-9]*' <<<"$line" | cut -d= -f2)
+  sum=$(grep -o 'checksum=[0-9a-f]*' <<<"$line" | cut -d= -f2)
+  # #CM: the calls of the code sss cc inserted ("rcop" lines), else the
+  # notes the heap counted (hand-placed notes, each a call).
+  grep -E '^\{"(dsm|rcop)"' <<<"$out" | jq -rs --arg t "$t" --arg c "$sum" \
+    '(map(select(.dsm)) | map(.dsm)) as $d | (map(select(.rcop)) | map(.rcop.notes)) as $r
+     | [(if ($r|length) > 0 then ($r|add)/($d|length) else ($d|map(.notes)|add)/($d|length) end),
+        ($d|map(.packets)|add/length), ($d|map(.bytes_sent)|add/length)] as $m
+     | "\($t) \($m[0]|floor) \($m[1]|floor) \($m[2]|floor) \($c)"'
+}
+
+table() { # prog title seeds args...
+  local prog=$1 title=$2 seeds=$3; shift 3
+  echo "### $title, $P tasks on $HOSTS"
+  echo
+  echo "| build | time (s) | #CM per task | packets per task | MB per task | checksum |"
+  echo "|---|---:|---:|---:|---:|---|"
+  for v in no ia hand trap; do
+    build "$prog" "$v" > "$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
+    local runs=()
+    for _ in $(seq "$REPS"); do runs+=("$(run "$prog" "$v" "$@")"); done
+    # The median run by time.
+    local med
+    med=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(( (REPS + 1) / 2 ))p")
+    read -r t cm pk by sum <<<"$med"
+    local times
+    times=$(printf '%s\n' "${runs[@]}" | awk '{printf "%s%.2f", (NR>1?" / ":""), $1/1e6}')
+    printf '| %s | %.2f (%s) | %s | %s | %.2f | %s |\n' "$v" "$(echo "$t / 1000000" | bc -l)" \
+      "$times" "$cm" "$pk" "$(echo "$by / 1000000" | bc -l)" "$sum"
+  done
+  echo
+  echo "Seed 000 (8 processors, SSS-CORE): $seeds"
+  echo
+}
+
+table lu "Table 7: LU-Contig (n = 512, b = 16)" \
+  "NO 28.20 s, 5592K #CM, 5206K packets, 47.73 MB; MB 14.35 s, 5592K, 83.5K, 113.00 MB; IA 2.17 s, 1.43K, 7.73K, 9.42 MB; MB & IA 2.16 s, 1.43K, 7.60K, 9.27 MB" \
+  "$P" 512 16
+table radix "Table 8: Radix (1M keys)" \
+  "NO 21.90 s, 793K #CM, 3220K packets, 76.72 MB; MB 12.13 s, 793K, 75.8K, 101.08 MB; IA 1.57 s, 2.08K, 19.5K, 13.47 MB; MB & IA 1.24 s, 2.08K, 10.1K, 13.63 MB" \
+  "$P" 1048576
