@@ -77,6 +77,20 @@ impl Shared {
         if self.home_of(page)? != self.rank || lock(&self.mapped).runs.len() >= MAX_RUNS {
             return Ok(false);
         }
+        // Trapped writes of the update protocols reach copies as diffs
+        // against a twin; a copy fetched from a mapped home mid-interval
+        // would already hold some of them, and the diff would miss what
+        // it saw (a word written back to its twin value, bytes equal to
+        // the twin's). Those pages stay fetched: the home segment then
+        // changes only at releases.
+        if self.traps()
+            && matches!(
+                self.proto_of(page)?,
+                Protocol::Update | Protocol::UpdateDirect
+            )
+        {
+            return Ok(false);
+        }
         let free = |p: u64| -> Result<bool, Error> {
             Ok(!lock(&self.state).present.contains(&p)
                 && !self.is_mapped(p)
@@ -126,23 +140,42 @@ impl Shared {
         Ok(true)
     }
 
-    /// A write-protect fault on mapped page `page`: records it written
-    /// this interval (a twin only where copies get the bytes: `Update`,
-    /// `UpdateDirect`) and opens it, with the pages after it that were
-    /// written in one of the two previous intervals.
+    /// Puts the reservation back over the mapped pages of
+    /// `[first, end)`, so they fault and are fetched as copies again
+    /// (a range switched to an update protocol in trap mode, see
+    /// `map_own`). Called between barriers: no store of this task runs.
+    pub(crate) fn unmap_own(&self, first: u64, end: u64) -> Result<(), Error> {
+        let mut m = lock(&self.mapped);
+        let hit: Vec<(u64, u64)> = m
+            .runs
+            .range(..end)
+            .filter(|(_, &e)| e > first)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in hit {
+            m.runs.remove(&s);
+            if s < first {
+                m.runs.insert(s, first);
+            }
+            if e > end {
+                m.runs.insert(end, e);
+            }
+            let (lo, hi) = (s.max(first), e.min(end));
+            let addr = self.view.base() + lo as usize * PAGE;
+            let len = (hi - lo) as usize * PAGE;
+            self.view.unmap_shared(addr, len)?;
+            self.uffd.register(addr, len)?;
+        }
+        Ok(())
+    }
+
+    /// A write-protect fault on mapped page `page` (never of the update
+    /// protocols, see `map_own`): records it written this interval and
+    /// opens it, with the pages after it that were written in one of the
+    /// two previous intervals.
     pub(crate) fn own_write(&self, page: u64) -> Result<(), Error> {
-        let proto = self.proto_of(page)?;
         let addr = self.page_addr(page)?;
         let mut st = lock(&self.state);
-        if matches!(proto, Protocol::Update | Protocol::UpdateDirect) {
-            if let std::collections::hash_map::Entry::Vacant(e) = st.dirty.entry(page) {
-                // Mapped and protected: reading it cannot fault.
-                e.insert(Some(self.view_read(page * PAGE as u64, PAGE)?));
-                bump(&self.stats.twins, 1);
-            }
-            drop(st);
-            return Ok(self.uffd.protect(addr, PAGE, false)?);
-        }
         let end = self
             .find_range(page)
             .map_or(page + 1, |r| r.start + r.pages);

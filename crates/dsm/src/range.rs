@@ -306,6 +306,9 @@ impl Shared {
             self.discard(&mut st, &mine)?;
             st.registered.retain(|p| !pages.contains(p));
         }
+        if self.traps() && matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
+            self.unmap_own(pages.start, pages.end)?;
+        }
         if matches!(r.protocol, Protocol::Update | Protocol::Invalidate) {
             // Nobody holds a copy any more: clear the holder bits of the
             // pages homed here.

@@ -145,6 +145,47 @@ fn run_task(scenario: &str) -> R {
         dsm.barrier()?;
     }
 
+    // A copy fetched while its home is in the middle of an interval, then
+    // brought up to date at the release: it ends with the home's last
+    // bytes, whatever it saw. Regression: trapped writes of a home page
+    // mapped as plain memory were sent as a diff against the twin taken
+    // at the first fault, so a copy fetched after that got only the bytes
+    // that differed from the twin (1 000 000 then 24 000 000 left the low
+    // byte of the first: seen as 24 000 064) and nothing for a word
+    // written back to its twin value.
+    {
+        let a = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
+        if me == 0 {
+            put(a, 1_000_000)?;
+            put(a.wrapping_add(1), 5)?;
+        }
+        task.barrier()?;
+        // A writer of the same page keeps its copy (a dirty copy takes
+        // updates; a clean one may just be dropped).
+        if me == 1 && protocol != Protocol::Invalidate {
+            put(a.wrapping_add(2), 7)?;
+        } else if me == 1 {
+            check(load(a.wrapping_add(2)) == 0, "fresh word")?;
+        }
+        task.barrier()?;
+        if me == 0 {
+            put(a, 24_000_000)?;
+            put(a.wrapping_add(1), 0)?;
+        }
+        dsm.barrier()?;
+        let (w0, w1) = (load(a), load(a.wrapping_add(1)));
+        let w2 = if n > 1 && protocol != Protocol::Invalidate {
+            7
+        } else {
+            0
+        };
+        check(
+            w0 == 24_000_000 && w1 == 0 && load(a.wrapping_add(2)) == w2,
+            &format!("copy fetched mid-interval: {w0}, {w1} at task {me}"),
+        )?;
+        dsm.barrier()?;
+    }
+
     // A counter under a lock: every increment survives.
     let counter = dsm.malloc_all(8, Placement::Cyclic(1))?.cast::<u64>();
     let k = 20;
