@@ -270,6 +270,15 @@ impl Ring {
         Some(from)
     }
 
+    /// Whether the oldest slot holds a whole message. Reads only that
+    /// slot's line, which the producer writes anyway: a receiver polling
+    /// this does not pull the tail's line away from producers, as
+    /// [`Ring::len`] does.
+    pub fn ready(&self) -> bool {
+        let pos = self.header().head.load(Ordering::Relaxed);
+        self.seq(pos).load(Ordering::Acquire) == pos.wrapping_add(1)
+    }
+
     /// Messages waiting (at most the slot count, whatever the indices say).
     pub fn len(&self) -> usize {
         let h = self.header();
@@ -331,6 +340,27 @@ mod tests {
             }
         });
         assert_eq!(ring.len(), 0);
+    }
+
+    #[test]
+    fn ready_reads_the_oldest_slot_only() {
+        let (_buf, mem) = buffer(fifo_bytes(4, 8));
+        let ring = Ring::create(mem, 4, 8).unwrap();
+        assert!(!ring.ready());
+        // A producer that reserved a slot (tail moved) but has not filled
+        // it yet: not ready, although `len` counts it.
+        ring.header().tail.store(1, Ordering::Relaxed);
+        assert_eq!(ring.len(), 1);
+        assert!(!ring.ready());
+        ring.header().tail.store(0, Ordering::Relaxed);
+        let mut out = Vec::new();
+        for k in 0..6u8 {
+            ring.push(1, &[k]).unwrap();
+            assert!(ring.ready());
+            assert_eq!(ring.pop(&mut out), Some(1));
+            assert_eq!(out, [k]);
+            assert!(!ring.ready());
+        }
     }
 
     #[test]

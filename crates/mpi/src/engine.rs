@@ -21,8 +21,9 @@
 
 use crate::consts::{err, h, ANY_SOURCE, ANY_TAG};
 use crate::envelope::{Env, Kind, FLAG_SYNC};
+use crate::idmap::IdMap;
 use sss_mbcf::{Fifo, Options, Perm, RemoteAddr, Segment, Task};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
@@ -123,14 +124,14 @@ pub(crate) struct Engine {
     self_inbox: VecDeque<Vec<u8>>,
     posted: Vec<usize>,
     unexpected: VecDeque<Msg>,
-    pub reqs: HashMap<usize, Req>,
+    pub reqs: IdMap<Req>,
     next_handle: usize,
     /// Receives with READs in flight.
     reading: Vec<usize>,
     /// Staged data of rendezvous sends, by request.
-    staged: HashMap<usize, crate::staging::Slot>,
+    staged: IdMap<crate::staging::Slot>,
     staging: crate::staging::Staging,
-    pub comms: HashMap<usize, Comm>,
+    pub comms: IdMap<Comm>,
     pub next_ctx: u32,
     scratch: Vec<u8>,
     /// Malformed or unexpected FIFO messages dropped.
@@ -144,7 +145,7 @@ pub(crate) struct Engine {
     /// once they do.
     detached: Vec<usize>,
     /// Messages taken by `MPI_Mprobe`: communicator, its group, message.
-    matched: HashMap<usize, (usize, Arc<Vec<u32>>, Msg)>,
+    matched: IdMap<(usize, Arc<Vec<u32>>, Msg)>,
     /// Requests completed or removed and messages queued unexpected:
     /// other threads' waits look again when it moves.
     pub events: u64,
@@ -208,7 +209,7 @@ impl Engine {
                 _ => udp_eager,
             })
             .collect();
-        let mut comms = HashMap::new();
+        let mut comms = IdMap::default();
         let world = Comm {
             ctx: 0,
             group: Arc::new((0..size).collect()),
@@ -238,10 +239,10 @@ impl Engine {
             self_inbox: VecDeque::new(),
             posted: Vec::new(),
             unexpected: VecDeque::new(),
-            reqs: HashMap::new(),
+            reqs: IdMap::default(),
             next_handle: h::FIRST_USER,
             reading: Vec::new(),
-            staged: HashMap::new(),
+            staged: IdMap::default(),
             staging: crate::staging::Staging::default(),
             comms,
             next_ctx: 4,
@@ -249,7 +250,7 @@ impl Engine {
             bad_msgs: 0,
             closing: false,
             detached: Vec::new(),
-            matched: HashMap::new(),
+            matched: IdMap::default(),
             events: 0,
             stats: Default::default(),
             started: std::time::Instant::now(),

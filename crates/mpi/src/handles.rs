@@ -4,8 +4,8 @@
 
 use crate::consts::{err, h};
 use crate::dtype::{predefined, Layout};
+use crate::idmap::IdMap;
 use crate::objects::MpiErr;
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
@@ -29,9 +29,9 @@ pub(crate) struct UserOp {
 
 #[derive(Default)]
 pub(crate) struct Reg {
-    pub types: HashMap<usize, Arc<Layout>>,
-    pub ops: HashMap<usize, UserOp>,
-    pub groups: HashMap<usize, Arc<Vec<u32>>>,
+    pub types: IdMap<Arc<Layout>>,
+    pub ops: IdMap<UserOp>,
+    pub groups: IdMap<Arc<Vec<u32>>>,
     /// Types and operations freed while a deferred collective or a
     /// persistent request may still name them: removed by [`purge`].
     zombies: Vec<usize>,

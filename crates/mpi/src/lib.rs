@@ -38,6 +38,7 @@ mod envelope;
 mod ffi;
 mod graph;
 mod handles;
+mod idmap;
 mod info;
 mod inter;
 mod objects;

@@ -35,9 +35,10 @@ impl Fifo {
         self.ring().len()
     }
 
-    /// True when no message waits.
+    /// True when no whole message waits (one being pushed right now
+    /// counts once its pusher is done, before the pusher wakes anyone).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !self.ring().ready()
     }
 
     /// Waits for a message and pops it.
