@@ -39,6 +39,56 @@ pub struct Config {
     /// (`SSS_DSM_FAULT_NO_WAKEUPS=1`), so every such wait ends by looking
     /// again after [`WAKE_RECHECK`]. For tests of that path.
     pub fault_no_wakeups: bool,
+    /// What a barrier that waits long does (`SSS_DSM_STALL`).
+    pub stall: Stall,
+}
+
+/// A barrier wait that lasts: after `after`, the waiter names the tasks
+/// that have not arrived (and says what a spin on a shared variable does
+/// under release consistency); with `abort`, the barrier then fails.
+/// `SSS_DSM_STALL=SECONDS` (warn; default 60), `abort:SECONDS`, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// How long a barrier waits before it says so; `None`: never.
+    pub after: Option<std::time::Duration>,
+    /// Fail the barrier with [`crate::Error::Stalled`] instead of
+    /// waiting on.
+    pub abort: bool,
+}
+
+impl Default for Stall {
+    fn default() -> Self {
+        Self {
+            after: Some(std::time::Duration::from_secs(60)),
+            abort: false,
+        }
+    }
+}
+
+/// Longest `SSS_DSM_STALL`: a day.
+const MAX_STALL_S: u64 = 86_400;
+
+fn parse_stall(value: &str) -> Result<Stall, SettingError> {
+    let v = value.trim();
+    if v == "off" {
+        return Ok(Stall {
+            after: None,
+            abort: false,
+        });
+    }
+    let (abort, secs) = match v.strip_prefix("abort:") {
+        Some(s) => (true, s),
+        None => (false, v),
+    };
+    let s: u64 = parse_in("SSS_DSM_STALL", secs, 1..=MAX_STALL_S).map_err(|_| SettingError {
+        name: "SSS_DSM_STALL",
+        value: value.to_string(),
+        expected: format!("SECONDS, abort:SECONDS (1..={MAX_STALL_S}) or off"),
+    })?;
+    Ok(Stall {
+        after: Some(std::time::Duration::from_secs(s)),
+        abort,
+    })
 }
 
 impl Default for Config {
@@ -49,6 +99,7 @@ impl Default for Config {
             writes: WriteMode::Note,
             prefetch: 0,
             fault_no_wakeups: false,
+            stall: Stall::default(),
         }
     }
 }
@@ -61,9 +112,10 @@ const MAX_PREFETCH: usize = 256;
 impl Config {
     /// Defaults overridden by `SSS_DSM_HEAP` (bytes, suffix K, M or G;
     /// one page to 64 TiB), `SSS_DSM_PROTOCOL`, `SSS_DSM_WRITES`,
-    /// `SSS_DSM_PREFETCH` (0 to 256) and `SSS_DSM_FAULT_NO_WAKEUPS` (0 or
-    /// 1). Unset or empty variables keep the default; any other value out
-    /// of range is an error naming the variable.
+    /// `SSS_DSM_PREFETCH` (0 to 256), `SSS_DSM_FAULT_NO_WAKEUPS` (0 or 1)
+    /// and `SSS_DSM_STALL` (see [`Stall`]). Unset or empty variables keep
+    /// the default; any other value out of range is an error naming the
+    /// variable.
     pub fn from_env() -> Result<Self, SettingError> {
         Self::from_vars(env_value)
     }
@@ -90,6 +142,9 @@ impl Config {
         if let Some(v) = var("SSS_DSM_FAULT_NO_WAKEUPS")? {
             let choices = [("0", false), ("1", true)];
             c.fault_no_wakeups = parse_choice("SSS_DSM_FAULT_NO_WAKEUPS", &v, &choices)?;
+        }
+        if let Some(v) = var("SSS_DSM_STALL")? {
+            c.stall = parse_stall(&v)?;
         }
         Ok(c)
     }
@@ -174,6 +229,23 @@ mod tests {
             (d.heap, d.protocol, d.writes, d.prefetch, d.fault_no_wakeups)
         );
         assert_eq!(stats_json(vars(&[])), Ok(false));
+    }
+
+    #[test]
+    fn stall_takes_seconds_abort_or_off() {
+        use std::time::Duration;
+        assert_eq!(config(&[]).unwrap().stall, Stall::default());
+        let s = config(&[("SSS_DSM_STALL", "5")]).unwrap().stall;
+        assert_eq!((s.after, s.abort), (Some(Duration::from_secs(5)), false));
+        let s = config(&[("SSS_DSM_STALL", "abort:2")]).unwrap().stall;
+        assert_eq!((s.after, s.abort), (Some(Duration::from_secs(2)), true));
+        assert_eq!(
+            config(&[("SSS_DSM_STALL", "off")]).unwrap().stall.after,
+            None
+        );
+        for bad in ["0", "abort:", "abort:0", "-1", "soon", "86401", "abort:x"] {
+            refused(&[("SSS_DSM_STALL", bad)], "SSS_DSM_STALL");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! | `UPD_HOME` | forwarded updates this task sent that their home handled | bumped by homes |
 //! | `UPD_WANT` | update acknowledgements this task must receive | homes (forwards), the owner (direct) |
 //! | `UPD_ACK` | update acknowledgements received | bumped by copy holders |
+//! | `ARRIVED` | barriers this task has arrived at | the owner; a waiter that waited long READs it |
 //! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
@@ -48,6 +49,8 @@ pub const UPD_HOME: usize = 64;
 pub const UPD_WANT: usize = 72;
 /// Update acknowledgements received.
 pub const UPD_ACK: usize = 80;
+/// Barriers this task arrived at.
+pub const ARRIVED: usize = 88;
 
 /// Locks, at most this many.
 pub const MAX_LOCKS: usize = 256;

@@ -112,7 +112,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-pub use config::{Config, WriteMode};
+pub use config::{Config, Stall, WriteMode};
 pub use protocol::Protocol;
 pub use range::{NotePolicy, Placement};
 pub use stats::Stats;
@@ -146,6 +146,10 @@ pub enum Error {
     /// A setting from the environment is not valid.
     #[error("{0}")]
     Setting(#[from] SettingError),
+    /// A barrier waited longer than `SSS_DSM_STALL=abort:SECONDS` allows
+    /// (the text names the tasks that did not arrive).
+    #[error("{0}")]
+    Stalled(String),
 }
 
 /// The shared heap of one task. Dropping it (or [`Dsm::finalize`]) stops

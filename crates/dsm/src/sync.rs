@@ -8,13 +8,33 @@ use crate::stats::bump;
 use crate::Error;
 use sss_mbcf::Options;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a lock or barrier waiter trusts its wake-up before it looks
 /// at the lock's or barrier's counters itself.
 pub const WAKE_RECHECK: Duration = Duration::from_millis(5);
 
 impl Shared {
+    /// What a barrier that waited `after` for `episode` says: the tasks
+    /// not there yet, and the likely cause when they never come.
+    fn stalled(&self, episode: u64, after: Duration) -> Result<String, Error> {
+        let mut missing = Vec::new();
+        for r in 0..self.size {
+            if self.fetch_add(self.meta_at(r, L::ARRIVED)?, 0)? < episode {
+                missing.push(r);
+            }
+        }
+        Ok(format!(
+            "sss-dsm: task {} has waited {} s at barrier {episode} for task(s) {missing:?}. \
+             A task that spins on a shared variable another task writes, with no \
+             LOCK, UNLOCK or BARRIER in the loop, never sees the write under release \
+             consistency: the program has a data race the DSM cannot order (see \
+             docs/parmacs.md, \"Data races\"). SSS_DSM_STALL=abort:SECONDS ends such a job.",
+            self.rank,
+            after.as_secs()
+        ))
+    }
+
     fn lock_at(&self, id: u32) -> Result<(u32, usize), Error> {
         if id as usize >= L::MAX_LOCKS {
             return Err(Error::Invalid("lock id too large"));
@@ -72,6 +92,10 @@ impl Shared {
     pub(crate) fn barrier(&self) -> Result<(), Error> {
         self.release()?;
         let n = self.size as u64;
+        // Every task passes the same barriers in the same order: its
+        // count of arrivals is the episode it is in.
+        let arrived = self.local_word(L::ARRIVED);
+        arrived.store(arrived.load(Ordering::Relaxed) + 1, Ordering::Release);
         let old = self.fetch_add(self.meta_at(0, L::BAR_COUNT)?, 1)?;
         let episode = old / n + 1;
         if (old + 1) % n == 0 && !self.cfg.fault_no_wakeups {
@@ -84,6 +108,8 @@ impl Shared {
         // The last arrival's write ends the wait; should it go missing,
         // the count at rank 0 says when everyone has arrived.
         let count = self.meta_at(0, L::BAR_COUNT)?;
+        let t0 = Instant::now();
+        let mut said = false;
         while self
             .task
             .wait_word_timeout(self.local_word(L::BAR_GEN), |v| v >= episode, WAKE_RECHECK)
@@ -92,6 +118,14 @@ impl Shared {
             if self.fetch_add(count, 0)? >= episode * n {
                 bump(&self.stats.missed_wakeups, 1);
                 break;
+            }
+            if let Some(after) = self.cfg.stall.after.filter(|&a| !said && t0.elapsed() >= a) {
+                said = true;
+                let msg = self.stalled(episode, after)?;
+                if self.cfg.stall.abort {
+                    return Err(Error::Stalled(msg));
+                }
+                eprintln!("{msg}");
             }
         }
         bump(&self.stats.barriers, 1);

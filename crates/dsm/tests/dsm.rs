@@ -9,7 +9,7 @@
 use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode, PAGE};
 use sss_mbcf::Task;
 use sss_testkit::{check, Launcher, TaskResult};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const LAUNCH_ENV: &str = "SSS_DSM_TEST_LAUNCH";
 const TASK_ENV: &str = "SSS_DSM_TEST_TASK";
@@ -43,6 +43,9 @@ fn run_task(scenario: &str) -> R {
     if scenario == "sc-litmus" {
         return sc_litmus(&task);
     }
+    if scenario == "stall" {
+        return stall(&task);
+    }
     let mut parts = scenario.split(',');
     let protocol = parts
         .next()
@@ -58,6 +61,7 @@ fn run_task(scenario: &str) -> R {
         writes,
         prefetch: 2,
         fault_no_wakeups: parts.next() == Some("nowake"),
+        stall: Default::default(),
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as u64, dsm.size() as u64);
@@ -338,6 +342,7 @@ fn sc_litmus(task: &Task) -> R {
         writes: WriteMode::Note,
         prefetch: 0,
         fault_no_wakeups: false,
+        stall: Default::default(),
     };
     let dsm = Dsm::new(task, cfg)?;
     check(dsm.size() == 3, "sc-litmus needs 3 tasks")?;
@@ -373,6 +378,38 @@ fn sc_litmus(task: &Task) -> R {
     dsm.finalize()?;
     if dsm_rank_is_zero(task) {
         println!("SC-OK {ROUNDS}");
+    }
+    Ok(())
+}
+
+/// A data race the DSM cannot order: task 1 spins on a plain shared flag
+/// task 0 sets before a barrier. Task 1's copy never changes (no acquire
+/// in the loop), so task 0 waits at the barrier; after `SSS_DSM_STALL`
+/// it names task 1 (and with `abort:` fails). The spin gives up after
+/// 3 s so the job ends either way.
+fn stall(task: &Task) -> R {
+    let mut cfg = Config::from_env()?;
+    cfg.heap = 1 << 30;
+    let dsm = Dsm::new(task, cfg)?;
+    let flag = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
+    let me = dsm.rank();
+    if me == 1 {
+        check(load(flag) == 0, "flag starts clear")?;
+    }
+    // Task 1 holds a copy of the flag's page before it is set.
+    task.barrier()?;
+    if me == 0 {
+        dsm.store(flag, 1)?;
+    } else {
+        let t0 = Instant::now();
+        while load(flag) == 0 && t0.elapsed() < Duration::from_secs(3) {
+            std::hint::spin_loop();
+        }
+    }
+    dsm.barrier()?;
+    dsm.finalize()?;
+    if me == 0 {
+        println!("STALL-DONE");
     }
     Ok(())
 }
@@ -536,6 +573,33 @@ fn home_only_with_traps() {
         return;
     }
     run_all("home_only,trap");
+}
+
+#[test]
+fn a_barrier_that_waits_long_names_the_task_not_there() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    let (code, out, err) =
+        LAUNCHER.run_self(&["-n", "2"], TASK_ENV, "stall", &[("SSS_DSM_STALL", "1")]);
+    assert!(
+        code == Some(0) && out.contains("STALL-DONE"),
+        "warn: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        err.contains("task 0 has waited 1 s at barrier") && err.contains("for task(s) [1]"),
+        "warn: {err}"
+    );
+    let (code, out, err) = LAUNCHER.run_self(
+        &["-n", "2"],
+        TASK_ENV,
+        "stall",
+        &[("SSS_DSM_STALL", "abort:1")],
+    );
+    assert!(
+        code != Some(0) && !out.contains("STALL-DONE") && err.contains("for task(s) [1]"),
+        "abort: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
 }
 
 #[test]

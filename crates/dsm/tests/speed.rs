@@ -63,6 +63,7 @@ fn run_task(scenario: &str) -> TaskResult {
         writes,
         prefetch: 0,
         fault_no_wakeups: false,
+        stall: Default::default(),
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as usize, dsm.size() as usize);

@@ -250,6 +250,13 @@ pub const SETTINGS: &[Known] = &[
         Dsm,
     ),
     k(
+        "SSS_DSM_STALL",
+        "60",
+        "SECONDS, abort:SECONDS, off",
+        "a barrier waiting this long names the tasks not there (abort: and fails)",
+        Dsm,
+    ),
+    k(
         "SSS_DSM_FAULT_NO_WAKEUPS",
         "0",
         "0, 1",

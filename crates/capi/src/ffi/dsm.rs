@@ -24,6 +24,7 @@ fn failure(e: sss_dsm::Error) -> Failure {
         sss_dsm::Error::Io(_) => Status::Io,
         sss_dsm::Error::OutOfMemory(_) | sss_dsm::Error::NoAddress => Status::NoMemory,
         sss_dsm::Error::Invalid(_) | sss_dsm::Error::Setting(_) => Status::InvalidParam,
+        sss_dsm::Error::Stalled(_) => Status::TimedOut,
     };
     Failure {
         status,
