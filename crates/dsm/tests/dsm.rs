@@ -386,7 +386,7 @@ fn sc_litmus(task: &Task) -> R {
 /// task 0 sets before a barrier. Task 1's copy never changes (no acquire
 /// in the loop), so task 0 waits at the barrier; after `SSS_DSM_STALL`
 /// it names task 1 (and with `abort:` fails). The spin gives up after
-/// 3 s so the job ends either way.
+/// 6 s so the job ends either way.
 fn stall(task: &Task) -> R {
     let mut cfg = Config::from_env()?;
     cfg.heap = 1 << 30;
@@ -402,7 +402,7 @@ fn stall(task: &Task) -> R {
         dsm.store(flag, 1)?;
     } else {
         let t0 = Instant::now();
-        while load(flag) == 0 && t0.elapsed() < Duration::from_secs(3) {
+        while load(flag) == 0 && t0.elapsed() < Duration::from_secs(6) {
             std::hint::spin_loop();
         }
     }
