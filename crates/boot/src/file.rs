@@ -95,8 +95,15 @@ impl FileClient {
     /// private: the job's secret travels there, and its name is predictable
     /// (another user may have made it first, to read or plant records).
     fn make_round_dir(&self, rdir: &Path) -> Result<(), BootError> {
+        self.make_round_dir_with(rdir, &|| {})
+    }
+
+    /// [`FileClient::make_round_dir`], calling `after_mkdir` where another
+    /// task's cleanup may strike (tests).
+    fn make_round_dir_with(&self, rdir: &Path, after_mkdir: &dyn Fn()) -> Result<(), BootError> {
         // The last task out of the previous round removes `<dir>` when it is
-        // empty, which may happen between our mkdirs: then start over.
+        // empty, which may happen between our mkdirs, or between our mkdir
+        // and our look at it: then start over.
         for _ in 0..1000 {
             if let Err(e) = fs::DirBuilder::new()
                 .recursive(true)
@@ -107,8 +114,14 @@ impl FileClient {
                 check_private(&self.dir)?;
                 return Err(BootError::io(format!("creating {}", self.dir.display()), e));
             }
+            after_mkdir();
             // Before anything of ours goes through it.
-            check_private(&self.dir)?;
+            match check_private(&self.dir) {
+                Err(BootError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
+                    continue
+                }
+                r => r?,
+            }
             match fs::DirBuilder::new().mode(0o700).create(rdir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
@@ -206,5 +219,33 @@ fn write_file(path: &Path, data: &[u8]) -> Result<(), BootError> {
             e,
         )),
         Err(e) => Err(BootError::io(format!("writing {}", path.display()), e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// Regression: the last task out of a round removed the (empty)
+    /// directory between this task's mkdir and its check, and the check's
+    /// "No such file or directory" failed the job (seen once under Open
+    /// MPI's `mpirun`). Now the task starts over.
+    #[test]
+    fn a_directory_removed_after_mkdir_is_made_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        let c = FileClient::new(dir.clone(), 0, 1, Duration::from_secs(5));
+        let struck = Cell::new(0);
+        let remove_once = || {
+            if struck.get() == 0 {
+                fs::remove_dir(&dir).unwrap();
+            }
+            struck.set(struck.get() + 1);
+        };
+        let rdir = dir.join("0");
+        c.make_round_dir_with(&rdir, &remove_once).unwrap();
+        assert_eq!(struck.get(), 2);
+        assert!(rdir.is_dir());
     }
 }

@@ -402,3 +402,29 @@ fn tasks_must_agree_on_an_exported_secret() {
         "{err}"
     );
 }
+
+/// Regression: the last task out of a round removes the rendezvous
+/// directory when it is empty, and a task starting the next round could
+/// find it gone between making it and checking it ("examining …: No such
+/// file or directory", seen once under Open MPI's `mpirun`). Many short
+/// rounds make that window likely.
+#[test]
+fn rounds_in_quick_succession_survive_the_directory_coming_and_going() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nodes = ["n1"; 6];
+    let tasks: Vec<_> = (0..6u32)
+        .map(|rank| {
+            let v = slurm(tmp.path(), rank, 6, &nodes);
+            thread::spawn(move || {
+                let mut b = Boot::from_vars(v).unwrap();
+                for round in 0..300u32 {
+                    let all = b.allgather(&round.to_le_bytes()).unwrap();
+                    assert!(all.iter().all(|d| d == &round.to_le_bytes()));
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.join().unwrap();
+    }
+}
