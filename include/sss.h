@@ -994,7 +994,9 @@ sss_status_t sss_dsm_lock(sss_dsm_h dsm, uint32_t id);
  *  their homes first. */
 sss_status_t sss_dsm_unlock(sss_dsm_h dsm, uint32_t id);
 
-/** Collective barrier with release and acquire semantics. */
+/** Collective barrier with release and acquire semantics. After waiting
+ *  `SSS_DSM_STALL` seconds it prints the tasks not there yet; with
+ *  `SSS_DSM_STALL=abort:SECONDS` it returns SSS_ERR_TIMED_OUT instead. */
 sss_status_t sss_dsm_barrier(sss_dsm_h dsm);
 
 /** This task's heap counters that @p stats_p->field_mask names. */
