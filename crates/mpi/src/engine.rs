@@ -92,6 +92,27 @@ struct Msg {
     body: Body,
 }
 
+/// A matched message's body, borrowed.
+enum Arrived<'a> {
+    Eager(&'a [u8]),
+    Rts { key: u64, addr: u64 },
+}
+
+impl Msg {
+    /// An arrived message kept for later: its eager bytes copied.
+    fn new(src: u32, env: Env, data: &[u8]) -> Msg {
+        let body = if env.kind == Kind::Eager {
+            Body::Eager(data.to_vec())
+        } else {
+            Body::Rts {
+                key: env.key,
+                addr: env.addr,
+            }
+        };
+        Msg { src, env, body }
+    }
+}
+
 struct Out {
     bytes: Vec<u8>,
     /// A request done when this leaves the outbox.
@@ -588,27 +609,25 @@ impl Engine {
         };
         match env.kind {
             Kind::Eager | Kind::Rts => {
-                let body = if env.kind == Kind::Eager {
-                    Body::Eager(data.to_vec())
-                } else {
-                    Body::Rts {
-                        key: env.key,
-                        addr: env.addr,
-                    }
-                };
-                let m = Msg { src, env, body };
                 let hit = self.posted.iter().position(|id| {
                     matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
                         if matches(src, &env, r.ctx, r.src, r.tag))
                 });
                 match hit {
+                    // A receive waits: the bytes go straight from the
+                    // FIFO's copy into it (no copy of our own kept).
+                    Some(i) if env.kind == Kind::Eager => {
+                        let id = self.posted.remove(i);
+                        self.stats.received(env.len, true);
+                        self.deliver_eager(id, src, &env, data);
+                    }
                     Some(i) => {
                         let id = self.posted.remove(i);
                         self.stats.received(env.len, true);
-                        self.deliver(id, m);
+                        self.deliver(id, Msg::new(src, env, data));
                     }
                     None => {
-                        self.unexpected.push_back(m);
+                        self.unexpected.push_back(Msg::new(src, env, data));
                         self.events += 1;
                     }
                 }
@@ -634,6 +653,23 @@ impl Engine {
 
     /// Hands message `m` to matched receive `id`.
     fn deliver(&mut self, id: usize, m: Msg) {
+        let body = match &m.body {
+            Body::Eager(d) => Arrived::Eager(d),
+            Body::Rts { key, addr } => Arrived::Rts {
+                key: *key,
+                addr: *addr,
+            },
+        };
+        self.deliver_parts(id, m.src, &m.env, body);
+    }
+
+    /// Hands an eager message's bytes, still in the FIFO's copy, to
+    /// matched receive `id`.
+    fn deliver_eager(&mut self, id: usize, src: u32, env: &Env, data: &[u8]) {
+        self.deliver_parts(id, src, env, Arrived::Eager(data));
+    }
+
+    fn deliver_parts(&mut self, id: usize, src: u32, env: &Env, body: Arrived<'_>) {
         let Some(Req {
             status,
             kind: ReqKind::Recv(r),
@@ -646,30 +682,30 @@ impl Engine {
         status.source = r
             .group
             .iter()
-            .position(|&g| g == m.src)
+            .position(|&g| g == src)
             .map_or(-1, |p| p as i32);
-        status.tag = m.env.tag;
+        status.tag = env.tag;
         let cap = r.buf.cap();
-        let n = (m.env.len as usize).min(cap);
+        let n = (env.len as usize).min(cap);
         status.count = n as u64;
-        if m.env.len as usize > cap {
+        if env.len as usize > cap {
             status.error = err::TRUNCATE;
         }
-        match m.body {
-            Body::Eager(d) => {
-                r.buf.fill(&d);
+        match body {
+            Arrived::Eager(d) => {
+                r.buf.fill(d);
                 *done = true;
                 self.events += 1;
-                if m.env.flags & FLAG_SYNC != 0 {
-                    let ack = Env::control(Kind::SyncAck, m.env.sreq).encode(&[]);
-                    self.enqueue(m.src, ack, None);
+                if env.flags & FLAG_SYNC != 0 {
+                    let ack = Env::control(Kind::SyncAck, env.sreq).encode(&[]);
+                    self.enqueue(src, ack, None);
                 }
             }
-            Body::Rts { key, addr } => {
+            Arrived::Rts { key, addr } => {
                 let mut err_class = 0;
                 for off in (0..n).step_by(READ_CHUNK) {
                     let at = RemoteAddr {
-                        rank: m.src,
+                        rank: src,
                         key,
                         addr: addr.wrapping_add(off as u64),
                     };
@@ -684,7 +720,7 @@ impl Engine {
                 if err_class != 0 {
                     status.error = err_class;
                 }
-                r.fin = Some((m.src, m.env.sreq));
+                r.fin = Some((src, env.sreq));
                 self.reading.push(id);
                 self.finish_reads();
             }
