@@ -199,23 +199,34 @@ impl Reservation {
         if addr % PAGE != 0 || addr < self.base || addr + len > self.base + self.len {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
-        // SAFETY: inside our own reservation; MAP_FIXED replaces exactly
-        // that range with what `new` made there.
-        let p = unsafe {
-            libc::mmap(
-                addr as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        // SAFETY: inside our own reservation (checked), whose bytes there
+        // are ours to replace.
+        unsafe { anon_fixed(addr, len) }
     }
+}
+
+/// Fresh anonymous, unreserved memory over `[addr, addr+len)`, replacing
+/// whatever was mapped there (MAP_FIXED replaces exactly that range).
+///
+/// # Safety
+/// The range is this process's to replace: nothing relies on its bytes
+/// and no Rust object lives there.
+unsafe fn anon_fixed(addr: usize, len: usize) -> io::Result<()> {
+    // SAFETY: the caller's contract.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl Drop for Reservation {
@@ -249,20 +260,8 @@ impl Adopted {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
         // SAFETY: the caller guarantees the range is ours to replace and
-        // untouched meanwhile; MAP_FIXED replaces exactly that range.
-        let p = unsafe {
-            libc::mmap(
-                addr as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // untouched meanwhile.
+        unsafe { anon_fixed(addr, len) }?;
         Ok(Self { base: addr, len })
     }
 

@@ -84,6 +84,44 @@ unsafe fn one_based(idx: *mut Fint, n: Fint) {
     }
 }
 
+/// `MPI_Waitsome` or `MPI_Testsome`.
+type SomeFn = unsafe extern "C" fn(
+    c_int,
+    *mut super::super::Handle,
+    *mut c_int,
+    *mut c_int,
+    *mut super::super::MpiStatus,
+) -> c_int;
+
+/// The Fortran `WAITSOME`/`TESTSOME`: `f` on the requests, indices made
+/// to count from 1.
+///
+/// # Safety
+/// Fortran references; `reqs`, `idx` and `sts` have `count` entries.
+unsafe fn some(
+    f: SomeFn,
+    count: *const Fint,
+    reqs: *mut Fint,
+    outcount: *mut Fint,
+    idx: *mut Fint,
+    sts: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let n = get(count);
+        let mut out: c_int = 0;
+        let r = with_handles(n, reqs, |q| f(n, q, &mut out, idx, statuses(sts)));
+        if r == 0 && out > 0 {
+            one_based(idx, out);
+        }
+        if !outcount.is_null() {
+            outcount.write(out);
+        }
+        set(ierr, r);
+    }
+}
+
 /// `MPI_WAITSOME`: indices count from 1.
 ///
 /// # Safety
@@ -97,21 +135,8 @@ pub unsafe extern "C" fn mpi_waitsome_(
     sts: *mut Fint,
     ierr: *mut Fint,
 ) {
-    // SAFETY: Fortran references.
-    unsafe {
-        let n = get(count);
-        let mut out: c_int = 0;
-        let r = with_handles(n, reqs, |q| {
-            MPI_Waitsome(n, q, &mut out, idx, statuses(sts))
-        });
-        if r == 0 && out > 0 {
-            one_based(idx, out);
-        }
-        if !outcount.is_null() {
-            outcount.write(out);
-        }
-        set(ierr, r);
-    }
+    // SAFETY: Fortran references, as `some` needs.
+    unsafe { some(MPI_Waitsome, count, reqs, outcount, idx, sts, ierr) }
 }
 
 /// `MPI_TESTSOME`: indices count from 1.
@@ -127,21 +152,8 @@ pub unsafe extern "C" fn mpi_testsome_(
     sts: *mut Fint,
     ierr: *mut Fint,
 ) {
-    // SAFETY: Fortran references.
-    unsafe {
-        let n = get(count);
-        let mut out: c_int = 0;
-        let r = with_handles(n, reqs, |q| {
-            MPI_Testsome(n, q, &mut out, idx, statuses(sts))
-        });
-        if r == 0 && out > 0 {
-            one_based(idx, out);
-        }
-        if !outcount.is_null() {
-            outcount.write(out);
-        }
-        set(ierr, r);
-    }
+    // SAFETY: Fortran references, as `some` needs.
+    unsafe { some(MPI_Testsome, count, reqs, outcount, idx, sts, ierr) }
 }
 
 /// `MPI_TESTANY`: the index counts from 1.
