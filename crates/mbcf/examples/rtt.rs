@@ -1,6 +1,8 @@
 //! Quick round-trip probe: 8-byte WRITE+notify ping-pong between two tasks
-//! (threads of this process) against a raw UDP ping-pong, same addresses.
-//! `cargo run --release -p sss-mbcf --example rtt -- [udp|shm] [ROUNDS]`
+//! (threads of this process) against a raw UDP ping-pong busy-polling
+//! `recv` (the fair baseline), same addresses.
+//! `cargo run --release -p sss-mbcf --example rtt -- [udp|shm] [ROUNDS] [BYTES] [mbcf]`
+//! (`mbcf`: skip the raw UDP baseline, e.g. to profile MBCF alone)
 
 use sss_mbcf::{Options, Perm, Task, TaskConfig, ThreadBoot};
 use std::net::UdpSocket;
@@ -10,6 +12,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "udp".into());
     let rounds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let size: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(8);
+    let payload = vec![1u8; size];
+    let mbcf_only = args.next().as_deref() == Some("mbcf");
     let nodes: &[&str] = if mode == "shm" {
         &["127.0.0.1"]
     } else {
@@ -17,32 +22,36 @@ fn main() {
     };
     let boots = ThreadBoot::group(2, nodes);
     let mode2 = mode.clone();
+    let payload2 = payload.clone();
     let hs: Vec<_> = boots
         .into_iter()
         .map(|b| {
             let mode = mode2.clone();
+            let mut data = payload2.clone();
             std::thread::spawn(move || {
                 let t = Task::join(Box::new(b), TaskConfig::from_env().unwrap()).unwrap();
-                let seg = t.alloc(4096, Perm::ALL).unwrap();
+                let seg = t.alloc(64 + size.max(8), Perm::ALL).unwrap();
                 let all = t.exchange(&seg).unwrap();
                 let peer = &all[1 - t.rank() as usize];
                 let flag = seg.word(0).unwrap();
                 let start = Instant::now();
                 for i in 1..=rounds {
+                    let n = data.len().min(8);
+                    data[..n].copy_from_slice(&i.to_le_bytes()[..n]);
                     if t.rank() == 0 {
-                        t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
+                        t.write(peer.at(64), &data, Options::notify(peer.at(0)))
                             .unwrap();
                         t.wait_word(flag, |v| v >= i);
                     } else {
                         t.wait_word(flag, |v| v >= i);
-                        t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
+                        t.write(peer.at(64), &data, Options::notify(peer.at(0)))
                             .unwrap();
                     }
                 }
                 let el = start.elapsed();
                 if t.rank() == 0 {
                     println!(
-                        "mbcf {mode}: {:.2} us round trip",
+                        "mbcf {mode}, {size} B: {:.2} us round trip",
                         el.as_secs_f64() * 1e6 / rounds as f64
                     );
                     println!("{:?}", t.stats());
@@ -54,25 +63,34 @@ fn main() {
     for h in hs {
         h.join().unwrap();
     }
-    // Raw UDP ping-pong, blocking recv, same addresses.
+    if mbcf_only {
+        return;
+    }
+    // Raw UDP ping-pong, both sides busy-polling recv, same addresses.
     let a = UdpSocket::bind((nodes[0], 0)).unwrap();
     let b = UdpSocket::bind((nodes[nodes.len() - 1], 0)).unwrap();
+    a.set_nonblocking(true).unwrap();
+    b.set_nonblocking(true).unwrap();
     let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
     let echo = std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
+        let mut buf = [0u8; 65536];
         for _ in 0..rounds {
-            let (n, _) = b.recv_from(&mut buf).unwrap();
+            let n = loop {
+                if let Ok((n, _)) = b.recv_from(&mut buf) {
+                    break n;
+                }
+            };
             b.send_to(&buf[..n], aa).unwrap();
         }
     });
-    let mut buf = [0u8; 64];
+    let mut buf = [0u8; 65536];
     let start = Instant::now();
     for _ in 0..rounds {
-        a.send_to(&[1u8; 8], ba).unwrap();
-        a.recv_from(&mut buf).unwrap();
+        a.send_to(&payload, ba).unwrap();
+        while a.recv_from(&mut buf).is_err() {}
     }
     println!(
-        "raw udp: {:.2} us round trip",
+        "raw udp, busy-polled, {size} B: {:.2} us round trip",
         start.elapsed().as_secs_f64() * 1e6 / rounds as f64
     );
     echo.join().unwrap();

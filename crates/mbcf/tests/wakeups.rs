@@ -20,16 +20,36 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What one task of a ping-pong counted.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    /// Progress-thread wake-ups by a datagram or a ring.
+    woke: u64,
+    /// Progress-thread looks at whether waiters still wait.
+    looks: u64,
+    /// Microseconds the rounds took.
+    micros: u64,
+}
+
 /// Two tasks on two hosts ping-pong `ROUNDS` 8-byte WRITEs with notify,
 /// each waiting with `wait`; returns each task's progress wake-ups.
 fn pingpong(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64, u64)) -> Vec<u64> {
+    counted_pingpong(cfg, wait).iter().map(|c| c.woke).collect()
+}
+
+/// [`pingpong`], with every count.
+fn counted_pingpong(
+    cfg: &TaskConfig,
+    wait: fn(&Task, &std::sync::atomic::AtomicU64, u64),
+) -> Vec<Counts> {
     on_both(HOSTS, cfg, move |t| {
         let seg = t.alloc(4096, Perm::ALL).unwrap();
         let all = t.exchange(&seg).unwrap();
         let peer = all[1 - t.rank() as usize];
         let flag = seg.word(0).unwrap();
         t.barrier().unwrap();
-        let before = t.stats().progress_wakeups;
+        let before = t.stats();
+        let start = std::time::Instant::now();
         for i in 1..=ROUNDS {
             let ping = |t: &Task| {
                 t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
@@ -43,19 +63,24 @@ fn pingpong(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64, u64
                 ping(&t);
             }
         }
-        let woke = t.stats().progress_wakeups - before;
+        let micros = start.elapsed().as_micros() as u64;
+        let after = t.stats();
         t.barrier().unwrap();
-        woke
+        Counts {
+            woke: after.progress_wakeups - before.progress_wakeups,
+            looks: after.progress_looks - before.progress_looks,
+            micros,
+        }
     })
 }
 
 /// Runs `body` on each task of a two-task job on `nodes`, one job at a
 /// time; what each returned, in rank order.
-fn on_both(
+fn on_both<R: Send + 'static>(
     nodes: &[&str],
     cfg: &TaskConfig,
-    body: impl Fn(Task) -> u64 + Send + Copy + 'static,
-) -> Vec<u64> {
+    body: impl Fn(Task) -> R + Send + Copy + 'static,
+) -> Vec<R> {
     let _one = serial();
     let hs: Vec<_> = ThreadBoot::join_all(2, nodes, cfg)
         .into_iter()
@@ -101,6 +126,46 @@ fn a_round_trip_between_spin_policy_waiters_wakes_no_progress_thread() {
             "rank {rank}: {w} progress wake-ups in {ROUNDS} round trips"
         );
     }
+}
+
+/// While the application keeps waiting, the progress thread looks at it
+/// ever less often (each look preempts a spinner): after 200 and 400 µs,
+/// every 800 µs. Looking every 200 µs, as before, breaks the bound (111
+/// looks in 32 ms against at most 83).
+#[test]
+fn a_ping_pong_between_spinning_waiters_is_looked_at_seldom() {
+    let counts = counted_pingpong(&spinning(), |t, w, i| {
+        t.wait_word(w, |v| v >= i);
+    });
+    for (rank, c) in counts.iter().enumerate() {
+        assert!(
+            c.looks <= c.micros / 400 + 4,
+            "rank {rank}: {} looks in {} µs",
+            c.looks,
+            c.micros
+        );
+    }
+}
+
+/// A waiter that spins briefly, then blocks, hands the socket back: the
+/// progress thread watches it at once rather than take the waits that
+/// keep starting for a waiting application and look only later (each
+/// round trip would then wait for a look).
+#[test]
+fn a_waiter_that_blocks_is_not_left_to_looks() {
+    let cfg = TaskConfig {
+        spin: Duration::from_micros(1),
+        spin_max: Duration::from_micros(1),
+        ..TaskConfig::default()
+    };
+    let counts = counted_pingpong(&cfg, |t, w, i| {
+        t.wait_word(w, |v| v >= i);
+    });
+    let looks: u64 = counts.iter().map(|c| c.looks).sum();
+    assert!(
+        looks <= ROUNDS / 10,
+        "{looks} looks in {ROUNDS} round trips: {counts:?}"
+    );
 }
 
 /// A waiter that blocks gives the socket back: the progress thread, woken

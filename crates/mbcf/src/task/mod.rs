@@ -108,6 +108,11 @@ pub struct TaskStats {
     /// progress thread sleeps: a round trip between spinning waiters
     /// wakes no progress thread.
     pub progress_wakeups: u64,
+    /// Times the progress thread, having left the socket to waiters, woke
+    /// from its own timer to look whether they still wait. The period
+    /// grows while they do, so a ping-pong between spinning waiters costs
+    /// about one look per 800 µs, not one per 200 µs.
+    pub progress_looks: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -162,10 +167,19 @@ pub(crate) struct Inner {
     /// socket themselves; while there are any, the progress thread leaves
     /// the socket to them (see [`wait::Claim`]).
     spinners: AtomicU32,
+    /// Claims taken so far: a count that moved since the progress
+    /// thread's last look means the application still waits now and
+    /// then, and will receive for itself soon (see `progress.rs`).
+    claims: AtomicU64,
+    /// A waiter gave the socket back to block: the progress thread must
+    /// watch it whatever `claims` says.
+    handed_back: AtomicBool,
     /// The progress thread sleeps without watching the socket.
     sockless: AtomicBool,
     /// See [`TaskStats::progress_wakeups`].
     wakeups: AtomicU64,
+    /// See [`TaskStats::progress_looks`].
+    looks: AtomicU64,
     shutdown: AtomicBool,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
@@ -358,6 +372,7 @@ impl Task {
             reorder_dropped: s.reorder_dropped,
             refused: self.inner.refused.load(Ordering::Relaxed),
             progress_wakeups: self.inner.wakeups.load(Ordering::Relaxed),
+            progress_looks: self.inner.looks.load(Ordering::Relaxed),
         }
     }
 }

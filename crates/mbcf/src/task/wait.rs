@@ -104,9 +104,13 @@ impl Claim<'_> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
+        if self.hand_back {
+            self.inner.handed_back.store(true, Ordering::SeqCst);
+        }
         let last = self.inner.spinners.fetch_sub(1, Ordering::SeqCst) == 1;
         // A waiter that got what it waited for returns without a wake-up;
-        // the progress thread looks again within its hand-back period.
+        // the progress thread takes the socket back after a hand-back
+        // period without any claim.
         if last && self.hand_back && self.inner.sockless.load(Ordering::SeqCst) {
             self.inner.wake.notify();
         }
@@ -117,6 +121,7 @@ impl Inner {
     /// Claims the socket for a spinning waiter.
     pub(super) fn claim_socket(&self) -> Claim<'_> {
         self.spinners.fetch_add(1, Ordering::SeqCst);
+        self.claims.fetch_add(1, Ordering::Relaxed);
         Claim {
             inner: self,
             hand_back: false,
