@@ -278,18 +278,26 @@ impl Inner {
     }
 
     /// A non-blocking round of progress from an application thread, if no
-    /// other thread is making progress right now. Signals found, on the
-    /// socket or in the same-node ring, run here.
-    pub(super) fn try_step(&self) {
+    /// other thread is making progress right now: one receive (a whole
+    /// GRO batch), due timers, and what they make due to send. Signals
+    /// found, on the socket or in the same-node ring, run here. Returns
+    /// whether a datagram came: then the caller looks at what it waits
+    /// for and comes back at once, for more.
+    ///
+    /// One receive, not until the socket is empty: a second `recvmsg`
+    /// that finds nothing costs as long as the one that found the answer
+    /// and would delay the waiter seeing it.
+    pub(super) fn try_step(&self) -> bool {
         let Ok(segs) = self.segs.try_read() else {
-            return;
+            return false;
         };
         let Ok(handlers) = self.handlers.try_read() else {
-            return;
+            return false;
         };
         let Ok(mut net) = self.net.try_lock() else {
-            return;
+            return false;
         };
+        let mut got = false;
         let mut sig = Vec::new();
         let mut any = false;
         {
@@ -301,17 +309,13 @@ impl Inner {
                 signals: &mut sig,
             };
             RECV_BUF.with_borrow_mut(|buf| {
-                for _ in 0..64 {
-                    match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                        Ok((n, seg, from)) => {
-                            // A doorbell needs nothing more: the ring is
-                            // drained below.
-                            let (handled, _bell) =
-                                self.receive(&mut net, &mut applier, &mut buf[..n], seg, from);
-                            any |= handled;
-                        }
-                        Err(_) => break,
-                    }
+                if let Ok((n, seg, from)) = sys::recv_segments(self.sock.as_raw_fd(), buf) {
+                    got = true;
+                    // A doorbell needs nothing more: the ring is drained
+                    // below.
+                    let (handled, _bell) =
+                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from);
+                    any |= handled;
                 }
             });
             // A waiter that owns the socket also runs what is due: the
@@ -346,6 +350,7 @@ impl Inner {
         if any {
             self.notify_waiters();
         }
+        got
     }
 
     /// Hands a received batch of datagrams (`seg` bytes each, from

@@ -69,8 +69,9 @@ impl Task {
                     if pred(v) {
                         return v;
                     }
-                    self.inner.try_step();
-                    std::hint::spin_loop();
+                    if !self.inner.try_step() {
+                        std::hint::spin_loop();
+                    }
                 }
             }
             WaitPolicy::Block => {
@@ -222,12 +223,17 @@ impl Inner {
         // progress thread keeps the socket.
         let claim = self.claim_socket();
         let mut spins: u32 = 0;
+        let mut got = false;
         let ring = self.ctl.signal_ring();
         loop {
             if cond() {
                 return Some(true);
             }
             spins = spins.wrapping_add(1);
+            // Right after a datagram came, another may be behind it.
+            if got {
+                spins = 1;
+            }
             // A yield costs more than a look at the socket and the clock;
             // the signal ring is looked at as seldom (every turn showed
             // in the shm round trip).
@@ -244,11 +250,11 @@ impl Inner {
                 return None;
             }
             if !self.all_local {
-                self.try_step();
+                got = self.try_step();
             } else if ring.len() != 0 {
                 self.take_ring_signals();
             }
-            if yielding {
+            if yielding && !got {
                 std::thread::yield_now();
             }
         }
