@@ -206,8 +206,9 @@ impl Inner {
     /// Spins (or yields, when `yielding`) until `cond`, `deadline`
     /// (`Some(false)`) or `end` (`None`: block now). Memory is checked on
     /// every turn; the socket and the clock, which cost a system call or
-    /// a vDSO read, every 16th: on one node the answer lands in memory
-    /// and every turn counts.
+    /// a vDSO read, every 4th, and in an all-local job the signal ring
+    /// every 16th: there the answer lands in memory and every turn
+    /// counts.
     fn spin_phase(
         &self,
         cond: &mut impl FnMut() -> bool,
@@ -224,6 +225,11 @@ impl Inner {
         let claim = self.claim_socket();
         let mut spins: u32 = 0;
         let mut got = false;
+        // Turns between looks at the socket (or the ring, the clock): over
+        // udp the answer is in the socket and the look is what finds it
+        // (every 4th turn: 0.3 µs less per 8 B round trip than every
+        // 16th, and no less than every 2nd).
+        let every = if self.all_local { 16 } else { 4 };
         let ring = self.ctl.signal_ring();
         loop {
             if cond() {
@@ -235,9 +241,9 @@ impl Inner {
                 spins = 1;
             }
             // A yield costs more than a look at the socket and the clock;
-            // the signal ring is looked at as seldom (every turn showed
-            // in the shm round trip).
-            if !yielding && spins % 16 != 1 {
+            // on one node the signal ring is looked at as seldom (every
+            // turn showed in the shm round trip).
+            if !yielding && spins % every != 1 {
                 std::hint::spin_loop();
                 continue;
             }
