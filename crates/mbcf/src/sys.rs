@@ -175,6 +175,43 @@ fn shm_path(name: &str) -> io::Result<std::path::PathBuf> {
     Ok(shm_dir()?.join(name))
 }
 
+/// Shared-memory files this process created and has not removed, with the
+/// process that created them: removed at exit, so that a task that ends
+/// without finalizing (`exit` from `main`, a program started by another
+/// launcher, which cleans nothing up) leaves nothing in `/dev/shm`. A
+/// forked child inherits the list and must not remove its parent's files:
+/// only entries of the exiting process are removed.
+static CREATED: std::sync::Mutex<Vec<(u32, std::path::PathBuf)>> =
+    std::sync::Mutex::new(Vec::new());
+
+extern "C" fn remove_created_at_exit() {
+    let pid = std::process::id();
+    // Not `lock`: `exit` may come from a thread that holds it.
+    if let Ok(list) = CREATED.try_lock() {
+        for (_, path) in list.iter().filter(|(p, _)| *p == pid) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn remember_created(path: &std::path::Path) {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a function without arguments that touches only
+        // statics; it may run at any exit of the process, which it allows.
+        unsafe { libc::atexit(remove_created_at_exit) };
+    });
+    if let Ok(mut list) = CREATED.lock() {
+        list.push((std::process::id(), path.to_path_buf()));
+    }
+}
+
+fn forget_created(path: &std::path::Path) {
+    if let Ok(mut list) = CREATED.lock() {
+        list.retain(|(_, p)| p != path);
+    }
+}
+
 /// Creates (exclusively) or opens a file in the shared-memory directory.
 /// A created file gets its `len` bytes reserved before anyone maps it: a
 /// sparse file on a full tmpfs would raise SIGBUS at the first touch of a
@@ -191,12 +228,16 @@ pub fn shm_file(name: &str, len: usize, create: bool) -> io::Result<OwnedFd> {
         .mode(0o600)
         .open(&path)
         .map_err(named)?;
+    if create {
+        remember_created(&path);
+    }
     if create && len > 0 {
         // SAFETY: plain syscall on a descriptor we own; it returns the
         // error number instead of setting errno.
         let r = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
         if r != 0 {
             let _ = std::fs::remove_file(&path);
+            forget_created(&path);
             let e = io::Error::from_raw_os_error(r);
             let kind = match r {
                 libc::ENOSPC | libc::EFBIG | libc::ENOMEM => io::ErrorKind::StorageFull,
@@ -239,14 +280,20 @@ pub fn shm_file_sparse(name: &str, len: usize) -> io::Result<OwnedFd> {
 }
 
 /// Renames a shared-memory file, replacing `to` atomically.
+/// The file under its new name is no longer removed at exit: a renamed
+/// file (the node daemon's page) is published for others.
 pub fn shm_rename(from: &str, to: &str) -> io::Result<()> {
-    std::fs::rename(shm_path(from)?, shm_path(to)?)
+    let from = shm_path(from)?;
+    std::fs::rename(&from, shm_path(to)?)?;
+    forget_created(&from);
+    Ok(())
 }
 
 /// Removes a shared-memory file; missing files are fine.
 pub fn shm_unlink(name: &str) {
     if let Ok(p) = shm_path(name) {
-        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(&p);
+        forget_created(&p);
     }
 }
 
