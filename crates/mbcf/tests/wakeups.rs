@@ -235,3 +235,66 @@ fn signals_to_a_spinning_waiter_run_in_its_thread() {
         }
     }
 }
+
+/// A signal handler that runs in a spinning waiter's thread and waits
+/// there itself, long enough to block (a READ across hosts with a 1 µs
+/// spin): the outer wait still holds its claim on the socket, but nobody
+/// spins. The progress thread must receive the READ's answer; it once
+/// left the socket to the stale claim for good and the job hung (seen
+/// as a DSM update handler's fetch-and-add that never completed).
+#[test]
+fn a_handler_that_blocks_inside_a_spinning_wait_still_gets_its_answer() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let cfg = TaskConfig {
+        spin: Duration::from_micros(1),
+        spin_max: Duration::from_micros(1),
+        ..TaskConfig::default()
+    };
+    let got = on_both(HOSTS, &cfg, |t| {
+        let seg = t.alloc(4096, Perm::ALL).unwrap();
+        let all = t.exchange(&seg).unwrap();
+        let peer = all[1 - t.rank() as usize];
+        seg.word(8)
+            .unwrap()
+            .store(41 + t.rank() as u64, Ordering::SeqCst);
+        let done = Arc::new(AtomicU64::new(0));
+        let d = done.clone();
+        t.set_handler(
+            0,
+            Arc::new(move |ctx, _| {
+                let r = ctx.task.read(peer.at(8), 8, Options::default()).unwrap();
+                // Bounded, so that a regression fails instead of hanging.
+                let any = AtomicU64::new(0);
+                let v = ctx
+                    .task
+                    .wait_word_timeout(&any, |_| r.is_done(), Duration::from_secs(10))
+                    .and_then(|_| r.wait_data().ok())
+                    .map_or(0, |b| u64::from_le_bytes(b[..8].try_into().unwrap()));
+                d.store(v.max(1), Ordering::Release);
+            }),
+        )
+        .unwrap();
+        t.barrier().unwrap();
+        let mut v = 0;
+        if t.rank() == 0 {
+            t.signal(1, 0, &[], Options::default()).unwrap();
+        } else {
+            // Spinning, so the signal runs here, nested in this wait; the
+            // deadline only keeps a regression from hanging the suite.
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while v == 0 && std::time::Instant::now() < until {
+                let w = AtomicU64::new(0);
+                let _ = t.wait_word_with(
+                    &w,
+                    |_| done.load(Ordering::Acquire) != 0 || std::time::Instant::now() >= until,
+                    WaitPolicy::Spin,
+                );
+                v = done.load(Ordering::Acquire);
+            }
+        }
+        t.barrier().unwrap();
+        v
+    });
+    assert_eq!(got[1], 41, "the handler's READ never completed: {got:?}");
+}

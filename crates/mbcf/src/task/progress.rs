@@ -53,11 +53,15 @@ pub(super) fn progress(inner: Arc<Inner>) {
         // `sockless` and rings, or we see its claim gone.
         inner.sockless.store(true, Ordering::SeqCst);
         let claims = inner.claims.load(Ordering::SeqCst);
-        // A waiter about to block needs the socket watched.
+        // A waiter about to block, or blocked, needs the socket watched,
+        // whatever claims remain: a thread blocked in a wait nested in
+        // another (a signal handler's) still holds the outer claim.
         let handed_back = inner.handed_back.swap(false, Ordering::SeqCst);
-        let waiting = claims != seen_claims && !handed_back;
+        let blocked = inner.ctl.ctl().blocked.load(Ordering::SeqCst) > 0;
+        let waiting = claims != seen_claims;
         seen_claims = claims;
-        let claimed = waiting || inner.spinners.load(Ordering::SeqCst) > 0;
+        let claimed =
+            !handed_back && !blocked && (waiting || inner.spinners.load(Ordering::SeqCst) > 0);
         if !claimed {
             inner.sockless.store(false, Ordering::SeqCst);
             hand_back = HAND_BACK;
@@ -131,7 +135,8 @@ pub(super) fn progress(inner: Arc<Inner>) {
                     .poll_timeout()
                     .is_some_and(|t| t <= inner.now())
         };
-        if claimed && !rung && !timers_due() {
+        let blocked = || inner.ctl.ctl().blocked.load(Ordering::SeqCst) > 0;
+        if claimed && !rung && !timers_due() && !blocked() {
             if inner.spinners.load(Ordering::SeqCst) > 0 {
                 hand_back = (hand_back * 2).min(HAND_BACK_MAX);
                 continue;

@@ -240,7 +240,7 @@ impl Inner {
             }
             let seq = c.events.load(Ordering::SeqCst);
             c.waiters.fetch_add(1, Ordering::SeqCst);
-            c.blocked.fetch_add(1, Ordering::Relaxed);
+            self.begin_blocking();
             // Re-checked after announcing ourselves: a sender that set
             // the partner's `hit` before it could see `waiters` is seen
             // here, one that sets it later wakes us.
@@ -248,7 +248,7 @@ impl Inner {
                 self.idle_blocks.fetch_add(1, Ordering::Relaxed);
                 sys::futex_wait(&c.events, seq, Some(deadline - now));
             }
-            c.blocked.fetch_sub(1, Ordering::Relaxed);
+            self.end_blocking();
             c.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }

@@ -108,17 +108,36 @@ impl Drop for Claim<'_> {
         if self.hand_back {
             self.inner.handed_back.store(true, Ordering::SeqCst);
         }
-        let last = self.inner.spinners.fetch_sub(1, Ordering::SeqCst) == 1;
+        self.inner.spinners.fetch_sub(1, Ordering::SeqCst);
         // A waiter that got what it waited for returns without a wake-up;
         // the progress thread takes the socket back after a hand-back
-        // period without any claim.
-        if last && self.hand_back && self.inner.sockless.load(Ordering::SeqCst) {
+        // period without any claim. One about to block rings even when
+        // other claims remain: an outer wait of this thread (a signal
+        // handler waits inside a wait) does not spin while it blocks.
+        if self.hand_back && self.inner.sockless.load(Ordering::SeqCst) {
             self.inner.wake.notify();
         }
     }
 }
 
 impl Inner {
+    /// Counts the calling thread as blocked (see `TaskCtl::blocked`) and
+    /// makes sure the progress thread watches the socket: a blocked thread
+    /// receives nothing. Pairs with the progress loop, which sets
+    /// `sockless` before it reads `blocked`: either it sees us, or we see
+    /// it sockless and ring.
+    pub(super) fn begin_blocking(&self) {
+        self.ctl.ctl().blocked.fetch_add(1, Ordering::SeqCst);
+        if self.sockless.load(Ordering::SeqCst) {
+            self.wake.notify();
+        }
+    }
+
+    /// Ends [`Inner::begin_blocking`].
+    pub(super) fn end_blocking(&self) {
+        self.ctl.ctl().blocked.fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Claims the socket for a spinning waiter.
     pub(super) fn claim_socket(&self) -> Claim<'_> {
         self.spinners.fetch_add(1, Ordering::SeqCst);
@@ -137,7 +156,9 @@ impl Inner {
         }
         let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
         self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
+        self.begin_blocking();
         sys::futex_wait(&self.ctl.ctl().events, seq, Some(Duration::from_millis(1)));
+        self.end_blocking();
         self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
@@ -282,14 +303,14 @@ impl Inner {
                 return true;
             }
             self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
-            self.ctl.ctl().blocked.fetch_add(1, Ordering::Relaxed);
+            self.begin_blocking();
             // The timeout is a safety net only.
             let mut t = Duration::from_millis(20);
             if let Some(d) = deadline {
                 t = t.min(d.saturating_duration_since(now));
             }
             sys::futex_wait(&self.ctl.ctl().events, seq, Some(t));
-            self.ctl.ctl().blocked.fetch_sub(1, Ordering::Relaxed);
+            self.end_blocking();
             self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -322,9 +343,9 @@ impl Inner {
                 return true;
             }
             c.waiters.fetch_add(1, Ordering::SeqCst);
-            c.blocked.fetch_add(1, Ordering::Relaxed);
+            self.begin_blocking();
             sys::futex_wait(&c.events, seq, Some(deadline - now));
-            c.blocked.fetch_sub(1, Ordering::Relaxed);
+            self.end_blocking();
             c.waiters.fetch_sub(1, Ordering::SeqCst);
         }
     }
