@@ -167,12 +167,12 @@ pub(crate) struct Inner {
     /// socket themselves; while there are any, the progress thread leaves
     /// the socket to them (see [`wait::Claim`]).
     spinners: AtomicU32,
-    /// Claims taken so far: a count that moved since the progress
-    /// thread's last look means the application still waits now and
-    /// then, and will receive for itself soon (see `progress.rs`).
-    claims: AtomicU64,
+    /// When the last claim ended (`Inner::now`, ns): a claim that ended
+    /// within [`progress::BETWEEN_WAITS`] means the application is between
+    /// two waits and will receive for itself again soon.
+    released: AtomicU64,
     /// A waiter gave the socket back to block: the progress thread must
-    /// watch it whatever `claims` says.
+    /// watch it whatever `released` says.
     handed_back: AtomicBool,
     /// The progress thread sleeps without watching the socket.
     sockless: AtomicBool,

@@ -18,18 +18,24 @@ use std::time::Duration;
 /// How long the progress thread, leaving the socket to waiters, first
 /// sleeps before it looks whether they still wait. A waiter that returns
 /// does not ring (that would cost the wake-up saved): the thread takes the
-/// socket back after one such period in which no wait began; a waiter
-/// that blocks instead rings at once. Each look that finds the
-/// application still waiting doubles the period, up to [`HAND_BACK_MAX`]:
-/// a look preempts a spinner (a ping-pong at 200 µs lost 10–25 % to
-/// them), while a datagram arriving once the application stopped waiting
-/// may wait up to twice the period.
+/// socket back at the first look that finds nobody spinning and no claim
+/// ended within [`BETWEEN_WAITS`]; a waiter that blocks instead rings at
+/// once. Each look that finds a waiter spinning doubles the period, up to
+/// [`HAND_BACK_MAX`]: a look preempts a spinner (a ping-pong looked at
+/// every 200 µs lost 10–25 % to them).
 const HAND_BACK: Duration = Duration::from_micros(200);
 
-/// The longest hand-back period: twice it, plus the delayed ack, stays
-/// below the protocol's least retransmission timeout (2 ms), so that a
-/// peer never resends for want of our look.
-const HAND_BACK_MAX: Duration = Duration::from_micros(800);
+/// The longest hand-back period, also about the longest a datagram that
+/// comes once the application stopped waiting waits for this thread (a
+/// DSM page request to a home that went to compute): 400 µs costs about
+/// 0.1 µs per 12 µs round trip of a ping-pong more than 800 µs would, and
+/// halves that wait.
+const HAND_BACK_MAX: Duration = Duration::from_micros(400);
+
+/// A claim that ended this recently means the application is between two
+/// waits (a ping-pong sends its answer, then waits again): leave it the
+/// socket. A longer gap means it went to compute.
+pub(super) const BETWEEN_WAITS: Duration = Duration::from_micros(50);
 
 /// The progress thread: receives, applies, acknowledges, retransmits, and
 /// runs signal handlers. Blocks in poll when there is nothing to do.
@@ -40,9 +46,13 @@ pub(super) fn progress(inner: Arc<Inner>) {
     // Room for a whole GRO-coalesced batch.
     let mut buf = vec![0u8; 1 << 17];
     let mut signals: Vec<(u32, u32, Vec<u8>)> = Vec::new();
-    // Claims counted at the last look.
-    let mut seen_claims = inner.claims.load(Ordering::Relaxed);
     let mut hand_back = HAND_BACK;
+    let between_waits = || {
+        inner
+            .now()
+            .saturating_sub(inner.released.load(Ordering::Relaxed))
+            < BETWEEN_WAITS.as_nanos() as u64
+    };
     while !inner.shutdown.load(Ordering::SeqCst) {
         // While waiters spin they receive for themselves: leave them the
         // socket, or every datagram would wake this thread too (the
@@ -52,16 +62,14 @@ pub(super) fn progress(inner: Arc<Inner>) {
         // it is about to receive. Pairs with `Claim::drop`: either it sees
         // `sockless` and rings, or we see its claim gone.
         inner.sockless.store(true, Ordering::SeqCst);
-        let claims = inner.claims.load(Ordering::SeqCst);
         // A waiter about to block, or blocked, needs the socket watched,
         // whatever claims remain: a thread blocked in a wait nested in
         // another (a signal handler's) still holds the outer claim.
         let handed_back = inner.handed_back.swap(false, Ordering::SeqCst);
         let blocked = inner.ctl.ctl().blocked.load(Ordering::SeqCst) > 0;
-        let waiting = claims != seen_claims;
-        seen_claims = claims;
-        let claimed =
-            !handed_back && !blocked && (waiting || inner.spinners.load(Ordering::SeqCst) > 0);
+        let claimed = !handed_back
+            && !blocked
+            && (inner.spinners.load(Ordering::SeqCst) > 0 || between_waits());
         if !claimed {
             inner.sockless.store(false, Ordering::SeqCst);
             hand_back = HAND_BACK;
@@ -125,7 +133,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
             break;
         }
         // Looked whether the application still waits, and it does (a
-        // waiter spins, or a wait began meanwhile): it receives and runs
+        // waiter spins, or one returned moments ago): it receives and runs
         // due timers itself, so leave it the locks.
         let timers_due = || {
             !socket_left
@@ -144,7 +152,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
             // Between two waits: leave the socket to the next one unless
             // something already waits in it (the application may have
             // gone to compute).
-            if inner.claims.load(Ordering::SeqCst) != seen_claims
+            if between_waits()
                 && !sys::poll_readable(&[sock_fd], Some(Duration::ZERO))
                     .is_ok_and(|r| r.contains(&true))
             {

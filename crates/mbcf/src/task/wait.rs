@@ -108,6 +108,9 @@ impl Drop for Claim<'_> {
         if self.hand_back {
             self.inner.handed_back.store(true, Ordering::SeqCst);
         }
+        self.inner
+            .released
+            .store(self.inner.now(), Ordering::Relaxed);
         self.inner.spinners.fetch_sub(1, Ordering::SeqCst);
         // A waiter that got what it waited for returns without a wake-up;
         // the progress thread takes the socket back after a hand-back
@@ -141,7 +144,6 @@ impl Inner {
     /// Claims the socket for a spinning waiter.
     pub(super) fn claim_socket(&self) -> Claim<'_> {
         self.spinners.fetch_add(1, Ordering::SeqCst);
-        self.claims.fetch_add(1, Ordering::Relaxed);
         Claim {
             inner: self,
             hand_back: false,
