@@ -48,10 +48,11 @@ pub(super) fn progress(inner: Arc<Inner>) {
     let mut signals: Vec<(u32, u32, Vec<u8>)> = Vec::new();
     let mut hand_back = HAND_BACK;
     let between_waits = || {
-        inner
-            .now()
-            .saturating_sub(inner.released.load(Ordering::Relaxed))
-            < BETWEEN_WAITS.as_nanos() as u64
+        !inner.all_local
+            && inner
+                .now()
+                .saturating_sub(inner.released.load(Ordering::Relaxed))
+                < BETWEEN_WAITS.as_nanos() as u64
     };
     while !inner.shutdown.load(Ordering::SeqCst) {
         // While waiters spin they receive for themselves: leave them the

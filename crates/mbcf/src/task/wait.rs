@@ -108,9 +108,14 @@ impl Drop for Claim<'_> {
         if self.hand_back {
             self.inner.handed_back.store(true, Ordering::SeqCst);
         }
-        self.inner
-            .released
-            .store(self.inner.now(), Ordering::Relaxed);
+        // Only the socket is left to waiters between waits; on one node
+        // the progress thread keeps it, and the clock read would show in
+        // the shm round trip.
+        if !self.inner.all_local {
+            self.inner
+                .released
+                .store(self.inner.now(), Ordering::Relaxed);
+        }
         self.inner.spinners.fetch_sub(1, Ordering::SeqCst);
         // A waiter that got what it waited for returns without a wake-up;
         // the progress thread takes the socket back after a hand-back
