@@ -111,7 +111,7 @@ pub struct TaskStats {
     /// Times the progress thread, having left the socket to waiters, woke
     /// from its own timer to look whether they still wait. The period
     /// grows while they do, so a ping-pong between spinning waiters costs
-    /// about one look per 800 µs, not one per 200 µs.
+    /// about one look per 400 µs, not one per 200 µs.
     pub progress_looks: u64,
 }
 

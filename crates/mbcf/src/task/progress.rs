@@ -144,8 +144,8 @@ pub(super) fn progress(inner: Arc<Inner>) {
                     .poll_timeout()
                     .is_some_and(|t| t <= inner.now())
         };
-        let blocked = || inner.ctl.ctl().blocked.load(Ordering::SeqCst) > 0;
-        if claimed && !rung && !timers_due() && !blocked() {
+        let blocked_now = || inner.ctl.ctl().blocked.load(Ordering::SeqCst) > 0;
+        if claimed && !rung && !timers_due() && !blocked_now() {
             if inner.spinners.load(Ordering::SeqCst) > 0 {
                 hand_back = (hand_back * 2).min(HAND_BACK_MAX);
                 continue;

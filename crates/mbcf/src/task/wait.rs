@@ -118,8 +118,9 @@ impl Drop for Claim<'_> {
         }
         self.inner.spinners.fetch_sub(1, Ordering::SeqCst);
         // A waiter that got what it waited for returns without a wake-up;
-        // the progress thread takes the socket back after a hand-back
-        // period without any claim. One about to block rings even when
+        // the progress thread takes the socket back at its first look that
+        // finds nobody spinning and no claim ended within
+        // `BETWEEN_WAITS`. One about to block rings even when
         // other claims remain: an outer wait of this thread (a signal
         // handler waits inside a wait) does not spin while it blocks.
         if self.hand_back && self.inner.sockless.load(Ordering::SeqCst) {
