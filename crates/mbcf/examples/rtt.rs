@@ -1,11 +1,14 @@
 //! Quick round-trip probe: 8-byte WRITE+notify ping-pong between two tasks
 //! (threads of this process) against a raw UDP ping-pong busy-polling
 //! `recv` (the fair baseline), same addresses.
-//! `cargo run --release -p sss-mbcf --example rtt -- [udp|shm] [ROUNDS] [BYTES] [mbcf]`
-//! (`mbcf`: skip the raw UDP baseline, e.g. to profile MBCF alone)
+//! `cargo run --release -p sss-mbcf --example rtt -- [udp|shm] [ROUNDS] [BYTES] [mbcf|signal]`
+//! (`mbcf`: skip the raw UDP baseline, e.g. to profile MBCF alone;
+//! `signal`: a SIGNAL echoed from the handler instead of WRITE + notify)
 
 use sss_mbcf::{Options, Perm, Task, TaskConfig, ThreadBoot};
 use std::net::UdpSocket;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 fn main() {
@@ -14,7 +17,9 @@ fn main() {
     let rounds: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let size: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(8);
     let payload = vec![1u8; size];
-    let mbcf_only = args.next().as_deref() == Some("mbcf");
+    let last = args.next();
+    let signal = last.as_deref() == Some("signal");
+    let mbcf_only = signal || last.as_deref() == Some("mbcf");
     let nodes: &[&str] = if mode == "shm" {
         &["127.0.0.1"]
     } else {
@@ -34,8 +39,28 @@ fn main() {
                 let all = t.exchange(&seg).unwrap();
                 let peer = &all[1 - t.rank() as usize];
                 let flag = seg.word(0).unwrap();
+                let got = Arc::new(AtomicU64::new(0));
+                let (g, echo) = (got.clone(), t.rank() == 1);
+                t.set_handler(
+                    0,
+                    Arc::new(move |ctx, data| {
+                        if echo {
+                            let _ = ctx.task.signal(ctx.from, 0, data, Options::default());
+                        }
+                        g.fetch_add(1, Ordering::Release);
+                    }),
+                )
+                .unwrap();
+                t.barrier().unwrap();
                 let start = Instant::now();
                 for i in 1..=rounds {
+                    if signal {
+                        if t.rank() == 0 {
+                            t.signal(1, 0, &data, Options::default()).unwrap();
+                        }
+                        t.wait_word(&got, |v| v >= i);
+                        continue;
+                    }
                     let n = data.len().min(8);
                     data[..n].copy_from_slice(&i.to_le_bytes()[..n]);
                     if t.rank() == 0 {
@@ -51,7 +76,8 @@ fn main() {
                 let el = start.elapsed();
                 if t.rank() == 0 {
                     println!(
-                        "mbcf {mode}, {size} B: {:.2} us round trip",
+                        "mbcf {mode}{}, {size} B: {:.3} us round trip",
+                        if signal { " signal" } else { "" },
                         el.as_secs_f64() * 1e6 / rounds as f64
                     );
                     println!("{:?}", t.stats());

@@ -213,8 +213,16 @@ impl Ring {
     /// are corrupt and never offer one), `TooLarge` when it exceeds the
     /// slot.
     pub fn push(&self, from: u32, msg: &[u8]) -> Result<(), Status> {
+        self.push_parts(from, &[msg])
+    }
+
+    /// [`Ring::push`] of the concatenation of `parts`, copied straight
+    /// into the slot (a signal's handler index and payload, with no
+    /// buffer to join them first).
+    pub fn push_parts(&self, from: u32, parts: &[&[u8]]) -> Result<(), Status> {
         let h = self.header();
-        if msg.len() > self.slot_size - SLOT_HEADER {
+        let len: usize = parts.iter().map(|m| m.len()).sum();
+        if len > self.slot_size - SLOT_HEADER {
             return Err(Status::TooLarge);
         }
         let mut pos = h.tail.load(Ordering::Relaxed);
@@ -227,10 +235,14 @@ impl Ring {
             let seq = self.seq(pos).load(Ordering::Acquire);
             let dif = seq.wrapping_sub(pos) as i64;
             if dif == 0 {
+                // SeqCst: a signal's sender reads the receiver's sleep flag
+                // next (`Peer::asleep`), which the receiver sets before it
+                // looks at `tail`; on x86 this locked CAS is the full
+                // fence that pairing needs, with no second one.
                 match h.tail.compare_exchange_weak(
                     pos,
                     pos.wrapping_add(1),
-                    Ordering::Relaxed,
+                    Ordering::SeqCst,
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => break,
@@ -243,9 +255,9 @@ impl Ring {
             }
         }
         // SAFETY: the slot lies inside the checked ring (masked offset,
-        // slot_size bytes) and msg fits its payload (checked above); this
-        // producer reserved it with the CAS on tail.
-        unsafe { crate::mem::slot_fill(self.base, self.slot_off(pos), from, msg) };
+        // slot_size bytes) and the parts fit its payload (checked above);
+        // this producer reserved it with the CAS on tail.
+        unsafe { crate::mem::slot_fill(self.base, self.slot_off(pos), from, parts) };
         // Release: the message bytes are visible before the slot reads full.
         self.seq(pos).store(pos.wrapping_add(1), Ordering::Release);
         Ok(())

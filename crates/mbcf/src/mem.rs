@@ -150,19 +150,27 @@ pub(crate) unsafe fn slot_seq<'a>(base: *mut u8, off: usize) -> &'a AtomicU64 {
     unsafe { AtomicU64::from_ptr(base.add(off).cast()) }
 }
 
-/// Fills a reserved slot's length, sender and message.
+/// Fills a reserved slot's length, sender and message, the message being
+/// the concatenation of `parts`.
 ///
 /// # Safety
-/// `base + off .. base + off + 16 + msg.len()` must lie inside a mapped
-/// range, and the slot must be reserved by the caller (nobody else writes
-/// it until its sequence word says full).
-pub(crate) unsafe fn slot_fill(base: *mut u8, off: usize, from: u32, msg: &[u8]) {
-    // SAFETY: the caller's contract; `msg` is our memory, not the ring.
+/// `base + off .. base + off + 16 + len` must lie inside a mapped range,
+/// where `len` is the parts' total length, and the slot must be reserved
+/// by the caller (nobody else writes it until its sequence word says
+/// full).
+pub(crate) unsafe fn slot_fill(base: *mut u8, off: usize, from: u32, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|m| m.len()).sum();
+    // SAFETY: the caller's contract; the parts are our memory, not the
+    // ring, and together exactly `len` bytes.
     unsafe {
         let p = base.add(off);
-        (p.add(8) as *mut u32).write_unaligned(msg.len() as u32);
+        (p.add(8) as *mut u32).write_unaligned(len as u32);
         (p.add(12) as *mut u32).write_unaligned(from);
-        std::ptr::copy_nonoverlapping(msg.as_ptr(), p.add(16), msg.len());
+        let mut at = p.add(16);
+        for m in parts {
+            std::ptr::copy_nonoverlapping(m.as_ptr(), at, m.len());
+            at = at.add(m.len());
+        }
     }
 }
 

@@ -29,6 +29,7 @@ use crate::seqlock::Stale;
 use crate::sys::{self, Mapping};
 use sss_wire::Status;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -351,13 +352,36 @@ pub(crate) enum Direct {
     Fallback,
 }
 
+/// Hashes a segment id (a small integer) with one multiplication: the
+/// map of a peer's segments is looked up twice per WRITE with notify, and
+/// SipHash showed in the round trip. Ids come from the peer's table, so a
+/// hostile peer can at worst make its own lookups slow.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// A same-node peer: its control block and the segment files mapped so far.
 pub(crate) struct Peer {
     job: u32,
     rank: u32,
     pid: i32,
     ctl: Arc<CtlMap>,
-    maps: HashMap<u32, Arc<Mapping>>,
+    maps: HashMap<u32, Arc<Mapping>, BuildHasherDefault<IdHasher>>,
     /// Table entries where recently used keys were found (key, index),
     /// tried before the full scan; round robin.
     hints: [(u64, usize); 4],
@@ -378,7 +402,7 @@ impl Peer {
             rank,
             pid: pid as i32,
             ctl: Arc::new(CtlMap::open(job, rank, tag)?),
-            maps: HashMap::new(),
+            maps: HashMap::default(),
             hints: [(0, 0); 4],
             next_hint: 0,
             ask_owner: false,
@@ -427,23 +451,21 @@ impl Peer {
 
     /// Our address for `addr` in the peer's shared segment `p`.
     fn local(&mut self, p: &Published, addr: u64, len: usize) -> Result<Checked, Status> {
-        let m = match self.maps.get(&p.id) {
-            Some(m) if m.len() as u64 >= p.len => m.clone(),
-            _ => {
-                let name = crate::segment::SegTable::shm_name(self.job, self.rank, p.id);
-                let fd = sys::shm_file(&name, 0, false).map_err(|_| Status::BadKey)?;
-                let m = Arc::new(
-                    Mapping::shared(fd.as_raw_fd(), p.len.max(8) as usize)
-                        .map_err(|_| Status::BadKey)?,
-                );
-                self.maps.insert(p.id, m.clone());
-                m
-            }
-        };
         // The table check put addr - base + len within p.len, and the
         // mapping covers p.len; in_mapping checks it again.
-        let off = addr.checked_sub(p.base).ok_or(Status::OutOfBounds)?;
-        Checked::in_mapping(&m, off as usize, len).ok_or(Status::OutOfBounds)
+        let off = addr.checked_sub(p.base).ok_or(Status::OutOfBounds)? as usize;
+        // Mapped already: no reference count taken, the map keeps it.
+        if let Some(m) = self.maps.get(&p.id).filter(|m| m.len() as u64 >= p.len) {
+            return Checked::in_mapping(m, off, len).ok_or(Status::OutOfBounds);
+        }
+        let name = crate::segment::SegTable::shm_name(self.job, self.rank, p.id);
+        let fd = sys::shm_file(&name, 0, false).map_err(|_| Status::BadKey)?;
+        let m = Arc::new(
+            Mapping::shared(fd.as_raw_fd(), p.len.max(8) as usize).map_err(|_| Status::BadKey)?,
+        );
+        let c = Checked::in_mapping(&m, off, len).ok_or(Status::OutOfBounds);
+        self.maps.insert(p.id, m);
+        c
     }
 
     fn count(&self, r: &Result<crate::Reply, Status>) {
@@ -588,10 +610,8 @@ impl Peer {
                 if !self.ctl.has_handler(handler) {
                     return self.finish(Err(Status::NoSuchHandler));
                 }
-                let mut msg = Vec::with_capacity(4 + data.len());
-                msg.extend_from_slice(&handler.to_le_bytes());
-                msg.extend_from_slice(data);
-                match self.ctl.signal_ring().push(me, &msg) {
+                let index = handler.to_le_bytes();
+                match self.ctl.signal_ring().push_parts(me, &[&index, data]) {
                     Ok(()) => {
                         let c = self.ctl.ctl();
                         c.applied.fetch_add(1, Ordering::Relaxed);
@@ -606,9 +626,11 @@ impl Peer {
     }
 
     /// True when the peer's progress thread sleeps and needs a doorbell.
+    /// Called after the push: its SeqCst claim of the slot (the CAS on
+    /// the ring's `tail`) and this SeqCst load pair with the progress
+    /// loop's store of the flag, its SeqCst fence and its read of `tail`:
+    /// either we see the flag or it sees our message.
     pub fn asleep(&self) -> bool {
-        // Orders our ring push before the flag read (see the progress loop).
-        std::sync::atomic::fence(Ordering::SeqCst);
         self.ctl.ctl().progress_asleep.load(Ordering::SeqCst) != 0
     }
 }

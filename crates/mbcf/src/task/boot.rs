@@ -404,6 +404,7 @@ impl Task {
             sockless: AtomicBool::new(false),
             wakeups: AtomicU64::new(0),
             looks: AtomicU64::new(0),
+            signals_inline: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
             idm: Mutex::new(None),

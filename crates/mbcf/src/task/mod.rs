@@ -113,6 +113,10 @@ pub struct TaskStats {
     /// grows while they do, so a ping-pong between spinning waiters costs
     /// about one look per 400 µs, not one per 200 µs.
     pub progress_looks: u64,
+    /// Same-node signals a waiting thread took from the signal ring and
+    /// ran at once, with no queue or copy of their own: in a signal
+    /// ping-pong between waiters, all of them.
+    pub signals_inline: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +184,8 @@ pub(crate) struct Inner {
     wakeups: AtomicU64,
     /// See [`TaskStats::progress_looks`].
     looks: AtomicU64,
+    /// See [`TaskStats::signals_inline`].
+    signals_inline: AtomicU64,
     shutdown: AtomicBool,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
@@ -373,6 +379,7 @@ impl Task {
             refused: self.inner.refused.load(Ordering::Relaxed),
             progress_wakeups: self.inner.wakeups.load(Ordering::Relaxed),
             progress_looks: self.inner.looks.load(Ordering::Relaxed),
+            signals_inline: self.inner.signals_inline.load(Ordering::Relaxed),
         }
     }
 }

@@ -111,8 +111,9 @@ pub(super) fn progress(inner: Arc<Inner>) {
             if !claimed {
                 c.progress_asleep.store(1, Ordering::SeqCst);
             }
-            // Pairs with the fence in Peer::asleep: either the sender sees
-            // the flag or we see its message.
+            // Pairs with Peer::asleep (after the push's SeqCst claim of a
+            // slot): either the sender sees the flag or we see its
+            // message in `tail`.
             std::sync::atomic::fence(Ordering::SeqCst);
             // A signal queued before the flag was visible gets no doorbell:
             // look at the ring once more before sleeping.
@@ -174,6 +175,9 @@ thread_local! {
     /// Receive buffer of application threads that make progress while they
     /// wait; large enough for any datagram.
     static RECV_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 1 << 17]);
+    /// Where a waiter copies a same-node signal out of the ring before
+    /// running its handler.
+    static SIGNAL_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Inner {
@@ -227,20 +231,64 @@ impl Inner {
     /// Runs the signals same-node senders queued in our ring, here: a
     /// waiter's version of the progress thread's doorbell. Skipped when
     /// another thread holds the net lock (it drains the ring itself).
+    ///
+    /// While nothing else is queued and no other thread runs handlers,
+    /// each signal is popped under the net lock and its handler called
+    /// straight from the ring slot's copy, with no queue, allocation or
+    /// second lock: the earliest signal is the one in the ring. Signals
+    /// other threads take meanwhile queue behind and run after, here
+    /// (this thread holds the runner) or by them.
     pub(super) fn take_ring_signals(&self) {
-        let Ok(net) = self.net.try_lock() else {
-            return;
-        };
-        let mut sig = Vec::new();
-        drain_signal_ring(&self.ctl.signal_ring(), &mut sig);
-        if sig.is_empty() {
-            return;
+        let ring = self.ctl.signal_ring();
+        if let Ok(running) = self.signal_runner.try_lock() {
+            let Some(me) = self.me.upgrade() else {
+                return;
+            };
+            let task = Task {
+                inner: me,
+                _owner: None,
+            };
+            SIGNAL_BUF.with_borrow_mut(|msg| loop {
+                let Ok(net) = self.net.try_lock() else {
+                    break;
+                };
+                if self.deferred.lock().map_or(true, |d| !d.is_empty()) {
+                    break;
+                }
+                let Some(from) = ring.pop(msg) else {
+                    break;
+                };
+                drop(net);
+                self.signals_inline.fetch_add(1, Ordering::Relaxed);
+                if msg.len() < 4 {
+                    continue;
+                }
+                let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
+                let f = self.handlers.read().ok().and_then(|hs| hs.get(&h).cloned());
+                if let Some(f) = f {
+                    let ctx = SignalContext {
+                        task: &task,
+                        from,
+                        handler: h,
+                    };
+                    f(&ctx, &msg[4..]);
+                }
+            });
+            drop(running);
         }
-        // Queued under the net lock, like every signal.
-        if let Ok(mut d) = self.deferred.lock() {
-            d.append(&mut sig);
+        // A slot reserved but not yet filled is left for the next look.
+        if ring.ready() {
+            let Ok(net) = self.net.try_lock() else {
+                return;
+            };
+            let mut sig = Vec::new();
+            drain_signal_ring(&ring, &mut sig);
+            // Queued under the net lock, like every signal.
+            if let Ok(mut d) = self.deferred.lock() {
+                d.append(&mut sig);
+            }
+            drop(net);
         }
-        drop(net);
         self.run_signals();
     }
 

@@ -212,8 +212,8 @@ impl Inner {
         if cond() {
             return true;
         }
-        let start = Instant::now();
         let adaptive = !self.cfg.spin.is_zero();
+        let mut start = None;
         if adaptive {
             let over = self.crowded();
             let budget = if over {
@@ -221,30 +221,34 @@ impl Inner {
             } else {
                 Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed))
             };
-            if let Some(held) = self.spin_phase(&mut cond, start + budget, deadline, over) {
-                return held;
+            match self.spin_phase(&mut cond, budget, deadline, over) {
+                Ok(held) => return held,
+                Err(began) => start = Some(began),
             }
         }
         let held = self.block_phase(&mut cond, deadline);
-        if adaptive && held && !self.crowded() {
+        if let Some(start) = start.filter(|_| held && !self.crowded()) {
             self.adapt_spin(start.elapsed());
         }
         held
     }
 
-    /// Spins (or yields, when `yielding`) until `cond`, `deadline`
-    /// (`Some(false)`) or `end` (`None`: block now). Memory is checked on
-    /// every turn; the socket and the clock, which cost a system call or
-    /// a vDSO read, every 4th, and in an all-local job the signal ring
-    /// every 16th: there the answer lands in memory and every turn
-    /// counts.
+    /// Spins (or yields, when `yielding`) for `budget`, until `cond` or
+    /// `deadline` (`Ok(false)`); `Err(start)` when the budget ran out
+    /// (block now). Memory is checked on every turn, and on one node the
+    /// signal ring too; the socket and the clock, which cost a system
+    /// call or a vDSO read, every 4th turn, in an all-local job every
+    /// 16th: there the answer lands in memory and every turn counts. The
+    /// budget starts at the first clock read, a few turns in: most waits
+    /// of a ping-pong end before it, and a read at the start of every
+    /// wait showed in the shm round trip.
     fn spin_phase(
         &self,
         cond: &mut impl FnMut() -> bool,
-        end: Instant,
+        budget: Duration,
         deadline: Option<Instant>,
         yielding: bool,
-    ) -> Option<bool> {
+    ) -> Result<bool, Instant> {
         // While spinning, receive and apply ourselves, and run signal
         // handlers: the answer we wait for is usually in the socket before
         // the progress thread could be scheduled to fetch it. When every
@@ -259,34 +263,47 @@ impl Inner {
         // (every 4th turn: 0.3 µs less per 8 B round trip than every
         // 16th, and no less than every 2nd).
         let every = if self.all_local { 16 } else { 4 };
+        // Over udp the first look is at once (the answer may be in the
+        // socket already); on one node after `every` turns.
+        let first = 1;
         let ring = self.ctl.signal_ring();
+        let mut start = None;
         loop {
             if cond() {
-                return Some(true);
+                return Ok(true);
             }
             spins = spins.wrapping_add(1);
             // Right after a datagram came, another may be behind it.
             if got {
                 spins = 1;
             }
-            // A yield costs more than a look at the socket and the clock;
-            // on one node the signal ring is looked at as seldom (every
-            // turn showed in the shm round trip).
-            if !yielding && spins % every != 1 {
+            // A yield costs more than a look at the socket and the clock.
+            // On one node the signal ring is looked at every turn: its
+            // oldest slot's line stays in our cache until a sender fills
+            // it, so the look costs a load, where the clock read of the
+            // full look costs 20 ns (reading it every 4th turn showed in
+            // the shm round trip). The slot, not the ring's `tail`: a
+            // waiter reading `tail` would take its line from the sender's
+            // cache at every push.
+            if !yielding && spins % every != first {
+                if self.all_local && ring.ready() {
+                    self.take_ring_signals();
+                }
                 std::hint::spin_loop();
                 continue;
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return Some(false);
+                return Ok(false);
             }
-            if now >= end {
+            let began = *start.get_or_insert(now);
+            if now >= began + budget {
                 claim.hand_back();
-                return None;
+                return Err(began);
             }
             if !self.all_local {
                 got = self.try_step();
-            } else if ring.len() != 0 {
+            } else if ring.ready() {
                 self.take_ring_signals();
             }
             if yielding && !got {
