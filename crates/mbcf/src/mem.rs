@@ -213,7 +213,7 @@ pub(crate) unsafe fn ctl_init(base: *mut u8, pid: u32, node: &str) {
     // SAFETY: the caller's contract.
     unsafe {
         let c = base as *mut Ctl;
-        std::ptr::addr_of_mut!((*c).version).write(1);
+        std::ptr::addr_of_mut!((*c).version).write(crate::shm::CTL_VERSION);
         std::ptr::addr_of_mut!((*c).pid).write(pid);
         let mut n = [0u8; 32];
         let k = node.len().min(32);

@@ -36,6 +36,8 @@ use std::sync::Arc;
 
 /// Magic of a control block ("SSCT").
 pub const CTL_MAGIC: u32 = 0x5353_4354;
+/// Layout version of [`Ctl`]: a peer's block of another layout is refused.
+pub const CTL_VERSION: u32 = 1;
 /// Segments a control block publishes.
 pub const CTL_SEGMENTS: usize = 256;
 /// Slots of the inbound signal ring.
@@ -66,7 +68,7 @@ pub(crate) struct SegEntry {
 pub(crate) struct Ctl {
     /// `CTL_MAGIC` (0x5353_4354, "SSCT") once initialized. Owner: the task.
     pub magic: AtomicU32,
-    /// Layout version, 1.
+    /// Layout version, [`CTL_VERSION`].
     pub version: u32,
     /// Process id of the task. Owner: the task.
     pub pid: u32,
@@ -227,6 +229,11 @@ impl CtlMap {
         let c = CtlMap { map, ring };
         if c.ctl().magic.load(Ordering::Acquire) != CTL_MAGIC {
             return Err(bad("control block not initialized"));
+        }
+        if c.ctl().version != CTL_VERSION {
+            return Err(bad(
+                "control block of another layout version (tasks of one job must use one build)",
+            ));
         }
         Ok(c)
     }
@@ -632,5 +639,29 @@ impl Peer {
     /// either we see the flag or it sees our message.
     pub fn asleep(&self) -> bool {
         self.ctl.ctl().progress_asleep.load(Ordering::SeqCst) != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    /// A peer's control block of another layout version is refused when
+    /// opened, not read with this build's offsets.
+    #[test]
+    fn a_control_block_of_another_layout_version_is_refused() {
+        let (job, rank, tag) = (std::process::id() | 0x4000_0000, 7, sys::random_u64());
+        let mine = CtlMap::create(job, rank, tag, "node").unwrap();
+        assert!(CtlMap::open(job, rank, tag).is_ok());
+        let path = sys::shm_dir().unwrap().join(ctl_name(job, rank, tag));
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let version = std::mem::offset_of!(Ctl, version) as u64;
+        f.write_all_at(&(CTL_VERSION + 1).to_ne_bytes(), version)
+            .unwrap();
+        let e = CtlMap::open(job, rank, tag).err().expect("refused");
+        sys::shm_unlink(&ctl_name(job, rank, tag));
+        drop(mine);
+        assert!(e.to_string().contains("layout version"), "{e}");
     }
 }
