@@ -187,8 +187,7 @@ impl Task {
         drop(net);
         self.inner.wake_if_needed();
         Ok(Request {
-            state: Some(st),
-            inner: self.inner.clone(),
+            state: Some((st, self.inner.clone())),
         })
     }
 

@@ -171,8 +171,7 @@ impl Inner {
             Carried::Declined => return Err(Error::Invalid("no transport reaches this task")),
         };
         Ok(Request {
-            state,
-            inner: self.clone(),
+            state: state.map(|st| (st, self.clone())),
         })
     }
 }
