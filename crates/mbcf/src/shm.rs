@@ -442,6 +442,20 @@ impl Peer {
         Some(p)
     }
 
+    /// Maps the peer's shared-memory segment `key` (the whole published
+    /// range, checked against the peer's table) for direct loads and
+    /// stores; `Ok(None)` when it is not in shared memory (registered
+    /// memory of the peer's own).
+    pub(crate) fn map_segment(&mut self, key: u64) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
+        let p = self.find(key).ok_or(Status::BadKey)?;
+        if !p.shared {
+            return Ok(None);
+        }
+        self.local(&p, p.base, 0)?;
+        let m = self.maps.get(&p.id).cloned().ok_or(Status::BadKey)?;
+        Ok(Some((m, p.base)))
+    }
+
     /// Checks (key, addr, len, perm) against the peer's table, as the
     /// receiver would.
     fn check(&mut self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Published, Status> {

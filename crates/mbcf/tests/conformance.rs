@@ -981,3 +981,49 @@ fn a_task_that_leaves_right_after_a_write_acknowledges_it() {
     drop(t);
     assert_eq!(writer.quiet().map_err(|e| e.to_string()), Ok(()));
 }
+
+/// `Task::map_peer`: a same-node task's shared-memory segment maps for
+/// direct loads and stores both ways; a segment described wrongly, one of
+/// registered (not shared) memory and a task on another node are
+/// refused.
+#[test]
+fn a_same_node_peers_shared_segment_maps_for_loads_and_stores() {
+    let ts = cluster(2, ONE_NODE);
+    let seg = ts[0].alloc(4096, Perm::ALL).unwrap();
+    let info = seg.info();
+    let map = ts[1].map_peer(&info).expect("maps");
+    assert_eq!(map.len(), 4096);
+    let word = seg.word(64).unwrap();
+    word.store(0x5151, Ordering::Release);
+    // SAFETY (test): 4096 mapped bytes, 8-byte aligned offset 64; the
+    // other side uses the word atomically.
+    #[allow(unsafe_code)]
+    let seen = unsafe { AtomicU64::from_ptr(map.as_ptr().add(64).cast()) };
+    assert_eq!(seen.load(Ordering::Acquire), 0x5151);
+    seen.store(0x6262, Ordering::Release);
+    assert_eq!(word.load(Ordering::Acquire), 0x6262);
+    let wrong = sss_mbcf::SegmentInfo {
+        base: info.base + 64,
+        ..info
+    };
+    assert!(matches!(ts[1].map_peer(&wrong), Err(Error::Invalid(_))));
+    let bad_key = sss_mbcf::SegmentInfo {
+        key: info.key ^ 1,
+        ..info
+    };
+    assert!(ts[1].map_peer(&bad_key).is_err());
+    let mut own = vec![0u64; 512];
+    // SAFETY (test): `own` outlives the segment, freed below.
+    #[allow(unsafe_code)]
+    let reg = unsafe { ts[0].register(own.as_mut_ptr().cast(), 4096, Perm::ALL) }.unwrap();
+    assert!(matches!(
+        ts[1].map_peer(&reg.info()),
+        Err(Error::Invalid(_))
+    ));
+    ts[0].free(reg).unwrap();
+    drop(own);
+
+    let far = cluster(2, TWO_NODES);
+    let s = far[0].alloc(4096, Perm::ALL).unwrap();
+    assert!(matches!(far[1].map_peer(&s.info()), Err(Error::Invalid(_))));
+}

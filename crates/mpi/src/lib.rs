@@ -49,3 +49,4 @@ mod topo;
 mod types;
 mod win;
 mod win_dyn;
+mod win_shared;

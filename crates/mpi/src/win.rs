@@ -99,6 +99,9 @@ pub(crate) struct Win {
     pub exposure: Option<Vec<u32>>,
     /// A dynamic window's attachments (`MPI_Win_create_dynamic`).
     pub dynamic: Option<crate::win_dyn::Dyn>,
+    /// A shared-memory window's memory (`MPI_Win_allocate_shared`): every
+    /// member's part lies in one segment of the first member.
+    pub shared: Option<crate::win_shared::Shared>,
 }
 
 static WINS: Mutex<Option<HashMap<usize, Win>>> = Mutex::new(None);
@@ -167,6 +170,22 @@ pub(crate) fn create(
     disp_unit: u64,
     allocated: bool,
 ) -> Result<usize, MpiErr> {
+    create_in(comm, seg, None, base, size, disp_unit, allocated, None)
+}
+
+/// [`create`], where our memory may be `part`, a range of another
+/// member's segment (a shared-memory window, `shared`), instead of `seg`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn create_in(
+    comm: usize,
+    seg: Option<Segment>,
+    part: Option<SegmentInfo>,
+    base: usize,
+    size: u64,
+    disp_unit: u64,
+    allocated: bool,
+    shared: Option<crate::win_shared::Shared>,
+) -> Result<usize, MpiErr> {
     if disp_unit == 0 {
         return Err(MpiErr::new(err::DISP, "disp_unit must be positive"));
     }
@@ -180,9 +199,9 @@ pub(crate) fn create(
         Ok((c.group.to_vec(), c.rank))
     })?;
     let mut mine = [0u8; RECORD];
-    if let Some(s) = &seg {
+    if let Some(info) = part.or_else(|| seg.as_ref().map(|s| s.info())) {
         mine[0] = 1;
-        mine[1..38].copy_from_slice(&s.info().to_bytes());
+        mine[1..38].copy_from_slice(&info.to_bytes());
     }
     mine[38..46].copy_from_slice(&size.to_le_bytes());
     mine[46..54].copy_from_slice(&disp_unit.to_le_bytes());
@@ -205,6 +224,18 @@ pub(crate) fn create(
             })
         })
         .collect::<Result<Vec<_>, MpiErr>>()?;
+    // Every part of a shared window lies in the first member's segment;
+    // operations on any part go to that member.
+    if shared.is_some()
+        && members
+            .iter()
+            .any(|m| m.seg.is_some_and(|s| s.rank != group[0]))
+    {
+        return Err(MpiErr::new(
+            err::INTERN,
+            "shared window part outside the first member's segment",
+        ));
+    }
     let h = crate::runtime::with(|e| Ok(e.handle()))?;
     let w = Win {
         comm: wcomm,
@@ -222,6 +253,7 @@ pub(crate) fn create(
         access: None,
         exposure: None,
         dynamic: None,
+        shared,
     };
     table().get_or_insert_with(HashMap::new).insert(h, w);
     Ok(h)
@@ -272,6 +304,30 @@ impl Win {
         self.group[t as usize]
     }
 
+    /// The task whose memory holds `t`'s window: `t`, or in a shared
+    /// window the first member.
+    fn holder(&self, t: u32) -> u32 {
+        if self.shared.is_some() {
+            self.group[0]
+        } else {
+            self.world(t)
+        }
+    }
+
+    /// A member's part of a shared window: size, displacement unit, and
+    /// offset from the start of the shared segment.
+    pub(crate) fn part(&self, t: u32) -> Option<(u64, u64, u64)> {
+        let m = self.members.get(t as usize)?;
+        let first = self.members.first()?.seg?;
+        let off = m.seg.map_or(0, |s| s.base.wrapping_sub(first.base));
+        Some((m.size, m.disp_unit, off))
+    }
+
+    /// The window's members.
+    pub(crate) fn len(&self) -> usize {
+        self.members.len()
+    }
+
     /// `MPI_Put`.
     pub(crate) fn put(
         &mut self,
@@ -285,7 +341,7 @@ impl Win {
         }
         let (t, at) = self.at(task, target, disp, data.len())?;
         let at = RemoteAddr {
-            rank: self.world(t),
+            rank: self.holder(t),
             ..at
         };
         let req = task
@@ -309,7 +365,7 @@ impl Win {
         }
         let (t, at) = self.at(task, target, disp, n)?;
         let at = RemoteAddr {
-            rank: self.world(t),
+            rank: self.holder(t),
             ..at
         };
         for off in (0..n).step_by(READ_CHUNK) {
@@ -477,7 +533,7 @@ impl Win {
         }
         let (t, at) = self.at(task, target, disp, len)?;
         let at = RemoteAddr {
-            rank: self.world(t),
+            rank: self.holder(t),
             ..at
         };
         // Earlier puts to the same place land first.

@@ -1,5 +1,6 @@
 //! One-sided communication from C (`tests/c/rma.c`): windows over
 //! allocated and registered memory, fences, passive locks, accumulates,
+//! shared-memory windows (`tests/c/shmwin.c`),
 //! on 1–4 tasks on one node and on two hosts.
 
 mod support;
@@ -35,4 +36,13 @@ fn dynamic_windows() {
     let dir = scratch();
     let exe = compile(&dir, "dynwin.c", false);
     run_everywhere(&exe, &[], PLACEMENTS, |n| format!("dynwin: ok {n} tasks"));
+}
+
+#[test]
+fn shared_memory_windows() {
+    let dir = scratch();
+    let exe = compile(&dir, "shmwin.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("shmwin: ok {n} tasks"));
 }

@@ -39,6 +39,7 @@ pub use boot::{Bootstrap, ThreadBoot};
 pub use config::{default_payload, Bind, SsWaitTuning, TaskConfig, Transport};
 pub use queue::Fifo;
 pub use request::{Options, Reply, Request, Sink};
+pub use segments::PeerMap;
 pub use transport::TransportKind;
 pub use wait::WaitPolicy;
 

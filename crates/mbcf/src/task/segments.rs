@@ -2,10 +2,41 @@
 //! memory peers may address, and the all-gather and barrier of the
 //! bootstrap.
 
+use super::transport::Route;
 use super::Task;
 use crate::segment::{Perm, Segment, SegmentInfo};
 use crate::sys::{self};
 use crate::Error;
+
+/// A same-node task's segment mapped into this process
+/// ([`Task::map_peer`]).
+pub struct PeerMap {
+    map: std::sync::Arc<crate::sys::Mapping>,
+    len: u64,
+}
+
+impl PeerMap {
+    /// Where the segment starts here.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.map.ptr()
+    }
+
+    /// Its length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for an empty segment.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for PeerMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerMap").field("len", &self.len).finish()
+    }
+}
 
 impl Task {
     /// Allocates `len` zeroed bytes of shared memory as a segment. The
@@ -93,6 +124,26 @@ impl Task {
             let _ = self.free(s);
         }
         Err(Error::Invalid("key in use in some task"))
+    }
+
+    /// Maps segment `info` of a task on this node into this process, for
+    /// direct loads and stores (an MPI shared-memory window): the segment
+    /// is looked up in the owner's published table and must lie in shared
+    /// memory. The mapping stays valid while the returned value lives,
+    /// even after the owner frees the segment (its pages then belong to
+    /// nobody else).
+    pub fn map_peer(&self, info: &SegmentInfo) -> Result<PeerMap, Error> {
+        let Some(Route::Shm(lane)) = self.inner.routes.get(info.rank as usize) else {
+            return Err(Error::Invalid("not a task on this node"));
+        };
+        match lane.map_segment(info.key) {
+            Ok(Some((map, base))) if base == info.base && map.len() as u64 >= info.len => {
+                Ok(PeerMap { map, len: info.len })
+            }
+            Ok(Some(_)) => Err(Error::Invalid("segment not as described")),
+            Ok(None) => Err(Error::Invalid("segment not in shared memory")),
+            Err(s) => Err(Error::Remote(s)),
+        }
     }
 
     /// Registers existing memory as a segment. A range not mapped in this

@@ -11,10 +11,12 @@
 use super::transport::{Carried, Lane, Submission, TransportKind};
 use super::{status_error, Inner};
 use crate::shm::{Direct, Peer};
+use crate::sys::Mapping;
 use crate::Error;
 use sss_proto::Op;
+use sss_wire::Status;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The `shm` lane to one peer: its control block and mapped segments.
 pub(super) struct ShmLane {
@@ -26,6 +28,17 @@ impl ShmLane {
         Self {
             peer: Mutex::new(peer),
         }
+    }
+}
+
+impl ShmLane {
+    /// The peer's shared-memory segment `key`, mapped here (see
+    /// [`crate::Task::map_peer`]).
+    pub(super) fn map_segment(&self, key: u64) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
+        self.peer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map_segment(key)
     }
 }
 

@@ -122,6 +122,69 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     })
 }
 
+/// `MPI_Win_allocate_shared`: the members, tasks of one node, share one
+/// segment, each its part of it, contiguous in rank order; every member
+/// can load and store any part (`MPI_Win_shared_query`).
+///
+/// # Safety
+/// `baseptr` points to a writable `void *`; `win` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared(
+    size: isize,
+    disp_unit: c_int,
+    _info: Handle,
+    comm: Handle,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> c_int {
+    call("MPI_Win_allocate_shared", hv(comm), || {
+        let len = u64::try_from(size)
+            .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
+        let unit = u64::try_from(disp_unit)
+            .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+        let (hd, base) = crate::win_shared::allocate(hv(comm), len, unit)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(
+                baseptr.cast::<*mut c_void>(),
+                base as *mut c_void,
+                "baseptr",
+            )?;
+            out(win, mk(hd), "win")
+        }
+    })
+}
+
+/// `MPI_Win_shared_query`: size, displacement unit and local address of
+/// a member's part of a shared-memory window.
+///
+/// # Safety
+/// `size`, `disp_unit` and `baseptr` (a `void **`) are writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query(
+    win: Handle,
+    rank: c_int,
+    size: *mut isize,
+    disp_unit: *mut c_int,
+    baseptr: *mut c_void,
+) -> c_int {
+    call("MPI_Win_shared_query", errcomm(win), || {
+        let (len, unit, base) = crate::win_shared::query(hv(win), rank)?;
+        let len = isize::try_from(len).map_err(|_| MpiErr::new(err::SIZE, "window size"))?;
+        let unit = c_int::try_from(unit).map_err(|_| MpiErr::new(err::DISP, "disp_unit"))?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(size, len, "size")?;
+            out(disp_unit, unit, "disp_unit")?;
+            out(
+                baseptr.cast::<*mut c_void>(),
+                base as *mut c_void,
+                "baseptr",
+            )
+        }
+    })
+}
+
 /// `MPI_Win_free`: completes everything, waits for every member, frees.
 ///
 /// # Safety
@@ -275,7 +338,16 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
 ) -> c_int {
     call("MPI_Win_get_attr", errcomm(win), || {
         let (base, size, unit, flavor) = with_win(hv(win), |w, _| {
-            let flavor: isize = if w.allocated { 312 } else { 311 };
+            // MPI_WIN_FLAVOR_SHARED, _DYNAMIC, _ALLOCATE, _CREATE.
+            let flavor: isize = if w.shared.is_some() {
+                314
+            } else if w.dynamic.is_some() {
+                313
+            } else if w.allocated {
+                312
+            } else {
+                311
+            };
             Ok((w.base, w.size as isize, w.disp_unit as isize, flavor))
         })?;
         // Attribute values are returned by address and must outlive the

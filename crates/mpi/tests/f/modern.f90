@@ -1,14 +1,18 @@
 ! Free-form Fortran with `use mpi`: complex and logical types, 2-D
-! arrays, MPI_STATUSES_IGNORE, scans, gatherv, a window and Abort's
-! exit status.
+! arrays, MPI_STATUSES_IGNORE, scans, gatherv, a window, a shared-memory
+! window and Abort's exit status.
 ! Rank 0 prints "modern: ok N tasks" when every check passed.
 program modern
   use mpi
+  use iso_c_binding, only: c_ptr, c_f_pointer
   implicit none
   integer :: ierr, rank, size, i, errs, s
   integer :: reqs(2), counts(64), displs(64), got(64), win, cells(4)
   integer(kind=MPI_ADDRESS_KIND) :: wsize, disp, lb, ext
-  integer :: row, g, gsize
+  integer :: row, g, gsize, node, nrank, qunit
+  integer(kind=MPI_ADDRESS_KIND) :: base, qbase, qsize
+  integer, pointer :: mine, first
+  type(c_ptr) :: cp
   double precision :: m(4, 4), col(4)
   complex(kind=8) :: z(3), zs(3)
   real :: grid(4, 3), recv(4, 3)
@@ -82,6 +86,24 @@ program modern
   if (cells(2) /= modulo(rank - 1, size) .or. cells(1) /= -1) errs = errs + 1
   call MPI_Win_free(win, ierr)
   if (win /= MPI_WIN_NULL) errs = errs + 1
+
+  ! A shared-memory window of this node's tasks, one integer each: the
+  ! first one's, seen through MPI_Win_shared_query, holds what it stored.
+  call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node, ierr)
+  call MPI_Comm_rank(node, nrank, ierr)
+  wsize = 4
+  call MPI_Win_allocate_shared(wsize, 4, MPI_INFO_NULL, node, base, win, ierr)
+  cp = transfer(base, cp)
+  call c_f_pointer(cp, mine)
+  mine = 100 + nrank
+  call MPI_Win_fence(0, win, ierr)
+  call MPI_Win_shared_query(win, 0, qsize, qunit, qbase, ierr)
+  cp = transfer(qbase, cp)
+  call c_f_pointer(cp, first)
+  if (first /= 100 .or. qsize /= 4 .or. qunit /= 4) errs = errs + 1
+  call MPI_Win_fence(0, win, ierr)
+  call MPI_Win_free(win, ierr)
+  call MPI_Comm_free(node, ierr)
 
   call MPI_Allreduce(MPI_IN_PLACE, errs, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) then

@@ -91,6 +91,65 @@ pub unsafe extern "C" fn mpi_win_allocate_(
     }
 }
 
+/// `MPI_WIN_ALLOCATE_SHARED`: `baseptr` as for `MPI_WIN_ALLOCATE`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_win_allocate_shared_(
+    size: *const i64,
+    unit: *const Fint,
+    info: *const Fint,
+    comm: *const Fint,
+    baseptr: *mut i64,
+    win: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references; the C call stores a pointer, eight
+    // bytes, into `baseptr`.
+    unsafe {
+        let r = with_handle(win, |w| {
+            MPI_Win_allocate_shared(
+                get_aint(size),
+                get(unit),
+                handle(get(info)),
+                handle(get(comm)),
+                baseptr.cast::<c_void>(),
+                w,
+            )
+        });
+        set(ierr, r);
+    }
+}
+
+/// `MPI_WIN_SHARED_QUERY`: `size` and `baseptr` are
+/// `INTEGER(KIND=MPI_ADDRESS_KIND)`.
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_win_shared_query_(
+    win: *const Fint,
+    rank: *const Fint,
+    size: *mut i64,
+    unit: *mut Fint,
+    baseptr: *mut i64,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references; the C call stores an MPI_Aint (eight
+    // bytes) into `size` and a pointer into `baseptr`.
+    unsafe {
+        let r = MPI_Win_shared_query(
+            handle(get(win)),
+            get(rank),
+            size.cast::<isize>(),
+            unit,
+            baseptr.cast::<c_void>(),
+        );
+        set(ierr, r);
+    }
+}
+
 fortran!(
     /// `MPI_WIN_FREE`.
     mpi_win_free_ => MPI_Win_free; win: i);
