@@ -38,8 +38,9 @@ fn names_and_attributes() {
     );
 }
 
-/// Every `MPI_` function the header declares is exported by libmpi.so,
-/// and every exported `MPI_` function is declared.
+/// Every `MPI_` and `PMPI_` function the header declares is exported by
+/// libmpi.so, every exported one is declared, and every `MPI_` function
+/// has its `PMPI_` name.
 #[test]
 fn exports_match_header() {
     let header = std::fs::read_to_string(root().join("include/mpi.h")).expect("mpi.h");
@@ -53,7 +54,7 @@ fn exports_match_header() {
             continue;
         };
         if let Some((name, _)) = rest.split_once('(') {
-            if name.starts_with("MPI_") {
+            if name.starts_with("MPI_") || name.starts_with("PMPI_") {
                 declared.insert(name.to_string());
             }
         }
@@ -66,10 +67,16 @@ fn exports_match_header() {
     let exported: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().nth(2))
-        .filter(|s| s.starts_with("MPI_"))
+        .filter(|s| s.starts_with("MPI_") || s.starts_with("PMPI_"))
         .map(String::from)
         .collect();
-    assert!(declared.len() > 150, "parsed only {}", declared.len());
+    assert!(declared.len() > 300, "parsed only {}", declared.len());
+    // The profiling interface: a PMPI_ name for every MPI_ one.
+    let unprofiled: Vec<_> = declared
+        .iter()
+        .filter(|n| n.starts_with("MPI_") && !declared.contains(&format!("P{n}")))
+        .collect();
+    assert!(unprofiled.is_empty(), "no PMPI_ name: {unprofiled:?}");
     let missing: Vec<_> = declared.difference(&exported).collect();
     let undeclared: Vec<_> = exported.difference(&declared).collect();
     assert!(
@@ -113,4 +120,14 @@ fn sessions_without_mpi_init() {
 #[test]
 fn alloc_mem_reduce_local_and_f90_kinds() {
     run("misc.c", "misc");
+}
+
+/// The profiling interface: a program that defines `MPI_Send` and others
+/// itself and calls the `PMPI_` names sees its own calls counted once and
+/// the library's internal traffic not at all.
+#[test]
+fn profiling_interface() {
+    let dir = scratch();
+    let exe = compile(&dir, "pmpi.c", false);
+    run_everywhere(&exe, &[], PLACEMENTS, |n| format!("pmpi: ok {n} tasks"));
 }

@@ -258,8 +258,9 @@ pub(super) unsafe fn put_attr(
 }
 
 macro_rules! keyval_fns {
-    ($obj:expr, $create:ident, $cname:literal, $free:ident, $fname:literal,
-     $set:ident, $sname:literal, $del:ident, $dname:literal) => {
+    ($obj:expr, $create:ident / $pcreate:ident, $cname:literal,
+     $free:ident / $pfree:ident, $fname:literal,
+     $set:ident / $pset:ident, $sname:literal, $del:ident / $pdel:ident, $dname:literal) => {
         /// The `create_keyval` of this kind of object: the callbacks
         /// are the null (0) or dup (1) functions or the program's.
         ///
@@ -308,40 +309,49 @@ macro_rules! keyval_fns {
         pub extern "C" fn $del(o: Handle, key: c_int) -> c_int {
             delete_attr($dname, $obj, hv(o), key)
         }
+        super::pmpi!(unsafe $pcreate => $create(
+            copy: *const c_void,
+            delete: *const c_void,
+            keyval: *mut c_int,
+            extra: *mut c_void,
+        ) -> c_int);
+        super::pmpi!(unsafe $pfree => $free(keyval: *mut c_int) -> c_int);
+        super::pmpi!($pset => $set(o: Handle, key: c_int, v: *mut c_void) -> c_int);
+        super::pmpi!($pdel => $del(o: Handle, key: c_int) -> c_int);
     };
 }
 
 keyval_fns!(
     Obj::Comm,
-    MPI_Comm_create_keyval,
+    MPI_Comm_create_keyval / PMPI_Comm_create_keyval,
     "MPI_Comm_create_keyval",
-    MPI_Comm_free_keyval,
+    MPI_Comm_free_keyval / PMPI_Comm_free_keyval,
     "MPI_Comm_free_keyval",
-    MPI_Comm_set_attr,
+    MPI_Comm_set_attr / PMPI_Comm_set_attr,
     "MPI_Comm_set_attr",
-    MPI_Comm_delete_attr,
+    MPI_Comm_delete_attr / PMPI_Comm_delete_attr,
     "MPI_Comm_delete_attr"
 );
 keyval_fns!(
     Obj::Type,
-    MPI_Type_create_keyval,
+    MPI_Type_create_keyval / PMPI_Type_create_keyval,
     "MPI_Type_create_keyval",
-    MPI_Type_free_keyval,
+    MPI_Type_free_keyval / PMPI_Type_free_keyval,
     "MPI_Type_free_keyval",
-    MPI_Type_set_attr,
+    MPI_Type_set_attr / PMPI_Type_set_attr,
     "MPI_Type_set_attr",
-    MPI_Type_delete_attr,
+    MPI_Type_delete_attr / PMPI_Type_delete_attr,
     "MPI_Type_delete_attr"
 );
 keyval_fns!(
     Obj::Win,
-    MPI_Win_create_keyval,
+    MPI_Win_create_keyval / PMPI_Win_create_keyval,
     "MPI_Win_create_keyval",
-    MPI_Win_free_keyval,
+    MPI_Win_free_keyval / PMPI_Win_free_keyval,
     "MPI_Win_free_keyval",
-    MPI_Win_set_attr,
+    MPI_Win_set_attr / PMPI_Win_set_attr,
     "MPI_Win_set_attr",
-    MPI_Win_delete_attr,
+    MPI_Win_delete_attr / PMPI_Win_delete_attr,
     "MPI_Win_delete_attr"
 );
 
@@ -424,3 +434,6 @@ pub unsafe extern "C" fn MPI_Attr_get(
 pub extern "C" fn MPI_Attr_delete(comm: Handle, key: c_int) -> c_int {
     delete_attr("MPI_Attr_delete", Obj::Comm, hv(comm), key)
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_attr.rs"));

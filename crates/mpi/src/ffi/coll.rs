@@ -288,3 +288,6 @@ fn times(count: c_int, tasks: u32) -> Result<c_int, MpiErr> {
         .checked_mul(tasks as c_int)
         .ok_or_else(|| MpiErr::new(err::COUNT, format!("count {count} too large")))
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_coll.rs"));

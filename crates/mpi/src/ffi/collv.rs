@@ -361,3 +361,6 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         Ok(())
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_collv.rs"));

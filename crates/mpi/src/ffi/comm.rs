@@ -283,3 +283,6 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         crate::info::set_hints(Obj::Comm, c, hv(info))
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_comm.rs"));

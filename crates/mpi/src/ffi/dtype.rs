@@ -791,3 +791,6 @@ pub unsafe extern "C" fn MPI_Unpack(
         unsafe { out(pos, (p + n) as c_int, "position") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_dtype.rs"));

@@ -402,3 +402,6 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
         unsafe { neighbor(sbuf, scount, stype, rbuf, rcount, rtype, comm, true) }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_graph.rs"));

@@ -489,3 +489,6 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> 
         unsafe { out(commute, c as c_int, "commute") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_group.rs"));

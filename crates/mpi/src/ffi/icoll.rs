@@ -154,7 +154,7 @@ unsafe fn defer(name: &str, comm: Handle, req: *mut Handle, f: Job) -> c_int {
 }
 
 macro_rules! nonblocking {
-    ($(#[$doc:meta])* $name:ident => $blocking:ident ($($arg:ident : $ty:ty),*) on $comm:ident) => {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $blocking:ident ($($arg:ident : $ty:ty),*) on $comm:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -172,90 +172,91 @@ macro_rules! nonblocking {
             // SAFETY: the caller's contract.
             unsafe { defer(stringify!($name), $comm.get(), req, job) }
         }
+        super::pmpi!(unsafe $pname => $name($($arg: $ty,)* req: *mut Handle) -> c_int);
     };
 }
 
 nonblocking!(
     /// `MPI_Ibarrier`.
-    MPI_Ibarrier => MPI_Barrier(comm: Handle) on comm
+    MPI_Ibarrier / PMPI_Ibarrier => MPI_Barrier(comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ibcast`.
-    MPI_Ibcast => MPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) on comm
+    MPI_Ibcast / PMPI_Ibcast => MPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ireduce`.
-    MPI_Ireduce => MPI_Reduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+    MPI_Ireduce / PMPI_Ireduce => MPI_Reduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
         root: c_int, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iallreduce`.
-    MPI_Iallreduce => MPI_Allreduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+    MPI_Iallreduce / PMPI_Iallreduce => MPI_Allreduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
         comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Igather`.
-    MPI_Igather => MPI_Gather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+    MPI_Igather / PMPI_Igather => MPI_Gather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
         rt: Handle, root: c_int, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Igatherv`.
-    MPI_Igatherv => MPI_Gatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
+    MPI_Igatherv / PMPI_Igatherv => MPI_Gatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
         rcs: *const c_int, ds: *const c_int, rt: Handle, root: c_int, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iscatter`.
-    MPI_Iscatter => MPI_Scatter(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+    MPI_Iscatter / PMPI_Iscatter => MPI_Scatter(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
         rt: Handle, root: c_int, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iscatterv`.
-    MPI_Iscatterv => MPI_Scatterv(s: *const c_void, scs: *const c_int, ds: *const c_int, st: Handle,
+    MPI_Iscatterv / PMPI_Iscatterv => MPI_Scatterv(s: *const c_void, scs: *const c_int, ds: *const c_int, st: Handle,
         r: *mut c_void, rc: c_int, rt: Handle, root: c_int, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iallgather`.
-    MPI_Iallgather => MPI_Allgather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+    MPI_Iallgather / PMPI_Iallgather => MPI_Allgather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
         rt: Handle, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iallgatherv`.
-    MPI_Iallgatherv => MPI_Allgatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
+    MPI_Iallgatherv / PMPI_Iallgatherv => MPI_Allgatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
         rcs: *const c_int, ds: *const c_int, rt: Handle, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ialltoall`.
-    MPI_Ialltoall => MPI_Alltoall(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
+    MPI_Ialltoall / PMPI_Ialltoall => MPI_Alltoall(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
         rt: Handle, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ialltoallv`.
-    MPI_Ialltoallv => MPI_Alltoallv(s: *const c_void, scs: *const c_int, sds: *const c_int, st: Handle,
+    MPI_Ialltoallv / PMPI_Ialltoallv => MPI_Alltoallv(s: *const c_void, scs: *const c_int, sds: *const c_int, st: Handle,
         r: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Handle, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ireduce_scatter_block`.
-    MPI_Ireduce_scatter_block => MPI_Reduce_scatter_block(s: *const c_void, r: *mut c_void, rc: c_int,
+    MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block => MPI_Reduce_scatter_block(s: *const c_void, r: *mut c_void, rc: c_int,
         dt: Handle, op: Handle, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ireduce_scatter`.
-    MPI_Ireduce_scatter => MPI_Reduce_scatter(s: *const c_void, r: *mut c_void, rcs: *const c_int,
+    MPI_Ireduce_scatter / PMPI_Ireduce_scatter => MPI_Reduce_scatter(s: *const c_void, r: *mut c_void, rcs: *const c_int,
         dt: Handle, op: Handle, comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iscan`.
-    MPI_Iscan => MPI_Scan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+    MPI_Iscan / PMPI_Iscan => MPI_Scan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
         comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Iexscan`.
-    MPI_Iexscan => MPI_Exscan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
+    MPI_Iexscan / PMPI_Iexscan => MPI_Exscan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
         comm: Handle) on comm
 );
 nonblocking!(
     /// `MPI_Ialltoallw`.
-    MPI_Ialltoallw => MPI_Alltoallw(s: *const c_void, scs: *const c_int, sds: *const c_int,
+    MPI_Ialltoallw / PMPI_Ialltoallw => MPI_Alltoallw(s: *const c_void, scs: *const c_int, sds: *const c_int,
         sts: *const Handle, r: *mut c_void, rcs: *const c_int, rds: *const c_int, rts: *const Handle,
         comm: Handle) on comm
 );

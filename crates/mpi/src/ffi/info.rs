@@ -341,3 +341,6 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: Handle, new: *mut Handle) -> c_in
         unsafe { put_info(info::hints(Obj::Win, hv(win)), new) }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_info.rs"));

@@ -360,3 +360,6 @@ pub unsafe extern "C" fn MPI_Comm_compare(a: Handle, b: Handle, result: *mut c_i
         unsafe { out(result, r, "result") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_init.rs"));

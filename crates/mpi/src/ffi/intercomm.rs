@@ -82,3 +82,6 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: Handle, g: *mut Handle) -> 
         unsafe { out(g, mk(id), "group") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_intercomm.rs"));

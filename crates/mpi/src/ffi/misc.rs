@@ -148,6 +148,9 @@ pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, new: *mut Handle)
     })
 }
 
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_misc.rs"));
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,30 @@
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// `PMPI_X` calling `MPI_X`, for the functions a macro defines (`build.rs`
+/// generates the others'): the profiling interface.
+macro_rules! pmpi {
+    (unsafe $pname:ident => $name:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
+        #[doc = concat!("The profiling interface's name of [`", stringify!($name), "`].")]
+        ///
+        /// # Safety
+        /// As the function it names.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> $ret {
+            // SAFETY: the caller's contract, which is the named function's.
+            unsafe { $name($($arg),*) }
+        }
+    };
+    ($pname:ident => $name:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
+        #[doc = concat!("The profiling interface's name of [`", stringify!($name), "`].")]
+        #[no_mangle]
+        pub extern "C" fn $pname($($arg: $ty),*) -> $ret {
+            $name($($arg),*)
+        }
+    };
+}
+pub(crate) use pmpi;
+
 mod attr;
 mod coll;
 mod collv;

@@ -165,3 +165,6 @@ pub unsafe extern "C" fn MPI_Imrecv(
         unsafe { out(req, mk(id), "request") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_mprobe.rs"));

@@ -689,3 +689,6 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     }
     r
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_p2p.rs"));

@@ -98,3 +98,6 @@ pub extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
         await_all(comm, &origins, TAG_WIN_DONE)
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_pscw.rs"));

@@ -212,7 +212,7 @@ unsafe fn init(
 }
 
 macro_rules! send_init {
-    ($name:ident, $mode:expr) => {
+    ($name:ident / $pname:ident, $mode:expr) => {
         /// A persistent send (`MPI_Start` begins it).
         ///
         /// # Safety
@@ -242,13 +242,22 @@ macro_rules! send_init {
                 )
             }
         }
+        super::pmpi!(unsafe $pname => $name(
+            buf: *const c_void,
+            count: c_int,
+            dt: Handle,
+            dest: c_int,
+            tag: c_int,
+            comm: Handle,
+            req: *mut Handle,
+        ) -> c_int);
     };
 }
 
-send_init!(MPI_Send_init, Mode::Standard);
-send_init!(MPI_Ssend_init, Mode::Sync);
-send_init!(MPI_Bsend_init, Mode::Buffered);
-send_init!(MPI_Rsend_init, Mode::Standard);
+send_init!(MPI_Send_init / PMPI_Send_init, Mode::Standard);
+send_init!(MPI_Ssend_init / PMPI_Ssend_init, Mode::Sync);
+send_init!(MPI_Bsend_init / PMPI_Bsend_init, Mode::Buffered);
+send_init!(MPI_Rsend_init / PMPI_Rsend_init, Mode::Standard);
 
 /// `MPI_Recv_init`.
 ///
@@ -692,3 +701,6 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         Ok(())
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_requests.rs"));

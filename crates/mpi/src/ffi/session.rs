@@ -298,3 +298,6 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         unsafe { out(new, mk(c), "newcomm") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_session.rs"));

@@ -225,3 +225,6 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_in
         unsafe { out(status, topo::topo_test(hv(comm)), "status") }
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_topo.rs"));

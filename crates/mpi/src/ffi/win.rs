@@ -559,3 +559,6 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         Ok(())
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_win.rs"));

@@ -92,3 +92,6 @@ pub extern "C" fn MPI_Win_detach(win: Handle, base: *const c_void) -> c_int {
         })
     })
 }
+
+// The profiling interface (`PMPI_…`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_windyn.rs"));
