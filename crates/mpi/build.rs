@@ -2,8 +2,11 @@
 //! `src/ffi/` defines with `extern "C"`, a `PMPI_X` with the same
 //! signature that calls it, written to `$OUT_DIR/pmpi_<file>.rs` and
 //! included at the end of that file (so the signature's types resolve as
-//! they do there). A tool that defines `MPI_X` itself and calls `PMPI_X`
-//! then reaches the library's `MPI_X`.
+//! they do there); and for every Fortran `mpi_x_` of `src/ffi/fortran/`
+//! (written out or made by its `fortran!` macro) a `pmpi_x_`, in
+//! `$OUT_DIR/pmpi_fortran_<file>.rs`. A tool that defines `MPI_X` (or
+//! `mpi_x_`) itself and calls the `PMPI_`/`pmpi_` name then reaches the
+//! library's function.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -34,10 +37,11 @@ fn split_top(s: &str) -> Vec<String> {
 /// parameters as (name, type), return type).
 type Sig = (bool, String, Vec<(String, String)>, String);
 
-fn functions(src: &str) -> Vec<Sig> {
+fn functions(src: &str, prefix_of_name: &str) -> Vec<Sig> {
+    let needle = format!("extern \"C\" fn {prefix_of_name}");
     let mut out = Vec::new();
     let mut rest = src;
-    while let Some(i) = rest.find("extern \"C\" fn MPI_") {
+    while let Some(i) = rest.find(&needle) {
         let before = &rest[..i];
         let line_start = before.rfind('\n').map_or(0, |n| n + 1);
         let prefix = before[line_start..].trim();
@@ -89,23 +93,92 @@ fn functions(src: &str) -> Vec<Sig> {
     out
 }
 
-fn main() {
-    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
-    let dir = Path::new("src/ffi");
-    println!("cargo:rerun-if-changed=src/ffi");
+/// The Rust type of a `fortran!` argument kind (the macro's `@ty` arms).
+fn fortran_ty(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "v" | "h" => "*const crate::ffi::fortran::Fint",
+        "b" => "*mut std::ffi::c_void",
+        "p" | "s" | "o" | "i" | "w" => "*mut crate::ffi::fortran::Fint",
+        "a" => "*const i64",
+        "q" => "*mut i64",
+        _ => return None,
+    })
+}
+
+/// The functions `fortran!(… name => C; arg: kind, …)` invocations in
+/// `src` make, as signatures (with the `ierr` every one ends with).
+fn fortran_macro_functions(src: &str) -> Vec<Sig> {
+    let mut out = Vec::new();
+    let mut rest = src;
+    while let Some(i) = rest.find("\nfortran!(") {
+        rest = &rest[i + "\nfortran!(".len()..];
+        let Some(end) = rest.find(");") else { break };
+        let body: String = rest[..end]
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("///"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let Some((name, tail)) = body.split_once("=>") else {
+            continue;
+        };
+        let Some((_, args)) = tail.split_once(';') else {
+            continue;
+        };
+        let mut params = Vec::new();
+        let mut ok = true;
+        for a in split_top(args) {
+            match a
+                .split_once(':')
+                .and_then(|(n, k)| Some((n.trim(), fortran_ty(k.trim())?)))
+            {
+                Some((n, t)) => params.push((n.to_string(), t.to_string())),
+                None => ok = false,
+            }
+        }
+        params.push(("ierr".into(), "*mut crate::ffi::fortran::Fint".into()));
+        if ok {
+            out.push((true, name.trim().to_string(), params, String::new()));
+        }
+    }
+    out
+}
+
+fn rs_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .expect("src/ffi")
+        .expect("source directory")
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
         .collect();
     entries.sort();
-    for path in entries {
+    entries
+}
+
+fn main() {
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    println!("cargo:rerun-if-changed=src/ffi");
+    let mut jobs: Vec<(String, Vec<Sig>)> = Vec::new();
+    for path in rs_files(Path::new("src/ffi")) {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         let src = std::fs::read_to_string(&path).expect("read");
+        jobs.push((format!("pmpi_{stem}.rs"), functions(&src, "MPI_")));
+    }
+    for path in rs_files(Path::new("src/ffi/fortran")) {
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let src = std::fs::read_to_string(&path).expect("read");
+        let mut sigs = functions(&src, "mpi_");
+        sigs.extend(fortran_macro_functions(&src));
+        jobs.push((format!("pmpi_fortran_{stem}.rs"), sigs));
+    }
+    for (file, sigs) in jobs {
         let mut gen = String::new();
-        for (is_unsafe, name, params, ret) in functions(&src) {
-            let pname = format!("P{name}");
+        for (is_unsafe, name, params, ret) in sigs {
+            let pname = format!("p{name}");
+            let pname = if name.starts_with("MPI_") {
+                format!("P{name}")
+            } else {
+                pname
+            };
             let decl: Vec<String> = params.iter().map(|(n, t)| format!("{n}: {t}")).collect();
             let args: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
             let ret = if ret.is_empty() {
@@ -136,6 +209,6 @@ fn main() {
                 );
             }
         }
-        std::fs::write(Path::new(&out_dir).join(format!("pmpi_{stem}.rs")), gen).expect("write");
+        std::fs::write(Path::new(&out_dir).join(file), gen).expect("write");
     }
 }

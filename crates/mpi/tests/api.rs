@@ -77,6 +77,24 @@ fn exports_match_header() {
         .filter(|n| n.starts_with("MPI_") && !declared.contains(&format!("P{n}")))
         .collect();
     assert!(unprofiled.is_empty(), "no PMPI_ name: {unprofiled:?}");
+    // Fortran's too: every `mpi_…_` but the predefined callbacks
+    // (`mpi_comm_dup_fn_` …) has its `pmpi_…_`.
+    let fortran: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|s| s.starts_with("mpi_") || s.starts_with("pmpi_"))
+        .map(String::from)
+        .collect();
+    let f_unprofiled: Vec<_> = fortran
+        .iter()
+        .filter(|n| n.starts_with("mpi_") && !n.ends_with("_fn_"))
+        .filter(|n| !fortran.contains(&format!("p{n}")))
+        .collect();
+    assert!(
+        fortran.len() > 400 && f_unprofiled.is_empty(),
+        "{} Fortran names; no pmpi_ name: {f_unprofiled:?}",
+        fortran.len()
+    );
     let missing: Vec<_> = declared.difference(&exported).collect();
     let undeclared: Vec<_> = exported.difference(&declared).collect();
     assert!(

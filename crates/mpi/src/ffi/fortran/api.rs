@@ -683,3 +683,28 @@ pub unsafe extern "C" fn mpi_session_get_pset_info_(
         set(ierr, r);
     }
 }
+
+// The profiling interface of the functions the macros above make.
+super::fpmpi! {
+    pmpi_comm_set_name_ => mpi_comm_set_name_(o: *const Fint, name: *const u8, ierr: *mut Fint, flen: usize);
+    pmpi_comm_get_name_ => mpi_comm_get_name_(o: *const Fint, name: *mut u8, len: *mut Fint, ierr: *mut Fint, flen: usize);
+    pmpi_comm_create_keyval_ => mpi_comm_create_keyval_(copy: *const c_void, delete: *const c_void, keyval: *mut Fint, extra: *const i64, ierr: *mut Fint);
+    pmpi_comm_set_attr_ => mpi_comm_set_attr_(o: *const Fint, key: *const Fint, v: *const i64, ierr: *mut Fint);
+    pmpi_comm_free_keyval_ => mpi_comm_free_keyval_(keyval: *mut Fint, ierr: *mut Fint);
+    pmpi_comm_delete_attr_ => mpi_comm_delete_attr_(o: *const Fint, key: *const Fint, ierr: *mut Fint);
+    pmpi_type_set_name_ => mpi_type_set_name_(o: *const Fint, name: *const u8, ierr: *mut Fint, flen: usize);
+    pmpi_type_get_name_ => mpi_type_get_name_(o: *const Fint, name: *mut u8, len: *mut Fint, ierr: *mut Fint, flen: usize);
+    pmpi_type_create_keyval_ => mpi_type_create_keyval_(copy: *const c_void, delete: *const c_void, keyval: *mut Fint, extra: *const i64, ierr: *mut Fint);
+    pmpi_type_set_attr_ => mpi_type_set_attr_(o: *const Fint, key: *const Fint, v: *const i64, ierr: *mut Fint);
+    pmpi_type_free_keyval_ => mpi_type_free_keyval_(keyval: *mut Fint, ierr: *mut Fint);
+    pmpi_type_delete_attr_ => mpi_type_delete_attr_(o: *const Fint, key: *const Fint, ierr: *mut Fint);
+    pmpi_win_set_name_ => mpi_win_set_name_(o: *const Fint, name: *const u8, ierr: *mut Fint, flen: usize);
+    pmpi_win_get_name_ => mpi_win_get_name_(o: *const Fint, name: *mut u8, len: *mut Fint, ierr: *mut Fint, flen: usize);
+    pmpi_win_create_keyval_ => mpi_win_create_keyval_(copy: *const c_void, delete: *const c_void, keyval: *mut Fint, extra: *const i64, ierr: *mut Fint);
+    pmpi_win_set_attr_ => mpi_win_set_attr_(o: *const Fint, key: *const Fint, v: *const i64, ierr: *mut Fint);
+    pmpi_win_free_keyval_ => mpi_win_free_keyval_(keyval: *mut Fint, ierr: *mut Fint);
+    pmpi_win_delete_attr_ => mpi_win_delete_attr_(o: *const Fint, key: *const Fint, ierr: *mut Fint);
+}
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_api.rs"));

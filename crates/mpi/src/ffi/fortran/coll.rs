@@ -57,3 +57,6 @@ fortran!(
     /// `MPI_REDUCE_SCATTER_BLOCK`.
     mpi_reduce_scatter_block_ => MPI_Reduce_scatter_block;
     sb: b, rb: b, rc: v, dt: h, op: h, comm: h);
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_coll.rs"));

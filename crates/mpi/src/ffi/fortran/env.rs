@@ -245,3 +245,6 @@ fortran!(
 fortran!(
     /// `MPI_ERRHANDLER_FREE`.
     mpi_errhandler_free_ => MPI_Errhandler_free; errh: i);
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_env.rs"));

@@ -125,3 +125,6 @@ pub unsafe extern "C" fn mpi_aint_diff_(a: *const i64, b: *const i64) -> i64 {
     // SAFETY: Fortran references.
     unsafe { MPI_Aint_diff(get_aint(a), get_aint(b)) as i64 }
 }
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_extra.rs"));

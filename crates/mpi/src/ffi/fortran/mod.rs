@@ -240,6 +240,23 @@ unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> 
     r
 }
 
+/// `pmpi_x_` calling `mpi_x_`, for Fortran functions other macros make
+/// (`build.rs` writes those of `fortran!` and the written-out ones).
+macro_rules! fpmpi {
+    ($($pname:ident => $name:ident ($($arg:ident : $ty:ty),* $(,)?);)*) => {$(
+        #[doc = concat!("The profiling interface's name of [`", stringify!($name), "`].")]
+        ///
+        /// # Safety
+        /// As the function it names.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) {
+            // SAFETY: the caller's contract, which is the named function's.
+            unsafe { $name($($arg),*) }
+        }
+    )*};
+}
+use fpmpi;
+
 /// Declares `mpi_name_` for a C entry point whose arguments are all
 /// plain: `int` values (`v`), handles (`h`), choice buffers (`b`),
 /// pointers passed through (`p`: int outputs, int arrays, logical
@@ -324,3 +341,6 @@ unsafe fn put_fstr(s: &[u8], dst: *mut u8, flen: usize) {
     d[..n].copy_from_slice(&s[..n]);
     d[n..].fill(b' ');
 }
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_mod.rs"));

@@ -104,3 +104,6 @@ fortran!(
 fortran!(
     /// `MPI_MRECV`.
     mpi_mrecv_ => MPI_Mrecv; b: b, count: v, dt: h, msg: i, st: s);
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_more.rs"));

@@ -312,3 +312,6 @@ pub unsafe extern "C" fn mpi_free_mem_(base: *mut c_void, ierr: *mut Fint) {
     // SAFETY: the caller's contract.
     unsafe { set(ierr, MPI_Free_mem(base)) };
 }
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_nbc.rs"));

@@ -123,3 +123,6 @@ fortran!(
 fortran!(
     /// `MPI_REQUEST_FREE`.
     mpi_request_free_ => MPI_Request_free; req: i);
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_p2p.rs"));

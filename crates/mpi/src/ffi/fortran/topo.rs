@@ -32,3 +32,6 @@ fortran!(
 fortran!(
     /// `MPI_TOPO_TEST`.
     mpi_topo_test_ => MPI_Topo_test; comm: h, status: p);
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_topo.rs"));

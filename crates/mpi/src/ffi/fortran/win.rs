@@ -153,3 +153,6 @@ pub unsafe extern "C" fn mpi_win_shared_query_(
 fortran!(
     /// `MPI_WIN_FREE`.
     mpi_win_free_ => MPI_Win_free; win: i);
+
+// The profiling interface (`pmpi_…_`) of the functions above (build.rs).
+include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_win.rs"));
