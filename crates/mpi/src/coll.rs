@@ -263,6 +263,10 @@ pub(crate) fn reduce(
     red: &Reduction,
     root: i32,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::reduce(comm, acc, red, root);
+    }
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     if red.commute() || root == 0 {
@@ -333,6 +337,10 @@ pub(crate) fn gather(
     chunk: usize,
     root: i32,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::gather(comm, mine, all, chunk, root);
+    }
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     gather_in(&c, mine, all, chunk, root)
@@ -385,6 +393,10 @@ pub(crate) fn scatter(
     chunk: usize,
     root: i32,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::scatter(comm, all, mine, chunk, root);
+    }
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     if c.rank != root {
@@ -417,6 +429,16 @@ pub(crate) fn allgather(
     all: &mut [u8],
     chunk: usize,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        let mine = mine.ok_or_else(|| {
+            MpiErr::new(
+                err::BUFFER,
+                "MPI_IN_PLACE is not valid on an intercommunicator",
+            )
+        })?;
+        return crate::inter::allgather(comm, mine, all, chunk);
+    }
     let c = coll(comm)?;
     check_len(all, chunk, c.n)?;
     // In place, our part is already in `all`, where the root wants it.
@@ -436,6 +458,16 @@ pub(crate) fn alltoall(
     recv: &mut [u8],
     chunk: usize,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        let send = send.ok_or_else(|| {
+            MpiErr::new(
+                err::BUFFER,
+                "MPI_IN_PLACE is not valid on an intercommunicator",
+            )
+        })?;
+        return crate::inter::alltoall(comm, send, recv, chunk);
+    }
     let c = coll(comm)?;
     check_len(recv, chunk, c.n)?;
     let copy;

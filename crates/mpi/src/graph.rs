@@ -161,6 +161,8 @@ pub(crate) fn dist_create(
     edges: &[(i32, i32, i32)],
     weighted: bool,
 ) -> Result<usize, MpiErr> {
+    // Its all-gathers are an intracommunicator's.
+    crate::inter::no_collectives(comm)?;
     let (rank, size) = comm_size(comm)?;
     for &(s, d, _) in edges {
         check_ranks("sources", &[s], size)?;

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 mod coll;
-pub(crate) use coll::{allreduce, barrier, bcast};
+pub(crate) use coll::{allgather, allreduce, alltoall, barrier, bcast, gather, reduce, scatter};
 
 /// `MPI_COMM_TYPE_SHARED` and the hardware split types of the header.
 const COMM_TYPE_SHARED: i32 = 221;
@@ -60,7 +60,8 @@ pub(crate) fn no_collectives(comm: usize) -> Result<(), MpiErr> {
             err::COMM,
             format!(
                 "this collective operation is not implemented on intercommunicator {comm:#x} \
-                 (only Barrier, Bcast and Allreduce are; merge it with MPI_Intercomm_merge)"
+                 (Barrier, Bcast, Reduce, Allreduce, Gather, Scatter, Allgather and Alltoall \
+                 are; merge it with MPI_Intercomm_merge)"
             ),
         ));
     }

@@ -189,6 +189,8 @@ pub(crate) fn create_in(
     if disp_unit == 0 {
         return Err(MpiErr::new(err::DISP, "disp_unit must be positive"));
     }
+    // Windows live on intracommunicators (their all-gathers too).
+    crate::inter::no_collectives(comm)?;
     let task = crate::runtime::with(|e| Ok(e.task.clone()))?;
     let locks = task
         .alloc(64, Perm::ALL)

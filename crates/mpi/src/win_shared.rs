@@ -28,6 +28,7 @@ pub(crate) fn allocate(comm: usize, size: u64, disp_unit: u64) -> Result<(usize,
     if disp_unit == 0 {
         return Err(MpiErr::new(err::DISP, "disp_unit must be positive"));
     }
+    crate::inter::no_collectives(comm)?;
     let (task, group, rank) = crate::runtime::with(|e| {
         let c = e.comm(comm)?;
         Ok((e.task.clone(), c.group.to_vec(), c.rank))

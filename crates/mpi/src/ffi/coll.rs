@@ -13,6 +13,20 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == IN_PLACE
 }
 
+/// `MPI_ROOT`: the root of a rooted collective on an intercommunicator.
+const MPI_ROOT: c_int = -4;
+
+/// Whether this task is the root of a rooted collective on `comm`, and
+/// whether it takes no part (`MPI_PROC_NULL`, the rest of an
+/// intercommunicator root's group).
+fn role(comm: Handle, me: u32, root: c_int) -> (bool, bool) {
+    if crate::inter::is_inter(hv(comm)) {
+        (root == MPI_ROOT, root == crate::consts::PROC_NULL)
+    } else {
+        (i64::from(me) == i64::from(root), false)
+    }
+}
+
 fn my_rank(comm: Handle) -> Result<(u32, u32), MpiErr> {
     with(|e| {
         let c = e.comm(hv(comm))?;
@@ -91,8 +105,13 @@ pub unsafe extern "C" fn MPI_Reduce(
     call("MPI_Reduce", hv(comm), || {
         let red = reduction(dt, o)?;
         let (me, _) = my_rank(comm)?;
-        let at_root = i64::from(me) == i64::from(root);
-        let mut acc = if at_root && in_place(sendbuf) {
+        let (at_root, idle) = role(comm, me, root);
+        if idle {
+            return Ok(());
+        }
+        // An intercommunicator's root sends nothing: its buffer only
+        // receives.
+        let mut acc = if at_root && (in_place(sendbuf) || crate::inter::is_inter(hv(comm))) {
             // SAFETY: MPI's contract: the root's recvbuf holds `count` elements.
             unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec()
         } else {
@@ -159,8 +178,11 @@ pub unsafe extern "C" fn MPI_Gather(
 ) -> c_int {
     call("MPI_Gather", hv(comm), || {
         let (me, size) = my_rank(comm)?;
-        let at_root = i64::from(me) == i64::from(root);
-        let mine = if at_root && in_place(sendbuf) {
+        let (at_root, idle) = role(comm, me, root);
+        if idle {
+            return Ok(());
+        }
+        let mine = if at_root && (in_place(sendbuf) || crate::inter::is_inter(hv(comm))) {
             None
         } else {
             // SAFETY: MPI's contract for sendbuf.
@@ -196,7 +218,10 @@ pub unsafe extern "C" fn MPI_Scatter(
 ) -> c_int {
     call("MPI_Scatter", hv(comm), || {
         let (me, size) = my_rank(comm)?;
-        let at_root = i64::from(me) == i64::from(root);
+        let (at_root, idle) = role(comm, me, root);
+        if idle {
+            return Ok(());
+        }
         let (chunk, all) = if at_root {
             let chunk = super::nbytes(sendcount, sendtype)?;
             // SAFETY: MPI's contract: `size * sendcount` elements at the root.
@@ -205,7 +230,7 @@ pub unsafe extern "C" fn MPI_Scatter(
         } else {
             (super::nbytes(recvcount, recvtype)?, Default::default())
         };
-        let mut mine = if at_root && in_place(recvbuf) {
+        let mut mine = if at_root && (in_place(recvbuf) || crate::inter::is_inter(hv(comm))) {
             None
         } else {
             // SAFETY: MPI's contract for recvbuf.

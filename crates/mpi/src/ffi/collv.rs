@@ -261,6 +261,8 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     comm: Handle,
 ) -> c_int {
     call("MPI_Reduce_scatter", hv(comm), || {
+        // Built on an intracommunicator's reduce and scatter.
+        crate::inter::no_collectives(hv(comm))?;
         let (me, n) = rank_size(comm)?;
         let red = super::coll::reduction(dt, o)?;
         if recvcounts.is_null() {

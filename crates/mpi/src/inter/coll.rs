@@ -14,6 +14,11 @@ const ROOT: i32 = -4;
 const TAG_BARRIER: i32 = 31;
 const TAG_BCAST: i32 = 32;
 const TAG_ALLREDUCE: i32 = 33;
+const TAG_REDUCE: i32 = 34;
+const TAG_GATHER: i32 = 35;
+const TAG_SCATTER: i32 = 36;
+const TAG_ALLGATHER: i32 = 37;
+const TAG_ALLTOALL: i32 = 38;
 
 fn parts(comm: usize) -> Result<(Comm, Inter), MpiErr> {
     let x = inter(comm)
@@ -48,6 +53,275 @@ fn via_leaders(
         return Err(leader_failed());
     }
     Ok(got)
+}
+
+/// The world rank of `root`, a rank of the remote group (the root's own
+/// group passes `MPI_ROOT` or `MPI_PROC_NULL`).
+fn remote_root(c: &Comm, r: i32) -> Result<u32, MpiErr> {
+    usize::try_from(r)
+        .ok()
+        .and_then(|r| c.group.get(r).copied())
+        .ok_or_else(|| {
+            MpiErr::new(
+                err::ROOT,
+                format!(
+                    "invalid root {r} (remote group of {} tasks; MPI_ROOT or MPI_PROC_NULL \
+                     in the root's group)",
+                    c.group.len()
+                ),
+            )
+        })
+}
+
+/// Tasks in our own group.
+fn local_size(x: &Inter) -> Result<usize, MpiErr> {
+    with(|e| Ok(e.comm(x.local_comm)?.size() as usize))
+}
+
+/// The local leader's receive of `cap` bytes from `from`, then a local
+/// scatter of `chunk` bytes each into `mine`; on a failed receive the
+/// members still take part (with zeros) and the leader reports it.
+fn receive_and_scatter(
+    comm: usize,
+    c: &Comm,
+    x: &Inter,
+    tag: i32,
+    from: u32,
+    chunk: usize,
+    mine: &mut [u8],
+) -> Result<(), MpiErr> {
+    let n = local_size(x)?;
+    let mut failed = None;
+    let all = if c.rank == 0 {
+        let cap = n * chunk;
+        match xfer(comm, c.ctx + 1, tag, None, Some((from, cap))) {
+            Ok(mut d) => {
+                d.resize(cap, 0);
+                d
+            }
+            Err(e) => {
+                failed = Some(e);
+                vec![0; cap]
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    crate::coll::scatter(x.local_comm, &all, Some(mine), chunk, 0)?;
+    failed.map_or(Ok(()), Err)
+}
+
+/// The local leader's gather of every member's `mine` (`chunk` bytes
+/// each): the whole at the leader, empty elsewhere.
+fn gather_at_leader(x: &Inter, c: &Comm, mine: &[u8]) -> Result<Vec<u8>, MpiErr> {
+    let n = local_size(x)?;
+    let mut all = if c.rank == 0 {
+        vec![0; n * mine.len()]
+    } else {
+        Vec::new()
+    };
+    crate::coll::gather(x.local_comm, Some(mine), &mut all, mine.len(), 0)?;
+    Ok(all)
+}
+
+/// `MPI_Reduce`: the root (`MPI_ROOT`) gets in `acc` the reduction of the
+/// other group's contributions; that group passes the root's rank.
+pub(crate) fn reduce(
+    comm: usize,
+    acc: &mut [u8],
+    red: &Reduction,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let (c, x) = parts(comm)?;
+    match root {
+        PROC_NULL => Ok(()),
+        ROOT => {
+            let d = xfer(
+                comm,
+                c.ctx + 1,
+                TAG_REDUCE,
+                None,
+                Some((c.group[0], acc.len())),
+            )?;
+            let n = d.len().min(acc.len());
+            acc[..n].copy_from_slice(&d[..n]);
+            Ok(())
+        }
+        r => {
+            let w = remote_root(&c, r)?;
+            let mut mine = acc.to_vec();
+            crate::coll::reduce(x.local_comm, &mut mine, red, 0)?;
+            if c.rank == 0 {
+                xfer(comm, c.ctx + 1, TAG_REDUCE, Some((w, &mine)), None)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Gather`: the root (`MPI_ROOT`) gets `chunk` bytes from each task
+/// of the other group, in rank order; that group passes the root's rank.
+pub(crate) fn gather(
+    comm: usize,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    chunk: usize,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let (c, x) = parts(comm)?;
+    match root {
+        PROC_NULL => Ok(()),
+        ROOT => {
+            let cap = c.group.len() * chunk;
+            if all.len() < cap {
+                return Err(MpiErr::new(
+                    err::BUFFER,
+                    "receive buffer smaller than count times remote tasks",
+                ));
+            }
+            let d = xfer(comm, c.ctx + 1, TAG_GATHER, None, Some((c.group[0], cap)))?;
+            all[..d.len()].copy_from_slice(&d);
+            Ok(())
+        }
+        r => {
+            let w = remote_root(&c, r)?;
+            let part = gather_at_leader(&x, &c, mine.unwrap_or(&[]))?;
+            if c.rank == 0 {
+                xfer(comm, c.ctx + 1, TAG_GATHER, Some((w, &part)), None)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Scatter`: the root (`MPI_ROOT`) sends `chunk` bytes to each task
+/// of the other group, in rank order; that group passes the root's rank.
+pub(crate) fn scatter(
+    comm: usize,
+    all: &[u8],
+    mine: Option<&mut [u8]>,
+    chunk: usize,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let (c, x) = parts(comm)?;
+    match root {
+        PROC_NULL => Ok(()),
+        ROOT => {
+            let n = c.group.len() * chunk;
+            let part = all.get(..n).ok_or_else(|| {
+                MpiErr::new(
+                    err::BUFFER,
+                    "send buffer smaller than count times remote tasks",
+                )
+            })?;
+            xfer(comm, c.ctx + 1, TAG_SCATTER, Some((c.group[0], part)), None).map(|_| ())
+        }
+        r => {
+            let w = remote_root(&c, r)?;
+            let mut none = Vec::new();
+            let mine = mine.unwrap_or(&mut none);
+            receive_and_scatter(comm, &c, &x, TAG_SCATTER, w, chunk, mine)
+        }
+    }
+}
+
+/// `MPI_Allgather`: each task gets, in `all`, `chunk` bytes from every
+/// task of the other group, in rank order.
+pub(crate) fn allgather(
+    comm: usize,
+    mine: &[u8],
+    all: &mut [u8],
+    chunk: usize,
+) -> Result<(), MpiErr> {
+    let (c, x) = parts(comm)?;
+    let cap = c.group.len() * chunk;
+    if all.len() < cap {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "receive buffer smaller than count times remote tasks",
+        ));
+    }
+    if cap == 0 && mine.is_empty() {
+        return barrier(comm);
+    }
+    let part = gather_at_leader(&x, &c, mine)?;
+    // An empty part would read as a failed leader: mark it.
+    let mut msg = vec![1u8];
+    msg.extend_from_slice(&part);
+    let got = via_leaders(comm, &c, &x, TAG_ALLGATHER, &msg, cap + 1)?;
+    let n = (got.len() - 1).min(cap);
+    all[..n].copy_from_slice(&got[1..1 + n]);
+    Ok(())
+}
+
+/// `MPI_Alltoall`: task i of one group sends block j of `send` (`send`
+/// holds one block per task of the other group) to task j of the other,
+/// and gets in `recv` block i of each of them (`chunk` bytes), in rank
+/// order.
+pub(crate) fn alltoall(
+    comm: usize,
+    send: &[u8],
+    recv: &mut [u8],
+    chunk: usize,
+) -> Result<(), MpiErr> {
+    let (c, x) = parts(comm)?;
+    let remote = c.group.len();
+    if recv.len() < remote * chunk {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "receive buffer smaller than count times remote tasks",
+        ));
+    }
+    let local = local_size(&x)?;
+    // Every local task's whole send buffer at our leader; the leaders
+    // swap them; ours hands each local task its blocks.
+    let rows = gather_at_leader(&x, &c, send)?;
+    let mut failed = None;
+    let got = if c.rank == 0 {
+        let w = c.group[0];
+        match xfer(
+            comm,
+            c.ctx + 1,
+            TAG_ALLTOALL,
+            Some((w, &rows)),
+            Some((w, remote * local * chunk)),
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                failed = Some(e);
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    // `got` holds the remote tasks' send buffers, `local` blocks each:
+    // local task i gets block i of every one of them.
+    let mut out = vec![
+        0u8;
+        if c.rank == 0 {
+            local * remote * chunk
+        } else {
+            0
+        }
+    ];
+    if c.rank == 0 && got.len() == remote * local * chunk {
+        for i in 0..local {
+            for j in 0..remote {
+                let from = (j * local + i) * chunk;
+                let to = (i * remote + j) * chunk;
+                out[to..to + chunk].copy_from_slice(&got[from..from + chunk]);
+            }
+        }
+    }
+    crate::coll::scatter(
+        x.local_comm,
+        &out,
+        Some(&mut recv[..remote * chunk]),
+        remote * chunk,
+        0,
+    )?;
+    failed.map_or(Ok(()), Err)
 }
 
 /// `MPI_Barrier`: every member of both groups has entered when any

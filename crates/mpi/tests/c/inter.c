@@ -1,7 +1,8 @@
 /* Intercommunicators: even and odd ranks of the job as two groups;
  * create, test_inter, sizes and groups, point-to-point by remote rank
- * (with MPI_ANY_SOURCE), Barrier, Bcast and Allreduce across the groups,
- * a collective refused with MPI_ERR_COMM, a failing leader, dup,
+ * (with MPI_ANY_SOURCE), Barrier, Bcast, Allreduce, Reduce, Gather,
+ * Scatter, Allgather and Alltoall across the groups, a collective
+ * refused with MPI_ERR_COMM, a failing leader, dup,
  * merge in both orders, free. Rank 0 prints "inter: ok N tasks" when
  * every check passed (one task: nothing to pair). */
 #include <mpi.h>
@@ -77,7 +78,8 @@ int main(int argc, char **argv)
             }
             CHECK(sum == odds * odds);
         }
-        /* Collectives across the groups: Barrier, Bcast, Allreduce. */
+        /* Collectives across the groups: Barrier, Bcast, Allreduce, then
+         * Reduce, Gather, Scatter, Allgather and Alltoall. */
         CHECK(MPI_Barrier(ic) == MPI_SUCCESS);
         int val = -1;
         if (odd) /* the odd group's local rank 0 (world rank 1) is the root */
@@ -94,8 +96,54 @@ int main(int argc, char **argv)
         for (int r = odd ? 0 : 1; r < size; r += 2)
             want += r;
         CHECK(other[0] == want && other[1] == rsize);
-        int gbuf[64];
-        CHECK(MPI_Gather(&rank, 1, MPI_INT, gbuf, 1, MPI_INT, 0, ic) == MPI_ERR_COMM);
+        int gbuf[64], sbuf[64];
+        /* Reduce: world rank 0 (the even group's local 0) gets the sum over
+         * the odd group's world ranks. */
+        int rsum = -1, oddsum = 0;
+        for (int r = 1; r < size; r += 2)
+            oddsum += r;
+        if (odd)
+            CHECK(MPI_Reduce(&rank, NULL, 1, MPI_INT, MPI_SUM, 0, ic) == MPI_SUCCESS);
+        else
+            CHECK(MPI_Reduce(NULL, &rsum, 1, MPI_INT, MPI_SUM, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL,
+                             ic) == MPI_SUCCESS);
+        if (!odd && lrank == 0)
+            CHECK(rsum == oddsum);
+        /* Gather at world rank 1 (the odd group's local 0) of the evens'. */
+        if (odd) {
+            for (int i = 0; i < 64; i++)
+                gbuf[i] = -1;
+            CHECK(MPI_Gather(NULL, 0, MPI_INT, gbuf, 1, MPI_INT, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL,
+                             ic) == MPI_SUCCESS);
+            if (lrank == 0)
+                for (int i = 0; i < evens; i++)
+                    CHECK(gbuf[i] == 2 * i);
+        } else {
+            CHECK(MPI_Gather(&rank, 1, MPI_INT, NULL, 0, MPI_INT, 0, ic) == MPI_SUCCESS);
+        }
+        /* Scatter from world rank 0 to the odds: 100 + their local rank. */
+        if (!odd) {
+            for (int i = 0; i < odds; i++)
+                sbuf[i] = 100 + i;
+            CHECK(MPI_Scatter(sbuf, 1, MPI_INT, NULL, 0, MPI_INT, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL,
+                              ic) == MPI_SUCCESS);
+        } else {
+            int got = -1;
+            CHECK(MPI_Scatter(NULL, 0, MPI_INT, &got, 1, MPI_INT, 0, ic) == MPI_SUCCESS);
+            CHECK(got == 100 + lrank);
+        }
+        /* Allgather: each gets the other group's world ranks, in order. */
+        CHECK(MPI_Allgather(&rank, 1, MPI_INT, gbuf, 1, MPI_INT, ic) == MPI_SUCCESS);
+        for (int i = 0; i < rsize; i++)
+            CHECK(gbuf[i] == (odd ? 2 * i : 2 * i + 1));
+        /* Alltoall: block j to remote task j says who sent it to whom. */
+        for (int j = 0; j < rsize; j++)
+            sbuf[j] = 1000 * rank + j;
+        CHECK(MPI_Alltoall(sbuf, 1, MPI_INT, gbuf, 1, MPI_INT, ic) == MPI_SUCCESS);
+        for (int j = 0; j < rsize; j++)
+            CHECK(gbuf[j] == 1000 * (odd ? 2 * j : 2 * j + 1) + lrank);
+        /* Not on intercommunicators here: a clear error, nothing sent. */
+        CHECK(MPI_Reduce_scatter_block(&rank, gbuf, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
 
         /* A duplicate carries its own traffic. */
         MPI_Comm_dup(ic, &icdup);
