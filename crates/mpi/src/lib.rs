@@ -42,6 +42,7 @@ mod idmap;
 mod info;
 mod inter;
 mod objects;
+mod rma_blocks;
 mod runtime;
 mod staging;
 mod stats;

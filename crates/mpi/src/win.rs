@@ -273,18 +273,33 @@ impl Win {
         disp: i64,
         len: usize,
     ) -> Result<(u32, RemoteAddr), MpiErr> {
+        self.at_plus(task, target, disp, 0, len)
+    }
+
+    /// [`Win::at`] `extra` bytes further (a block of a derived target
+    /// datatype; may be negative).
+    fn at_plus(
+        &mut self,
+        task: &Task,
+        target: i32,
+        disp: i64,
+        extra: i64,
+        len: usize,
+    ) -> Result<(u32, RemoteAddr), MpiErr> {
         let t = u32::try_from(target)
             .ok()
             .filter(|&t| (t as usize) < self.members.len())
             .ok_or_else(|| MpiErr::new(err::RANK, format!("invalid target rank {target}")))?;
         let (world, me) = (self.world(t), self.rank);
         if let Some(d) = self.dynamic.as_mut() {
-            return Ok((t, d.resolve(task, t, world, me, disp as u64, len)?));
+            let addr = (disp as u64).wrapping_add(extra as u64);
+            return Ok((t, d.resolve(task, t, world, me, addr, len)?));
         }
         let m = &self.members[t as usize];
         let off = u64::try_from(disp)
             .ok()
             .and_then(|d| d.checked_mul(m.disp_unit))
+            .and_then(|o| o.checked_add_signed(extra))
             .ok_or_else(|| MpiErr::new(err::DISP, format!("invalid displacement {disp}")))?;
         let end = off.checked_add(len as u64);
         if end.is_none_or(|e| e > m.size) {
@@ -338,10 +353,22 @@ impl Win {
         target: i32,
         disp: i64,
     ) -> Result<(), MpiErr> {
+        self.put_plus(task, data, target, disp, 0)
+    }
+
+    /// [`Win::put`] `extra` bytes past the displacement.
+    pub(crate) fn put_plus(
+        &mut self,
+        task: &Task,
+        data: &[u8],
+        target: i32,
+        disp: i64,
+        extra: i64,
+    ) -> Result<(), MpiErr> {
         if data.is_empty() {
             return Ok(());
         }
-        let (t, at) = self.at(task, target, disp, data.len())?;
+        let (t, at) = self.at_plus(task, target, disp, extra, data.len())?;
         let at = RemoteAddr {
             rank: self.holder(t),
             ..at
@@ -361,11 +388,23 @@ impl Win {
         target: i32,
         disp: i64,
     ) -> Result<(), MpiErr> {
+        self.get_plus(task, dest, target, disp, 0)
+    }
+
+    /// [`Win::get`] `extra` bytes past the displacement.
+    pub(crate) fn get_plus(
+        &mut self,
+        task: &Task,
+        dest: UserBuf,
+        target: i32,
+        disp: i64,
+        extra: i64,
+    ) -> Result<(), MpiErr> {
         let n = dest.len();
         if n == 0 {
             return Ok(());
         }
-        let (t, at) = self.at(task, target, disp, n)?;
+        let (t, at) = self.at_plus(task, target, disp, extra, n)?;
         let at = RemoteAddr {
             rank: self.holder(t),
             ..at

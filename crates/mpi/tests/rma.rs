@@ -1,6 +1,7 @@
 //! One-sided communication from C (`tests/c/rma.c`): windows over
 //! allocated and registered memory, fences, passive locks, accumulates,
-//! shared-memory windows (`tests/c/shmwin.c`),
+//! shared-memory windows (`tests/c/shmwin.c`), puts and gets on derived
+//! datatypes (`tests/c/rmatypes.c`),
 //! on 1–4 tasks on one node and on two hosts.
 
 mod support;
@@ -45,4 +46,13 @@ fn shared_memory_windows() {
     let mut places = PLACEMENTS.to_vec();
     places.push(("3 tasks, one node", &["-n", "3"]));
     run_everywhere(&exe, &[], &places, |n| format!("shmwin: ok {n} tasks"));
+}
+
+#[test]
+fn puts_and_gets_on_derived_datatypes() {
+    let dir = scratch();
+    let exe = compile(&dir, "rmatypes.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("rmatypes: ok {n} tasks"));
 }

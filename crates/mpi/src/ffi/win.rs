@@ -32,10 +32,30 @@ fn rma_bytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
     if !super::lay(dt)?.contiguous() {
         return Err(MpiErr::new(
             err::TYPE,
-            "one-sided operations take contiguous datatypes only",
+            "accumulates take contiguous datatypes only (Put and Get take any)",
         ));
     }
     nbytes(count, dt)
+}
+
+/// For a `Put` or `Get` with a non-contiguous datatype on either side:
+/// the pieces contiguous on both (origin offset, target offset from the
+/// displacement, length) and the bytes moved; `None` when both types are
+/// contiguous.
+fn typed_pieces(
+    ocount: c_int,
+    otype: Handle,
+    tcount: c_int,
+    ttype: Handle,
+) -> Result<Option<(Vec<crate::rma_blocks::Piece>, usize)>, MpiErr> {
+    let (o, t) = (super::lay(otype)?, super::lay(ttype)?);
+    if o.contiguous() && t.contiguous() {
+        return Ok(None);
+    }
+    let n = nbytes(ocount, otype)?;
+    same_size(n, nbytes(tcount, ttype)?)?;
+    let (oc, tc) = (super::ucount(ocount)?, super::ucount(tcount)?);
+    Ok(Some((crate::rma_blocks::pieces(&o, oc, &t, tc)?, n)))
 }
 
 fn same_size(a: usize, b: usize) -> Result<(), MpiErr> {
@@ -182,6 +202,36 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
                 "baseptr",
             )
         }
+    })
+}
+
+/// `MPI_Win_set_errhandler`: the handler of errors raised on the window
+/// (kept on the window's own communicator, which reports them).
+#[no_mangle]
+pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errh: Handle) -> c_int {
+    call("MPI_Win_set_errhandler", errcomm(win), || {
+        let c = with_win(hv(win), |w, _| Ok(w.comm))?;
+        match super::init::MPI_Comm_set_errhandler(mk(c), errh) {
+            0 => Ok(()),
+            code => Err(MpiErr::new(
+                code,
+                format!("invalid error handler {:#x}", hv(errh)),
+            )),
+        }
+    })
+}
+
+/// `MPI_Win_get_errhandler`.
+///
+/// # Safety
+/// `errh` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errh: *mut Handle) -> c_int {
+    call("MPI_Win_get_errhandler", errcomm(win), || {
+        let c = with_win(hv(win), |w, _| Ok(w.comm))?;
+        let e = crate::runtime::with(|g| Ok(g.comm(c)?.errh))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(errh, mk(e), "errhandler") }
     })
 }
 
@@ -396,6 +446,24 @@ pub unsafe extern "C" fn MPI_Put(
     win: Handle,
 ) -> c_int {
     call("MPI_Put", errcomm(win), || {
+        if let Some((pieces, n)) = typed_pieces(ocount, otype, tcount, ttype)? {
+            if n > 0 && origin.is_null() {
+                return Err(MpiErr::new(
+                    err::BUFFER,
+                    "NULL buffer with a non-zero count",
+                ));
+            }
+            return with_win(hv(win), |w, t| {
+                for (o, x, len) in pieces {
+                    // SAFETY: the caller's contract: the origin's type map
+                    // lies in its buffer; MBCF copies the bytes before
+                    // returning.
+                    let data = unsafe { src(origin.cast::<u8>().offset(o as isize).cast(), len)? };
+                    w.put_plus(t, data, target, disp as i64, x)?;
+                }
+                Ok(())
+            });
+        }
         let n = rma_bytes(ocount, otype)?;
         same_size(n, rma_bytes(tcount, ttype)?)?;
         // SAFETY: the caller's contract; MBCF copies the bytes before
@@ -422,6 +490,24 @@ pub unsafe extern "C" fn MPI_Get(
     win: Handle,
 ) -> c_int {
     call("MPI_Get", errcomm(win), || {
+        if let Some((pieces, n)) = typed_pieces(ocount, otype, tcount, ttype)? {
+            if n > 0 && origin.is_null() {
+                return Err(MpiErr::new(
+                    err::BUFFER,
+                    "NULL buffer with a non-zero count",
+                ));
+            }
+            return with_win(hv(win), |w, t| {
+                for (o, x, len) in pieces {
+                    // SAFETY: the caller's contract: the origin's type map
+                    // lies in its buffer, which stays valid until the
+                    // operation completes.
+                    let dest = unsafe { UserBuf::new(origin.cast::<u8>().offset(o as isize), len) };
+                    w.get_plus(t, dest, target, disp as i64, x)?;
+                }
+                Ok(())
+            });
+        }
         let n = rma_bytes(ocount, otype)?;
         same_size(n, rma_bytes(tcount, ttype)?)?;
         if n > 0 && origin.is_null() {
