@@ -262,22 +262,11 @@ pub(crate) fn create_in(
 }
 
 impl Win {
-    /// The remote address of `len` bytes at displacement `disp` in
-    /// `target`'s window, checked against its size.
-    /// A dynamic window's displacement is the target's absolute address,
-    /// looked up in what it attached.
-    fn at(
-        &mut self,
-        task: &Task,
-        target: i32,
-        disp: i64,
-        len: usize,
-    ) -> Result<(u32, RemoteAddr), MpiErr> {
-        self.at_plus(task, target, disp, 0, len)
-    }
-
-    /// [`Win::at`] `extra` bytes further (a block of a derived target
-    /// datatype; may be negative).
+    /// The remote address of `len` bytes at displacement `disp` plus
+    /// `extra` bytes (a piece of a derived target datatype; may be
+    /// negative) in `target`'s window, checked against its size. A dynamic
+    /// window's displacement is the target's absolute address, looked up
+    /// in what it attached.
     fn at_plus(
         &mut self,
         task: &Task,
@@ -568,11 +557,25 @@ impl Win {
         len: usize,
         f: impl FnOnce(&[u8]) -> Result<Option<Vec<u8>>, MpiErr>,
     ) -> Result<Vec<u8>, MpiErr> {
+        self.atomic_plus(task, target, disp, 0, len, f)
+    }
+
+    /// [`Win::atomic`] `extra` bytes past the displacement (a piece of a
+    /// derived target datatype).
+    pub(crate) fn atomic_plus(
+        &mut self,
+        task: &Task,
+        target: i32,
+        disp: i64,
+        extra: i64,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> Result<Option<Vec<u8>>, MpiErr>,
+    ) -> Result<Vec<u8>, MpiErr> {
         // Nothing to do, even on an empty window (as for puts and gets).
         if len == 0 {
             return Ok(Vec::new());
         }
-        let (t, at) = self.at(task, target, disp, len)?;
+        let (t, at) = self.at_plus(task, target, disp, extra, len)?;
         let at = RemoteAddr {
             rank: self.holder(t),
             ..at

@@ -1,7 +1,7 @@
 //! One-sided communication from C (`tests/c/rma.c`): windows over
 //! allocated and registered memory, fences, passive locks, accumulates,
-//! shared-memory windows (`tests/c/shmwin.c`), puts and gets on derived
-//! datatypes (`tests/c/rmatypes.c`),
+//! shared-memory windows (`tests/c/shmwin.c`), puts, gets and
+//! accumulates on derived datatypes (`tests/c/rmatypes.c`),
 //! on 1–4 tasks on one node and on two hosts.
 
 mod support;
@@ -49,7 +49,7 @@ fn shared_memory_windows() {
 }
 
 #[test]
-fn puts_and_gets_on_derived_datatypes() {
+fn puts_gets_and_accumulates_on_derived_datatypes() {
     let dir = scratch();
     let exe = compile(&dir, "rmatypes.c", false);
     let mut places = PLACEMENTS.to_vec();

@@ -32,7 +32,7 @@ fn rma_bytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
     if !super::lay(dt)?.contiguous() {
         return Err(MpiErr::new(
             err::TYPE,
-            "accumulates take contiguous datatypes only (Put and Get take any)",
+            "this one-sided call takes contiguous datatypes only (Put, Get and Accumulate take any)",
         ));
     }
     nbytes(count, dt)
@@ -539,6 +539,29 @@ pub unsafe extern "C" fn MPI_Accumulate(
     win: Handle,
 ) -> c_int {
     call("MPI_Accumulate", errcomm(win), || {
+        if let Some((pieces, n)) = typed_pieces(ocount, otype, tcount, ttype)? {
+            // Both type maps of one basic type (MPI's rule); each piece
+            // is atomic on its own, as MPI asks of every basic element.
+            let (rop, rnum, rsize) = rma_op(ttype, op)?;
+            rma_op(otype, op)?;
+            if n > 0 && origin.is_null() {
+                return Err(MpiErr::new(
+                    err::BUFFER,
+                    "NULL buffer with a non-zero count",
+                ));
+            }
+            return with_win(hv(win), |w, t| {
+                for (o, x, len) in pieces {
+                    // SAFETY: the caller's contract: the origin's type map
+                    // lies in its buffer.
+                    let data = unsafe { src(origin.cast::<u8>().offset(o as isize).cast(), len)? };
+                    w.atomic_plus(t, target, disp as i64, x, len, |old| {
+                        combine(rop, rnum, rsize, data, old)
+                    })?;
+                }
+                Ok(())
+            });
+        }
         let n = rma_bytes(ocount, otype)?;
         same_size(n, rma_bytes(tcount, ttype)?)?;
         let (rop, rnum, rsize) = rma_op(ttype, op)?;

@@ -1,8 +1,8 @@
-/* One-sided operations on derived datatypes: MPI_Put and MPI_Get with a
- * strided (MPI_Type_vector) origin, target or both, under fences and a
- * passive lock, on a window of 64 doubles per task; each task works on
- * the next one's window. Rank 0 prints "rmatypes: ok N tasks" when every
- * check passed. */
+/* One-sided operations on derived datatypes: MPI_Put, MPI_Get and
+ * MPI_Accumulate with a strided (MPI_Type_vector) origin, target or both,
+ * under fences and a passive lock, on a window of 64 doubles per task;
+ * each task works on the next one's window. Rank 0 prints
+ * "rmatypes: ok N tasks" when every check passed. */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -76,6 +76,32 @@ int main(int argc, char **argv)
     MPI_Win_fence(0, win);
     for (int i = 0; i < 8; i++)
         CHECK(flat[i] == 100.0 * rank + 4 * i);
+
+    /* Accumulate: every task adds its rank + 1 to every 4th slot of the
+     * next one's window (a contiguous origin, a strided target), twice;
+     * the slots in between are left alone. */
+    for (int i = 0; i < 64; i++)
+        win_mem[i] = 0.0;
+    double ones[8];
+    for (int i = 0; i < 8; i++)
+        ones[i] = rank + 1;
+    MPI_Win_fence(0, win);
+    for (int r = 0; r < 2; r++)
+        CHECK(MPI_Accumulate(ones, 8, MPI_DOUBLE, next, 0, 1, col, MPI_SUM, win) == MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < 32; i++)
+        CHECK(win_mem[i] == (i % 4 == 0 ? 2.0 * (prev + 1) : 0.0));
+    /* Strided on both sides. */
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Accumulate(src, 1, col, next, 0, 1, pairs, MPI_SUM, win) == MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    k = 0;
+    for (int b = 0; b < 4; b++)
+        for (int j = 0; j < 2; j++, k++) {
+            int i = 5 * b + j;
+            double before = i % 4 == 0 ? 2.0 * (prev + 1) : 0.0;
+            CHECK(win_mem[i] == before + 100.0 * prev + 4 * k);
+        }
 
     /* Sizes that differ are an error. */
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
