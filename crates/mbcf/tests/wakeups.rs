@@ -247,14 +247,14 @@ fn signals_to_a_spinning_waiter_run_in_its_thread() {
 /// --mode node`; straight from the ring about 1.3 times. Alone on the
 /// machine all of them run so; on a loaded one waiters get preempted and
 /// some signals reach the progress thread by a doorbell instead (1740 of
-/// 2000 beside the other tests of this binary, 440 beside two CPU hogs),
-/// hence a tenth as the bound. The old code ran none straight.
+/// 2000 beside the other tests of this binary, 127–864 beside two CPU
+/// hogs), hence a fiftieth as the bound. The old code ran none straight.
 #[test]
 fn same_node_signals_to_a_waiter_run_straight_from_the_ring() {
     let counts = signal_pingpong(&["127.0.0.1"]);
     for (rank, (_, inline)) in counts.iter().enumerate() {
         assert!(
-            *inline >= ROUNDS / 10,
+            *inline >= ROUNDS / 50,
             "rank {rank}: {inline} of {ROUNDS} signals run straight from the ring"
         );
     }
