@@ -93,7 +93,7 @@ pub(crate) fn allocate(comm: usize, size: u64, disp_unit: u64) -> Result<(usize,
         (None, None) => (0, None),
     };
     let part = whole.map(|w| SegmentInfo {
-        base: w.base + off,
+        base: w.base.wrapping_add(off),
         len: size,
         ..w
     });
@@ -133,7 +133,11 @@ pub(crate) fn query(h: usize, rank: i32) -> Result<(u64, u64, usize), MpiErr> {
                 .ok_or_else(|| MpiErr::new(err::RANK, format!("invalid rank {rank}")))?
         };
         match w.part(t) {
-            Some((size, unit, off)) if base != 0 => Ok((size, unit, base + off as usize)),
+            // `off` comes from the part's record; a bad one gives a bad
+            // pointer to the caller, never a panic here.
+            Some((size, unit, off)) if base != 0 => {
+                Ok((size, unit, base.wrapping_add(off as usize)))
+            }
             Some((size, unit, _)) => Ok((size, unit, 0)),
             None => Ok((0, 1, 0)),
         }

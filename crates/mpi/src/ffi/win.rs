@@ -38,24 +38,33 @@ fn rma_bytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
     nbytes(count, dt)
 }
 
-/// For a `Put` or `Get` with a non-contiguous datatype on either side:
-/// the pieces contiguous on both (origin offset, target offset from the
-/// displacement, length) and the bytes moved; `None` when both types are
-/// contiguous.
-fn typed_pieces(
+/// A window's size and displacement unit as the C call gives them.
+fn window_args(size: isize, disp_unit: c_int) -> Result<(usize, u64), MpiErr> {
+    let len = usize::try_from(size)
+        .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
+    let unit = u64::try_from(disp_unit)
+        .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+    Ok((len, unit))
+}
+
+/// What a `Put`, `Get` or `Accumulate` moves: the bytes, and with a
+/// non-contiguous datatype on either side the pieces contiguous on both
+/// (origin offset, target offset from the displacement, length). One
+/// lookup of each datatype, also for the contiguous case.
+fn rma_shape(
     ocount: c_int,
     otype: Handle,
     tcount: c_int,
     ttype: Handle,
-) -> Result<Option<(Vec<crate::rma_blocks::Piece>, usize)>, MpiErr> {
+) -> Result<(usize, Option<Vec<crate::rma_blocks::Piece>>), MpiErr> {
     let (o, t) = (super::lay(otype)?, super::lay(ttype)?);
+    let n = super::bytes_of(ocount, &o)?;
+    same_size(n, super::bytes_of(tcount, &t)?)?;
     if o.contiguous() && t.contiguous() {
-        return Ok(None);
+        return Ok((n, None));
     }
-    let n = nbytes(ocount, otype)?;
-    same_size(n, nbytes(tcount, ttype)?)?;
     let (oc, tc) = (super::ucount(ocount)?, super::ucount(tcount)?);
-    Ok(Some((crate::rma_blocks::pieces(&o, oc, &t, tc)?, n)))
+    Ok((n, Some(crate::rma_blocks::pieces(&o, oc, &t, tc)?)))
 }
 
 fn same_size(a: usize, b: usize) -> Result<(), MpiErr> {
@@ -83,10 +92,7 @@ pub unsafe extern "C" fn MPI_Win_create(
     win: *mut Handle,
 ) -> c_int {
     call("MPI_Win_create", hv(comm), || {
-        let len = usize::try_from(size)
-            .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
-        let unit = u64::try_from(disp_unit)
-            .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+        let (len, unit) = window_args(size, disp_unit)?;
         let seg = if len == 0 {
             None
         } else {
@@ -123,10 +129,7 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     win: *mut Handle,
 ) -> c_int {
     call("MPI_Win_allocate", hv(comm), || {
-        let len = usize::try_from(size)
-            .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
-        let unit = u64::try_from(disp_unit)
-            .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+        let (len, unit) = window_args(size, disp_unit)?;
         let task = crate::runtime::with(|e| Ok(e.task.clone()))?;
         let seg = (len > 0)
             .then(|| task.alloc(len, sss_mbcf::Perm::ALL))
@@ -158,10 +161,8 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     win: *mut Handle,
 ) -> c_int {
     call("MPI_Win_allocate_shared", hv(comm), || {
-        let len = u64::try_from(size)
-            .map_err(|_| MpiErr::new(err::SIZE, format!("invalid size {size}")))?;
-        let unit = u64::try_from(disp_unit)
-            .map_err(|_| MpiErr::new(err::DISP, format!("invalid disp_unit {disp_unit}")))?;
+        let (len, unit) = window_args(size, disp_unit)?;
+        let len = len as u64;
         let (hd, base) = crate::win_shared::allocate(hv(comm), len, unit)?;
         // SAFETY: the caller's contract.
         unsafe {
@@ -446,7 +447,8 @@ pub unsafe extern "C" fn MPI_Put(
     win: Handle,
 ) -> c_int {
     call("MPI_Put", errcomm(win), || {
-        if let Some((pieces, n)) = typed_pieces(ocount, otype, tcount, ttype)? {
+        let (n, pieces) = rma_shape(ocount, otype, tcount, ttype)?;
+        if let Some(pieces) = pieces {
             if n > 0 && origin.is_null() {
                 return Err(MpiErr::new(
                     err::BUFFER,
@@ -464,8 +466,6 @@ pub unsafe extern "C" fn MPI_Put(
                 Ok(())
             });
         }
-        let n = rma_bytes(ocount, otype)?;
-        same_size(n, rma_bytes(tcount, ttype)?)?;
         // SAFETY: the caller's contract; MBCF copies the bytes before
         // returning, so the buffer is free again at once.
         let data = unsafe { src(origin, n)? };
@@ -490,7 +490,8 @@ pub unsafe extern "C" fn MPI_Get(
     win: Handle,
 ) -> c_int {
     call("MPI_Get", errcomm(win), || {
-        if let Some((pieces, n)) = typed_pieces(ocount, otype, tcount, ttype)? {
+        let (n, pieces) = rma_shape(ocount, otype, tcount, ttype)?;
+        if let Some(pieces) = pieces {
             if n > 0 && origin.is_null() {
                 return Err(MpiErr::new(
                     err::BUFFER,
@@ -508,8 +509,6 @@ pub unsafe extern "C" fn MPI_Get(
                 Ok(())
             });
         }
-        let n = rma_bytes(ocount, otype)?;
-        same_size(n, rma_bytes(tcount, ttype)?)?;
         if n > 0 && origin.is_null() {
             return Err(MpiErr::new(
                 err::BUFFER,
@@ -539,7 +538,8 @@ pub unsafe extern "C" fn MPI_Accumulate(
     win: Handle,
 ) -> c_int {
     call("MPI_Accumulate", errcomm(win), || {
-        if let Some((pieces, n)) = typed_pieces(ocount, otype, tcount, ttype)? {
+        let (n, pieces) = rma_shape(ocount, otype, tcount, ttype)?;
+        if let Some(pieces) = pieces {
             // Both type maps of one basic type (MPI's rule); each piece
             // is atomic on its own, as MPI asks of every basic element.
             let (rop, rnum, rsize) = rma_op(ttype, op)?;
@@ -562,8 +562,6 @@ pub unsafe extern "C" fn MPI_Accumulate(
                 Ok(())
             });
         }
-        let n = rma_bytes(ocount, otype)?;
-        same_size(n, rma_bytes(tcount, ttype)?)?;
         let (rop, rnum, rsize) = rma_op(ttype, op)?;
         // SAFETY: the caller's contract.
         let data = unsafe { src(origin, n)? };

@@ -343,19 +343,7 @@ pub(crate) fn bcast(comm: usize, buf: &mut [u8], root: i32) -> Result<(), MpiErr
             Ok(())
         }
         r => {
-            let w = usize::try_from(r)
-                .ok()
-                .and_then(|r| c.group.get(r).copied())
-                .ok_or_else(|| {
-                    MpiErr::new(
-                        err::ROOT,
-                        format!(
-                            "invalid root {r} (remote group of {} tasks; MPI_ROOT or \
-                             MPI_PROC_NULL in the root's group)",
-                            c.group.len()
-                        ),
-                    )
-                })?;
+            let w = remote_root(&c, r)?;
             let mut failed = None;
             if c.rank == 0 {
                 match xfer(comm, c.ctx + 1, TAG_BCAST, None, Some((w, buf.len()))) {
