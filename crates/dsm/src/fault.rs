@@ -126,6 +126,9 @@ impl Shared {
         while n < want
             && page + n < r_end.min(last)
             && !lock(&self.state).present.contains(&(page + n))
+            // A home page mapped here is another mapping, not registered
+            // for faults: installing into it fails.
+            && !self.is_mapped(page + n)
             && self.home_of(page + n)? == home
         {
             n += 1;
@@ -238,6 +241,7 @@ pub(crate) fn fault_loop(s: Arc<Shared>, stop: std::os::fd::RawFd) {
             match s.uffd.next() {
                 Ok(Some(f)) => {
                     if let Err(e) = s.handle_fault(f) {
+                        bump(&s.stats.fault_errors, 1);
                         eprintln!("sss-dsm: fault at {:#x}: {e}", f.addr);
                     }
                 }

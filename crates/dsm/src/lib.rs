@@ -598,6 +598,7 @@ impl Dsm {
             home_reads: g(&c.home_reads),
             missed_wakeups: g(&c.missed_wakeups),
             bad_messages: g(&c.bad_messages),
+            fault_errors: g(&c.fault_errors),
         }
     }
 

@@ -60,13 +60,17 @@ pub struct Stats {
     /// dropped as malformed or outside the heap: another task's bug or a
     /// forged datagram.
     pub bad_messages: u64,
+    /// Faults the fault thread could not resolve (each also printed): a
+    /// bug of ours, or a home that failed; the faulting thread may stay
+    /// blocked until the job's time-out.
+    pub fault_errors: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fault_errors\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -87,7 +91,8 @@ impl Stats {
             self.updates,
             self.home_reads,
             self.missed_wakeups,
-            self.bad_messages
+            self.bad_messages,
+            self.fault_errors,
         )
     }
 }
@@ -114,6 +119,7 @@ pub(crate) struct Counters {
     pub(crate) home_reads: AtomicU64,
     pub(crate) missed_wakeups: AtomicU64,
     pub(crate) bad_messages: AtomicU64,
+    pub(crate) fault_errors: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, n: u64) {
