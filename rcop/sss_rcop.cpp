@@ -77,11 +77,15 @@ bool coalescing() {
 }
 
 // A range note planned at the exit of a loop: start address and length
-// in bytes, as SCEVs valid there.
+// in bytes, as SCEVs valid there. A loop whose trip count is unknown
+// (its bound reloaded on every iteration) has no Len: its range ends
+// Tail bytes after Last, the store's address in the last iteration.
 struct Range {
   Loop *L;
   const SCEV *Start;
   const SCEV *Len;
+  Value *Last = nullptr;
+  int64_t Tail = 0;
 };
 
 // The bytes a store writes in one iteration of loop L: elements of Len
@@ -97,14 +101,19 @@ struct Level {
 };
 
 // Whether L runs every iteration to its latch and leaves through a
-// dedicated exit, with a computable trip count; the count.
-const SCEV *wholeIterations(Loop *L, ScalarEvolution &SE) {
+// dedicated exit: only the latch leaves, and only it reaches the exit.
+bool counted(Loop *L) {
   BasicBlock *Latch = L->getLoopLatch();
   if (!Latch || L->getExitingBlock() != Latch || !L->getLoopPreheader())
-    return nullptr;
+    return false;
   // The note goes at the top of the exit, which only the latch reaches
   // (loop-simplify form: dedicated exits).
-  if (!L->getUniqueExitBlock() || !L->getUniqueExitBlock()->getSinglePredecessor())
+  return L->getUniqueExitBlock() && L->getUniqueExitBlock()->getSinglePredecessor();
+}
+
+// Whether L is counted() with a computable trip count; the count.
+const SCEV *wholeIterations(Loop *L, ScalarEvolution &SE) {
+  if (!counted(L))
     return nullptr;
   const SCEV *BTC = SE.getBackedgeTakenCount(L);
   if (isa<SCEVCouldNotCompute>(BTC))
@@ -159,8 +168,14 @@ bool same(ScalarEvolution &SE, const SCEV *A, const SCEV *B) {
 //
 // Trace receives what the store writes per iteration of each loop it
 // walked, innermost first: the last entry is where it stopped.
-std::optional<Range> plan(const SCEV *Start, uint64_t Size, BasicBlock *BB, LoopInfo &LI,
-                          ScalarEvolution &SE, DominatorTree &DT, std::vector<Level> &Trace) {
+//
+// Ptr is the store's address and Lo the offset of Start from it: an
+// innermost loop that writes consecutive bytes but whose trip count
+// ScalarEvolution cannot compute is noted from Start to the end of the
+// last iteration's store.
+std::optional<Range> plan(const SCEV *Start, uint64_t Size, Value *Ptr, int64_t Lo,
+                          BasicBlock *BB, LoopInfo &LI, ScalarEvolution &SE, DominatorTree &DT,
+                          std::vector<Level> &Trace) {
   Loop *L = LI.getLoopFor(BB);
   if (!L)
     return std::nullopt;
@@ -185,6 +200,22 @@ std::optional<Range> plan(const SCEV *Start, uint64_t Size, BasicBlock *BB, Loop
       break;
     }
     const SCEV *Trips = wholeIterations(L, SE);
+    if (!Trips && Depth == 0 && !GapStride && counted(L)) {
+      // The exit follows the latch only, and the store runs on every
+      // iteration: at the exit it has run at least once, and its last
+      // address is the end of what the loop wrote.
+      auto *AR = dyn_cast<SCEVAddRecExpr>(Start);
+      auto *Step = AR && AR->getLoop() == L && AR->isAffine()
+                       ? dyn_cast<SCEVConstant>(AR->getStepRecurrence(SE))
+                       : nullptr;
+      if (Step && Step->getAPInt().getSExtValue() == (int64_t)Size &&
+          SE.isLoopInvariant(AR->getStart(), L)) {
+        Best = Range{L, AR->getStart(), nullptr, Ptr, Lo + (int64_t)Size};
+        Stop("trip count unknown: noted to the last iteration's store");
+        Depth++;
+        break;
+      }
+    }
     if (!Trips) {
       Stop(!L->getLoopPreheader()                        ? "no preheader"
            : L->getExitingBlock() != L->getLoopLatch() ? "leaves other than through its latch"
@@ -527,12 +558,12 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
       std::vector<Level> Trace;
       if (Contiguous) {
         const SCEV *Start = SE->getAddExpr(Base, SE->getConstant(Base->getType(), Lo, true));
-        R = plan(Start, End - Lo, BB, *LI, *SE, *DT, Trace);
+        R = plan(Start, End - Lo, Stores[i].Ptr, Lo, BB, *LI, *SE, *DT, Trace);
         if (R) {
           BasicBlock *Exit = R->L->getUniqueExitBlock();
           SCEVExpander X(*SE, DL, "sss.range");
           Instruction *At = &*Exit->getFirstInsertionPt();
-          if (!X.isSafeToExpandAt(R->Start, At) || !X.isSafeToExpandAt(R->Len, At))
+          if (!X.isSafeToExpandAt(R->Start, At) || (R->Len && !X.isSafeToExpandAt(R->Len, At)))
             R.reset();
         }
       }
@@ -569,7 +600,8 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
   for (Range &R : Ranges) {
     bool Dup = false;
     for (Range &U : Unique)
-      Dup |= U.L == R.L && U.Start == R.Start && U.Len == R.Len;
+      Dup |= U.L == R.L && U.Start == R.Start && U.Len == R.Len && U.Last == R.Last &&
+             U.Tail == R.Tail;
     if (!Dup)
       Unique.push_back(R);
   }
@@ -580,7 +612,17 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
   for (Range &R : Unique) {
     SCEVExpander X(*SE, DL, "sss.range");
     Instruction *At = &*R.L->getUniqueExitBlock()->getFirstInsertionPt();
-    Expanded.push_back({At, X.expandCodeFor(R.Start, Ptr, At), X.expandCodeFor(R.Len, I64, At)});
+    Value *Start = X.expandCodeFor(R.Start, Ptr, At);
+    Value *Len;
+    if (R.Len) {
+      Len = X.expandCodeFor(R.Len, I64, At);
+    } else {
+      // Last dominates the latch, the exit's only predecessor.
+      IRBuilder<> B(At);
+      Value *End = B.CreateAdd(B.CreatePtrToInt(R.Last, I64), B.getInt64(R.Tail));
+      Len = B.CreateSub(End, B.CreatePtrToInt(Start, I64), "sss.len");
+    }
+    Expanded.push_back({At, Start, Len});
   }
   for (auto &[At, Start, Len] : Expanded) {
     IRBuilder<> B(At);

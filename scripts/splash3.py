@@ -26,11 +26,13 @@ SSS = os.path.join(REPO, "target", "release", "sss")
 
 
 def lines(pattern):
-    """Result: the output lines matching `pattern`, timings left out."""
+    """Result: the output lines matching `pattern`, timings left out, in
+    sorted order (tasks print through separate pipes, threads through
+    one stream, so lines of different tasks may come in another order)."""
     rx, timing = re.compile(pattern), re.compile(r"(?i)time")
-    return lambda out, cwd: [
+    return lambda out, cwd: sorted(
         ln for ln in out.splitlines() if rx.search(ln) and not timing.search(ln)
-    ]
+    )
 
 
 def finished(marker):
@@ -39,27 +41,22 @@ def finished(marker):
 
 
 def tiff_strips(path):
-    """The image data of a TIFF file (its strips), not its directory, whose
-    padding bytes differ between processes (see docs/parmacs.md)."""
+    """The image data of a TIFF file Volrend writes: the bytes between the
+    header and the directory, not the directory, whose padding bytes
+    differ between processes (see docs/parmacs.md). Its bundled libtiff
+    writes the header's directory offset as a 64-bit long after 4 bytes
+    of padding."""
     with open(path, "rb") as f:
         data = f.read()
-    end = "<" if data[:2] == b"II" else ">"
-    (ifd,) = struct.unpack(end + "I", data[4:8])
-    (n,) = struct.unpack(end + "H", data[ifd : ifd + 2])
-    tags = {}
-    for i in range(n):
-        e = data[ifd + 2 + 12 * i : ifd + 14 + 12 * i]
-        tag, typ, count = struct.unpack(end + "HHI", e[:8])
-        size = {3: 2, 4: 4}.get(typ, 4)
-        if count * size <= 4:
-            fmt = end + ("H" if size == 2 else "I") * count
-            vals = struct.unpack(fmt, e[8 : 8 + count * size])
-        else:
-            (off,) = struct.unpack(end + "I", e[8:12])
-            fmt = end + ("H" if size == 2 else "I") * count
-            vals = struct.unpack(fmt, data[off : off + count * size])
-        tags[tag] = vals
-    return b"".join(data[o : o + c] for o, c in zip(tags[273], tags[279]))
+    if data[4:8] == b"\0\0\0\0":
+        (diroff,) = struct.unpack("<Q", data[8:16])
+        first = 16
+    else:
+        (diroff,) = struct.unpack("<I" if data[:2] == b"II" else ">I", data[4:8])
+        first = 8
+    if not first <= diroff <= len(data):
+        raise OSError("%s: not a TIFF file Volrend writes" % path)
+    return data[first:diroff]
 
 
 def volrend_images(out, cwd):

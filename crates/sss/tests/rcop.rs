@@ -177,6 +177,15 @@ fn consecutive_stores_over_whole_loops_become_one_range_note() {
     let early = "void f(double *a, int n) { for (int i = 0; i < n; i++) \
                  { if (a[i] < 0) break; a[i] = 2.0; } }";
     assert_eq!(report(&dir, early, "-O2", "-fsss-opt=ia").3, 0);
+    // A bound reloaded on every iteration (a global a store might change:
+    // Radix's histogram copy) leaves the trip count unknown; the loop
+    // still writes consecutive bytes up to its last store: one note.
+    let reload = "long radix; void f(long *mine, const long *count) { \
+                  for (long d = 0; d < radix; d++) mine[d] = count[d]; }";
+    let (each, _, coalesced, notes) = report(&dir, reload, "-O2", "-fsss-opt=ia");
+    assert_eq!((each, coalesced, notes), (0, 1, 1), "reloaded bound");
+    let why = explain(&dir, reload);
+    assert!(why.contains("trip count unknown"), "{why}");
     // A store on some iterations only is never coalesced.
     let some = "void f(double *a, int n) { for (int i = 0; i < n; i++) \
                 if (i & 1) a[i] = 1.0; }";
