@@ -35,6 +35,28 @@ impl Shared {
         ))
     }
 
+    /// Fetch-and-add on word `off` of task `rank`'s metadata. On this
+    /// task's own words a plain atomic: MBCF applies other tasks' atomics
+    /// to them with the same instructions, and an MBCF operation to
+    /// oneself costs far more (a task alone takes every lock at home).
+    fn meta_add(&self, rank: u32, off: usize, v: u64) -> Result<u64, Error> {
+        if rank == self.rank {
+            return Ok(self.local_word(off).fetch_add(v, Ordering::AcqRel));
+        }
+        self.fetch_add(self.meta_at(rank, off)?, v)
+    }
+
+    /// Swap on word `off` of task `rank`'s metadata (see `meta_add`).
+    fn meta_swap(&self, rank: u32, off: usize, v: u64) -> Result<u64, Error> {
+        if rank == self.rank {
+            return Ok(self.local_word(off).swap(v, Ordering::AcqRel));
+        }
+        Ok(self
+            .task
+            .swap(self.meta_at(rank, off)?, v, Options::default())?
+            .wait_value()?)
+    }
+
     fn lock_at(&self, id: u32) -> Result<(u32, usize), Error> {
         if id as usize >= L::MAX_LOCKS {
             return Err(Error::Invalid("lock id too large"));
@@ -47,25 +69,22 @@ impl Shared {
 
     pub(crate) fn lock(&self, id: u32) -> Result<(), Error> {
         let (home, at) = self.lock_at(id)?;
-        let next = self.meta_at(home, at)?;
-        let serving = self.meta_at(home, at + 8)?;
-        let ticket = self.fetch_add(next, 1)?;
+        let serving = at + 8;
+        let ticket = self.meta_add(home, at, 1)?;
         let grant = self.local_word(L::GRANT);
         let mut g = grant.load(Ordering::Acquire);
-        let slot = self.meta_at(home, at + 16 + (ticket as usize % L::LOCK_SLOTS) * 8)?;
-        self.task
-            .swap(slot, self.rank as u64 + 1, Options::default())?
-            .wait_value()?;
+        let slot = at + 16 + (ticket as usize % L::LOCK_SLOTS) * 8;
+        self.meta_swap(home, slot, self.rank as u64 + 1)?;
         // The slot is in place before we look: a releaser that bumped
         // `serving` after this sees it and rings our doorbell. The wait
         // is bounded all the same, so a doorbell that goes missing costs
         // a re-read of `serving`, not the job.
-        while self.fetch_add(serving, 0)? != ticket {
+        while self.meta_add(home, serving, 0)? != ticket {
             if self
                 .task
                 .wait_word_timeout(grant, |v| v != g, WAKE_RECHECK)
                 .is_none()
-                && self.fetch_add(serving, 0)? == ticket
+                && self.meta_add(home, serving, 0)? == ticket
             {
                 bump(&self.stats.missed_wakeups, 1);
                 break;
@@ -79,12 +98,10 @@ impl Shared {
     pub(crate) fn unlock(&self, id: u32) -> Result<(), Error> {
         let (home, at) = self.lock_at(id)?;
         self.release()?;
-        let serving = self.meta_at(home, at + 8)?;
-        let now = self.fetch_add(serving, 1)? + 1;
-        let slot = self.meta_at(home, at + 16 + (now as usize % L::LOCK_SLOTS) * 8)?;
-        let who = self.task.swap(slot, 0, Options::default())?.wait_value()?;
+        let now = self.meta_add(home, at + 8, 1)? + 1;
+        let who = self.meta_swap(home, at + 16 + (now as usize % L::LOCK_SLOTS) * 8, 0)?;
         if who != 0 && who <= self.size as u64 && !self.cfg.fault_no_wakeups {
-            self.fetch_add(self.meta_at(who as u32 - 1, L::GRANT)?, 1)?;
+            self.meta_add(who as u32 - 1, L::GRANT, 1)?;
         }
         Ok(())
     }
@@ -96,7 +113,7 @@ impl Shared {
         // count of arrivals is the episode it is in.
         let arrived = self.local_word(L::ARRIVED);
         arrived.store(arrived.load(Ordering::Relaxed) + 1, Ordering::Release);
-        let old = self.fetch_add(self.meta_at(0, L::BAR_COUNT)?, 1)?;
+        let old = self.meta_add(0, L::BAR_COUNT, 1)?;
         let episode = old / n + 1;
         if (old + 1) % n == 0 && !self.cfg.fault_no_wakeups {
             let bytes = episode.to_le_bytes();
@@ -107,7 +124,6 @@ impl Shared {
         }
         // The last arrival's write ends the wait; should it go missing,
         // the count at rank 0 says when everyone has arrived.
-        let count = self.meta_at(0, L::BAR_COUNT)?;
         let t0 = Instant::now();
         let mut said = false;
         while self
@@ -115,7 +131,7 @@ impl Shared {
             .wait_word_timeout(self.local_word(L::BAR_GEN), |v| v >= episode, WAKE_RECHECK)
             .is_none()
         {
-            if self.fetch_add(count, 0)? >= episode * n {
+            if self.meta_add(0, L::BAR_COUNT, 0)? >= episode * n {
                 bump(&self.stats.missed_wakeups, 1);
                 break;
             }

@@ -99,6 +99,9 @@ impl Shared {
     /// `HomeUpdate` ranges are published as write notices and (trap mode)
     /// other copies of `Invalidate` pages are dropped.
     pub(crate) fn release(&self) -> Result<(), Error> {
+        if self.nothing_to_release() {
+            return Ok(());
+        }
         self.flush_pending()?;
         let mut home_runs = Vec::new();
         let mut fwd_runs = Vec::new();
@@ -176,6 +179,30 @@ impl Shared {
             self.discard(&mut st, &stale)?;
         }
         Ok(())
+    }
+
+    /// Whether a release would find nothing to send, publish, invalidate
+    /// or wait for: no noted, eager, direct or forwarded writes since the
+    /// last one, no trapped pages, no stale pages. A task that takes a
+    /// lock around reads (or alone, where nothing is trapped) then pays
+    /// a few lock-free looks instead of the whole release, twice a lock.
+    fn nothing_to_release(&self) -> bool {
+        let quiet_out = {
+            let out = lock(&self.out);
+            out.noted.is_empty()
+                && out.pending.is_none()
+                && out.homes.is_empty()
+                && out.pages.is_empty()
+                && out.direct.is_empty()
+                && self.local_word(L::UPD_HOME).load(Ordering::Acquire) >= out.forwarded
+        };
+        let st = lock(&self.state);
+        quiet_out
+            && st.dirty.is_empty()
+            && st.own_dirty.is_empty()
+            && st.stale.is_empty()
+            && self.local_word(L::UPD_ACK).load(Ordering::Acquire)
+                >= self.local_word(L::UPD_WANT).load(Ordering::Acquire)
     }
 
     /// Acquire: pulls every other task's new write notices (when a range
