@@ -160,3 +160,13 @@ fn names_attributes_info_intercomms_and_nonblocking_collectives() {
     places.push(("3 tasks, one node", &["-n", "3"]));
     run_everywhere(&exe, &[], &places, |n| format!("fapi: ok {n} tasks"));
 }
+
+#[test]
+fn arrays_of_handles_and_addresses() {
+    if !have_gfortran() {
+        return;
+    }
+    let dir = scratch();
+    let exe = compile(&dir, "types.f90", false);
+    run_everywhere(&exe, &[], PLACEMENTS, |n| format!("ftypes: ok {n} tasks"));
+}

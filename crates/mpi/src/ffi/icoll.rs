@@ -260,3 +260,61 @@ nonblocking!(
         sts: *const Handle, r: *mut c_void, rcs: *const c_int, rds: *const c_int, rts: *const Handle,
         comm: Handle) on comm
 );
+
+/// Handles a job owns (their values are ids, not addresses).
+struct Handles(Vec<Handle>);
+
+// SAFETY: a handle is an id the library looks up, never dereferenced.
+unsafe impl Send for Handles {}
+
+/// `MPI_Ialltoallw` with datatype arrays the job owns: for callers whose
+/// arrays are converted copies that would be gone before the collective
+/// runs (the Fortran binding).
+///
+/// # Safety
+/// As `MPI_Ialltoallw` for the buffers and the count and displacement
+/// arrays; `sts` and `rts` hold one datatype per task of `comm`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ialltoallw_owned(
+    s: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    sts: Vec<Handle>,
+    r: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rts: Vec<Handle>,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let (s, scs, sds, r, rcs, rds, c) = (
+        Arg(s),
+        Arg(scs),
+        Arg(sds),
+        Arg(r),
+        Arg(rcs),
+        Arg(rds),
+        Arg(comm),
+    );
+    let (sts, rts) = (Handles(sts), Handles(rts));
+    let job: Job = Box::new(move || {
+        let (sts, rts) = (sts, rts);
+        // SAFETY: the caller's buffers and arrays, valid until the
+        // request completes (MPI's contract); the datatypes are ours.
+        unsafe {
+            MPI_Alltoallw(
+                s.get(),
+                scs.get(),
+                sds.get(),
+                sts.0.as_ptr(),
+                r.get(),
+                rcs.get(),
+                rds.get(),
+                rts.0.as_ptr(),
+                c.get(),
+            )
+        }
+    });
+    // SAFETY: the caller's contract.
+    unsafe { defer("MPI_Ialltoallw", comm, req, job) }
+}

@@ -2,7 +2,9 @@
 
 use super::super::coll::*;
 use super::super::collv::*;
-use super::fortran;
+use super::super::init::MPI_Comm_size;
+use super::{buf, fortran, get, handle, handles_in, set, Fint};
+use std::ffi::c_void;
 
 fortran!(
     /// `MPI_BARRIER`.
@@ -57,6 +59,51 @@ fortran!(
     /// `MPI_REDUCE_SCATTER_BLOCK`.
     mpi_reduce_scatter_block_ => MPI_Reduce_scatter_block;
     sb: b, rb: b, rc: v, dt: h, op: h, comm: h);
+
+/// `MPI_ALLTOALLW`: as `MPI_ALLTOALLV`, with a datatype per peer.
+///
+/// # Safety
+/// Fortran references; the count, displacement and datatype arrays have
+/// one entry per task of `comm`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mpi_alltoallw_(
+    sb: *mut c_void,
+    scs: *mut Fint,
+    sds: *mut Fint,
+    sts: *mut Fint,
+    rb: *mut c_void,
+    rcs: *mut Fint,
+    rds: *mut Fint,
+    rts: *mut Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let c = handle(get(comm));
+        let mut n = 0;
+        let r = MPI_Comm_size(c, &mut n);
+        if r != 0 {
+            return set(ierr, r);
+        }
+        let (st, rt) = (handles_in(n, sts), handles_in(n, rts));
+        set(
+            ierr,
+            MPI_Alltoallw(
+                buf(sb),
+                scs,
+                sds,
+                st.as_ptr(),
+                buf(rb),
+                rcs,
+                rds,
+                rt.as_ptr(),
+                c,
+            ),
+        );
+    }
+}
 
 // The profiling interface (`pmpi_…_`) of the functions above (build.rs).
 include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_coll.rs"));

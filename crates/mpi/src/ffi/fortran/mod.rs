@@ -240,6 +240,23 @@ unsafe fn with_handles(n: Fint, reqs: *mut Fint, f: impl FnOnce(*mut Handle) -> 
     r
 }
 
+/// The C handles of an array of `n` Fortran handles read only (the
+/// datatypes of `Alltoallw`, `Type_create_struct`).
+///
+/// # Safety
+/// `p` is null or points to `n` readable `Fint`s.
+unsafe fn handles_in(n: Fint, p: *const Fint) -> Vec<Handle> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if p.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(p, n) }
+        .iter()
+        .map(|&v| handle(v))
+        .collect()
+}
+
 /// `pmpi_x_` calling `mpi_x_`, for Fortran functions other macros make
 /// (`build.rs` writes those of `fortran!` and the written-out ones).
 macro_rules! fpmpi {

@@ -4,7 +4,8 @@ use super::super::dtype::*;
 use super::super::group::*;
 use super::super::mprobe::*;
 use super::super::requests::*;
-use super::{fortran, get, set, with_handles, Fint};
+use super::{fortran, get, handle, handles_in, set, with_handle, with_handles, Fint};
+use std::ffi::c_void;
 
 fortran!(
     /// `MPI_TYPE_CONTIGUOUS`.
@@ -18,6 +19,100 @@ fortran!(
 fortran!(
     /// `MPI_TYPE_INDEXED`.
     mpi_type_indexed_ => MPI_Type_indexed; count: v, bls: p, displs: p, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_CREATE_HINDEXED`.
+    mpi_type_create_hindexed_ => MPI_Type_create_hindexed;
+    count: v, bls: p, displs: q, old: h, new: o);
+fortran!(
+    /// `MPI_TYPE_CREATE_HINDEXED_BLOCK`.
+    mpi_type_create_hindexed_block_ => MPI_Type_create_hindexed_block;
+    count: v, bl: v, displs: q, old: h, new: o);
+
+/// `MPI_TYPE_CREATE_STRUCT`.
+///
+/// # Safety
+/// Fortran references; the three arrays have `count` entries (the
+/// displacements `INTEGER(KIND=MPI_ADDRESS_KIND)`).
+#[no_mangle]
+pub unsafe extern "C" fn mpi_type_create_struct_(
+    count: *const Fint,
+    bls: *mut Fint,
+    displs: *mut i64,
+    types: *mut Fint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let n = get(count);
+        let ts = handles_in(n, types);
+        let r = with_handle(new, |t| {
+            MPI_Type_create_struct(n, bls, displs.cast::<isize>(), ts.as_ptr(), t)
+        });
+        set(ierr, r);
+    }
+}
+
+/// `MPI_GROUP_RANGE_INCL`: `RANGES(3, N)`, one triple per column, as C's
+/// `int ranges[n][3]`.
+///
+/// # Safety
+/// Fortran references; `ranges` has `3 * n` entries.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_group_range_incl_(
+    g: *const Fint,
+    n: *const Fint,
+    ranges: *mut Fint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let (g, n) = (handle(get(g)), get(n));
+        let r = with_handle(new, |h| MPI_Group_range_incl(g, n, ranges.cast(), h));
+        set(ierr, r);
+    }
+}
+
+/// `MPI_GROUP_RANGE_EXCL` (see `mpi_group_range_incl_`).
+///
+/// # Safety
+/// Fortran references; `ranges` has `3 * n` entries.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_group_range_excl_(
+    g: *const Fint,
+    n: *const Fint,
+    ranges: *mut Fint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let (g, n) = (handle(get(g)), get(n));
+        let r = with_handle(new, |h| MPI_Group_range_excl(g, n, ranges.cast(), h));
+        set(ierr, r);
+    }
+}
+
+/// `MPI_BUFFER_DETACH`: waits for the buffered sends and detaches; the
+/// address is C's business (Fortran gets the size back).
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_buffer_detach_(
+    _buffer: *mut c_void,
+    size: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let mut addr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `addr` receives the attached buffer's address; `size` is
+    // a Fortran reference.
+    let r = unsafe { MPI_Buffer_detach((&raw mut addr).cast(), size) };
+    // SAFETY: as above.
+    unsafe { set(ierr, r) };
+}
+
 fortran!(
     /// `MPI_TYPE_CREATE_SUBARRAY`.
     mpi_type_create_subarray_ => MPI_Type_create_subarray;

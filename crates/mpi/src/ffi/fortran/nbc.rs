@@ -9,10 +9,49 @@ use super::super::intercomm::*;
 use super::super::misc::*;
 use super::super::requests::{MPI_Testany, MPI_Testsome, MPI_Waitsome};
 use super::{
-    fortran, get, get_aint, handle, set, status, statuses, with_handle, with_handles, Fint,
+    fortran, get, get_aint, handle, handles_in, set, status, statuses, with_handle, with_handles,
+    Fint,
 };
 use crate::handles::UserFn;
 use std::ffi::{c_int, c_void};
+
+/// `MPI_IALLTOALLW`.
+///
+/// # Safety
+/// As `mpi_alltoallw_`; `req` is writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mpi_ialltoallw_(
+    sb: *mut c_void,
+    scs: *mut Fint,
+    sds: *mut Fint,
+    sts: *mut Fint,
+    rb: *mut c_void,
+    rcs: *mut Fint,
+    rds: *mut Fint,
+    rts: *mut Fint,
+    comm: *const Fint,
+    req: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let c = handle(get(comm));
+        let mut n = 0;
+        let r = super::super::init::MPI_Comm_size(c, &mut n);
+        if r != 0 {
+            return set(ierr, r);
+        }
+        let (st, rt) = (handles_in(n, sts), handles_in(n, rts));
+        let (sb, rb) = (super::buf(sb), super::buf(rb));
+        // The converted datatypes must outlive this call: the collective
+        // runs when the request is waited on.
+        let r = with_handle(req, |q| {
+            super::super::icoll::ialltoallw_owned(sb, scs, sds, st, rb, rcs, rds, rt, c, q)
+        });
+        set(ierr, r);
+    }
+}
 
 fortran!(
     /// `MPI_IBARRIER`.
