@@ -568,6 +568,10 @@ pub(crate) fn gatherv(
     blocks: &[Block],
     root: i32,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::gatherv(comm, mine, all, blocks, root);
+    }
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     gatherv_in(&c, mine, all, blocks, root)
@@ -622,6 +626,10 @@ pub(crate) fn scatterv(
     mine: Option<&mut [u8]>,
     root: i32,
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        return crate::inter::scatterv(comm, all, blocks, mine, root);
+    }
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     if c.rank != root {
@@ -656,6 +664,12 @@ pub(crate) fn allgatherv(
     all: &mut [u8],
     blocks: &[Block],
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        let mine =
+            mine.ok_or_else(|| MpiErr::new(err::BUFFER, "MPI_IN_PLACE on an intercommunicator"))?;
+        return crate::inter::allgatherv(comm, mine, all, blocks);
+    }
     let c = coll(comm)?;
     check_blocks(all, blocks, c.n)?;
     let (off, len) = blocks[c.rank as usize];
@@ -689,6 +703,12 @@ pub(crate) fn alltoallv(
     recv: &mut [u8],
     rblocks: &[Block],
 ) -> Result<(), MpiErr> {
+    if crate::inter::is_inter(comm) {
+        crate::ffi::run_pending(None);
+        let (send, sblocks) =
+            send.ok_or_else(|| MpiErr::new(err::BUFFER, "MPI_IN_PLACE on an intercommunicator"))?;
+        return crate::inter::alltoallv(comm, send, sblocks, recv, rblocks);
+    }
     let c = coll(comm)?;
     check_blocks(recv, rblocks, c.n)?;
     let copy;

@@ -19,7 +19,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 mod coll;
-pub(crate) use coll::{allgather, allreduce, alltoall, barrier, bcast, gather, reduce, scatter};
+pub(crate) use coll::{
+    allgather, allgatherv, allreduce, alltoall, alltoallv, barrier, bcast, gather, gatherv, reduce,
+    scatter, scatterv,
+};
 
 /// `MPI_COMM_TYPE_SHARED` and the hardware split types of the header.
 const COMM_TYPE_SHARED: i32 = 221;
@@ -60,8 +63,8 @@ pub(crate) fn no_collectives(comm: usize) -> Result<(), MpiErr> {
             err::COMM,
             format!(
                 "this collective operation is not implemented on intercommunicator {comm:#x} \
-                 (Barrier, Bcast, Reduce, Allreduce, Gather, Scatter, Allgather and Alltoall \
-                 are; merge it with MPI_Intercomm_merge)"
+                 (Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v) and \
+                 Alltoall(v,w) are; merge it with MPI_Intercomm_merge)"
             ),
         ));
     }

@@ -19,7 +19,9 @@ const MPI_ROOT: c_int = -4;
 /// Whether this task is the root of a rooted collective on `comm`, and
 /// whether it takes no part (`MPI_PROC_NULL`, the rest of an
 /// intercommunicator root's group).
-fn role(comm: Handle, me: u32, root: c_int) -> (bool, bool) {
+/// Whether this task is the root of a rooted collective, and whether it
+/// takes no part (`MPI_PROC_NULL` in an intercommunicator root's group).
+pub(super) fn role(comm: Handle, me: u32, root: c_int) -> (bool, bool) {
     if crate::inter::is_inter(hv(comm)) {
         (root == MPI_ROOT, root == crate::consts::PROC_NULL)
     } else {

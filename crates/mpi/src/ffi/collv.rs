@@ -36,8 +36,12 @@ pub unsafe extern "C" fn MPI_Gatherv(
 ) -> c_int {
     call("MPI_Gatherv", hv(comm), || {
         let (me, n) = rank_size(comm)?;
-        let at_root = i64::from(me) == i64::from(root);
-        let mine = if at_root && in_place(sendbuf) {
+        let (at_root, idle) = super::coll::role(comm, me, root);
+        if idle {
+            return Ok(());
+        }
+        // An intercommunicator's root (`MPI_ROOT`) sends nothing.
+        let mine = if at_root && (in_place(sendbuf) || crate::inter::is_inter(hv(comm))) {
             None
         } else {
             // SAFETY: MPI's contract for sendbuf.
@@ -72,8 +76,12 @@ pub unsafe extern "C" fn MPI_Scatterv(
 ) -> c_int {
     call("MPI_Scatterv", hv(comm), || {
         let (me, n) = rank_size(comm)?;
-        let at_root = i64::from(me) == i64::from(root);
-        let mut mine = if at_root && in_place(recvbuf) {
+        let (at_root, idle) = super::coll::role(comm, me, root);
+        if idle {
+            return Ok(());
+        }
+        // An intercommunicator's root (`MPI_ROOT`) receives nothing.
+        let mut mine = if at_root && (in_place(recvbuf) || crate::inter::is_inter(hv(comm))) {
             None
         } else {
             // SAFETY: MPI's contract for recvbuf.

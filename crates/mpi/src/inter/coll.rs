@@ -3,7 +3,7 @@
 //! the intercommunicator's collective context.
 
 use super::{inter, lead, share, xfer, Inter};
-use crate::coll::Reduction;
+use crate::coll::{Block, Reduction};
 use crate::consts::{err, PROC_NULL};
 use crate::engine::Comm;
 use crate::objects::MpiErr;
@@ -19,6 +19,10 @@ const TAG_GATHER: i32 = 35;
 const TAG_SCATTER: i32 = 36;
 const TAG_ALLGATHER: i32 = 37;
 const TAG_ALLTOALL: i32 = 38;
+const TAG_GATHERV: i32 = 39;
+const TAG_SCATTERV: i32 = 40;
+const TAG_ALLGATHERV: i32 = 41;
+const TAG_ALLTOALLV: i32 = 42;
 
 fn parts(comm: usize) -> Result<(Comm, Inter), MpiErr> {
     let x = inter(comm)
@@ -374,4 +378,164 @@ pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<
     let n = got.len().min(acc.len());
     acc[..n].copy_from_slice(&got[..n]);
     Ok(())
+}
+
+/// `blocks` has one block per task of the other group, each inside
+/// `len` bytes.
+fn check_remote_blocks(c: &Comm, blocks: &[Block], len: usize) -> Result<(), MpiErr> {
+    if blocks.len() != c.group.len() {
+        return Err(MpiErr::new(
+            err::ARG,
+            format!(
+                "{} counts for a remote group of {} tasks",
+                blocks.len(),
+                c.group.len()
+            ),
+        ));
+    }
+    if blocks
+        .iter()
+        .any(|&(off, n)| off.checked_add(n).is_none_or(|end| end > len))
+    {
+        return Err(MpiErr::new(err::BUFFER, "a block lies outside the buffer"));
+    }
+    Ok(())
+}
+
+/// `MPI_Gatherv`: the root (`MPI_ROOT`) gets block i from task i of the
+/// other group, straight from it; that group passes the root's rank.
+pub(crate) fn gatherv(
+    comm: usize,
+    mine: Option<&[u8]>,
+    all: &mut [u8],
+    blocks: &[Block],
+    root: i32,
+) -> Result<(), MpiErr> {
+    let (c, _) = parts(comm)?;
+    match root {
+        PROC_NULL => Ok(()),
+        ROOT => {
+            check_remote_blocks(&c, blocks, all.len())?;
+            for (i, &(off, n)) in blocks.iter().enumerate() {
+                let d = xfer(comm, c.ctx + 1, TAG_GATHERV, None, Some((c.group[i], n)))?;
+                let k = d.len().min(n);
+                all[off..off + k].copy_from_slice(&d[..k]);
+            }
+            Ok(())
+        }
+        r => {
+            let w = remote_root(&c, r)?;
+            let mine = mine.unwrap_or(&[]);
+            xfer(comm, c.ctx + 1, TAG_GATHERV, Some((w, mine)), None).map(|_| ())
+        }
+    }
+}
+
+/// `MPI_Scatterv`: the root (`MPI_ROOT`) sends block i to task i of the
+/// other group; that group passes the root's rank.
+pub(crate) fn scatterv(
+    comm: usize,
+    all: &[u8],
+    blocks: &[Block],
+    mine: Option<&mut [u8]>,
+    root: i32,
+) -> Result<(), MpiErr> {
+    let (c, _) = parts(comm)?;
+    match root {
+        PROC_NULL => Ok(()),
+        ROOT => {
+            check_remote_blocks(&c, blocks, all.len())?;
+            for (i, &(off, n)) in blocks.iter().enumerate() {
+                let part = &all[off..off + n];
+                xfer(
+                    comm,
+                    c.ctx + 1,
+                    TAG_SCATTERV,
+                    Some((c.group[i], part)),
+                    None,
+                )?;
+            }
+            Ok(())
+        }
+        r => {
+            let w = remote_root(&c, r)?;
+            let mut none = Vec::new();
+            let mine = mine.unwrap_or(&mut none);
+            let d = xfer(comm, c.ctx + 1, TAG_SCATTERV, None, Some((w, mine.len())))?;
+            let k = d.len().min(mine.len());
+            mine[..k].copy_from_slice(&d[..k]);
+            Ok(())
+        }
+    }
+}
+
+/// One exchange with every task of the other group, in its rank order:
+/// `send(j)` goes to task j, and what it sends back (at most `cap(j)`
+/// bytes) to `got`. Task i of one group meets task j of the other at
+/// step j of its loop and step i of the other's: each exchange waits
+/// only for exchanges of smaller i + j, so the loops cannot deadlock.
+fn pairwise<'a>(
+    comm: usize,
+    c: &Comm,
+    tag: i32,
+    send: impl Fn(usize) -> &'a [u8],
+    cap: impl Fn(usize) -> usize,
+    mut got: impl FnMut(usize, Vec<u8>),
+) -> Result<(), MpiErr> {
+    for j in 0..c.group.len() {
+        let w = c.group[j];
+        let d = xfer(comm, c.ctx + 1, tag, Some((w, send(j))), Some((w, cap(j))))?;
+        got(j, d);
+    }
+    Ok(())
+}
+
+/// `MPI_Allgatherv`: each task gets block j of `all` from task j of the
+/// other group, and sends `mine` to every one of them.
+pub(crate) fn allgatherv(
+    comm: usize,
+    mine: &[u8],
+    all: &mut [u8],
+    blocks: &[Block],
+) -> Result<(), MpiErr> {
+    let (c, _) = parts(comm)?;
+    check_remote_blocks(&c, blocks, all.len())?;
+    pairwise(
+        comm,
+        &c,
+        TAG_ALLGATHERV,
+        |_| mine,
+        |j| blocks[j].1,
+        |j, d| {
+            let (off, n) = blocks[j];
+            let k = d.len().min(n);
+            all[off..off + k].copy_from_slice(&d[..k]);
+        },
+    )
+}
+
+/// `MPI_Alltoallv` (and `Alltoallw`): send block j to task j of the other
+/// group, receive block j from it.
+pub(crate) fn alltoallv(
+    comm: usize,
+    send: &[u8],
+    sblocks: &[Block],
+    recv: &mut [u8],
+    rblocks: &[Block],
+) -> Result<(), MpiErr> {
+    let (c, _) = parts(comm)?;
+    check_remote_blocks(&c, sblocks, send.len())?;
+    check_remote_blocks(&c, rblocks, recv.len())?;
+    pairwise(
+        comm,
+        &c,
+        TAG_ALLTOALLV,
+        |j| &send[sblocks[j].0..sblocks[j].0 + sblocks[j].1],
+        |j| rblocks[j].1,
+        |j, d| {
+            let (off, n) = rblocks[j];
+            let k = d.len().min(n);
+            recv[off..off + k].copy_from_slice(&d[..k]);
+        },
+    )
 }

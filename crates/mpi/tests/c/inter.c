@@ -1,7 +1,7 @@
 /* Intercommunicators: even and odd ranks of the job as two groups;
  * create, test_inter, sizes and groups, point-to-point by remote rank
- * (with MPI_ANY_SOURCE), Barrier, Bcast, Allreduce, Reduce, Gather,
- * Scatter, Allgather and Alltoall across the groups, a collective
+ * (with MPI_ANY_SOURCE), Barrier, Bcast, Allreduce, Reduce, Gather(v),
+ * Scatter(v), Allgather(v) and Alltoall(v) across the groups, a collective
  * refused with MPI_ERR_COMM, a failing leader, dup,
  * merge in both orders, free. Rank 0 prints "inter: ok N tasks" when
  * every check passed (one task: nothing to pair). */
@@ -142,6 +142,81 @@ int main(int argc, char **argv)
         CHECK(MPI_Alltoall(sbuf, 1, MPI_INT, gbuf, 1, MPI_INT, ic) == MPI_SUCCESS);
         for (int j = 0; j < rsize; j++)
             CHECK(gbuf[j] == 1000 * (odd ? 2 * j : 2 * j + 1) + lrank);
+        /* The v forms: remote task j contributes j + 1 ints (its local
+         * rank plus one), placed in reverse order of ranks with a gap. */
+        {
+            int counts[64], displs[64], mine[64], total = 0, ok = 1;
+            for (int j = rsize - 1; j >= 0; j--) {
+                counts[j] = j + 1;
+                displs[j] = total + 1;
+                total += j + 2;
+            }
+            for (int i = 0; i < lrank + 1; i++)
+                mine[i] = 100 * rank + i;
+            /* Gatherv at the odd group's local 0 from the evens. */
+            if (odd) {
+                for (int i = 0; i < 64; i++)
+                    gbuf[i] = -1;
+                CHECK(MPI_Gatherv(NULL, 0, MPI_INT, gbuf, counts, displs, MPI_INT,
+                                  lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, ic) == MPI_SUCCESS);
+                if (lrank == 0)
+                    for (int j = 0; j < rsize; j++)
+                        for (int i = 0; i < j + 1; i++)
+                            ok &= gbuf[displs[j] + i] == 100 * (2 * j) + i;
+                CHECK(ok);
+            } else {
+                CHECK(MPI_Gatherv(mine, lrank + 1, MPI_INT, NULL, NULL, NULL, MPI_INT, 0, ic) ==
+                      MPI_SUCCESS);
+            }
+            /* Scatterv from the even group's local 0 to the odds. */
+            if (!odd) {
+                for (int i = 0; i < 64; i++)
+                    sbuf[i] = 7000 + i;
+                CHECK(MPI_Scatterv(sbuf, counts, displs, MPI_INT, NULL, 0, MPI_INT,
+                                   lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, ic) == MPI_SUCCESS);
+            } else {
+                int got[64];
+                for (int i = 0; i < 64; i++)
+                    got[i] = -1;
+                /* The root's counts: this task is remote rank lrank there. */
+                int cnt = lrank + 1, start = 0;
+                for (int j = lsize - 1; j > lrank; j--)
+                    start += j + 2;
+                CHECK(MPI_Scatterv(NULL, NULL, NULL, MPI_INT, got, cnt, MPI_INT, 0, ic) ==
+                      MPI_SUCCESS);
+                for (int i = 0; i < cnt; i++)
+                    ok &= got[i] == 7000 + start + 1 + i;
+                CHECK(ok);
+            }
+            /* Allgatherv: everyone gets every remote task's ints. */
+            for (int i = 0; i < 64; i++)
+                gbuf[i] = -1;
+            CHECK(MPI_Allgatherv(mine, lrank + 1, MPI_INT, gbuf, counts, displs, MPI_INT, ic) ==
+                  MPI_SUCCESS);
+            for (int j = 0; j < rsize; j++)
+                for (int i = 0; i < j + 1; i++)
+                    ok &= gbuf[displs[j] + i] == 100 * (odd ? 2 * j : 2 * j + 1) + i;
+            CHECK(ok);
+            /* Alltoallv: to remote task j, j + 1 ints saying who and what;
+             * from each, lrank + 1 ints. */
+            int sc[64], sd[64], rc[64], rd[64], at = 0;
+            for (int j = 0; j < rsize; j++) {
+                sc[j] = j + 1;
+                sd[j] = at;
+                for (int i = 0; i < j + 1; i++)
+                    sbuf[at + i] = 10000 * rank + 100 * j + i;
+                at += j + 1;
+                rc[j] = lrank + 1;
+                rd[j] = j * (lrank + 1);
+            }
+            for (int i = 0; i < 64; i++)
+                gbuf[i] = -1;
+            CHECK(MPI_Alltoallv(sbuf, sc, sd, MPI_INT, gbuf, rc, rd, MPI_INT, ic) == MPI_SUCCESS);
+            for (int j = 0; j < rsize; j++)
+                for (int i = 0; i < lrank + 1; i++)
+                    ok &= gbuf[rd[j] + i] == 10000 * (odd ? 2 * j : 2 * j + 1) + 100 * lrank + i;
+            CHECK(ok);
+        }
         /* Not on intercommunicators here: a clear error, nothing sent. */
         CHECK(MPI_Reduce_scatter_block(&rank, gbuf, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
 
