@@ -32,7 +32,8 @@ fn rma_bytes(count: c_int, dt: Handle) -> Result<usize, MpiErr> {
     if !super::lay(dt)?.contiguous() {
         return Err(MpiErr::new(
             err::TYPE,
-            "this one-sided call takes contiguous datatypes only (Put, Get and Accumulate take any)",
+            "this one-sided call takes contiguous datatypes only (Put, Get, Accumulate and \
+             Get_accumulate take any)",
         ));
     }
     nbytes(count, dt)
@@ -595,14 +596,52 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
 ) -> c_int {
     call("MPI_Get_accumulate", errcomm(win), || {
         let (rop, rnum, rsize) = rma_op(ttype, op)?;
-        let n = rma_bytes(tcount, ttype)?;
-        let on = if rop == crate::types::Op::Nothing {
-            n
-        } else {
-            rma_bytes(ocount, otype)?
-        };
-        same_size(on, n)?;
-        same_size(rma_bytes(rcount, rtype)?, n)?;
+        let (o, r, t) = (super::lay(otype)?, super::lay(rtype)?, super::lay(ttype)?);
+        let nothing = rop == crate::types::Op::Nothing;
+        let n = super::bytes_of(tcount, &t)?;
+        if !nothing {
+            rma_op(otype, op)?;
+            same_size(super::bytes_of(ocount, &o)?, n)?;
+        }
+        same_size(super::bytes_of(rcount, &r)?, n)?;
+        if !(t.contiguous() && r.contiguous() && (nothing || o.contiguous())) {
+            // Derived datatypes: the origin packed, the target cut into
+            // its blocks (each an atomic read-modify-write, as MPI asks
+            // of every basic element), the old values unpacked into the
+            // result's type map.
+            if n > 0 && (result.is_null() || (!nothing && origin.is_null())) {
+                return Err(MpiErr::new(
+                    err::BUFFER,
+                    "NULL buffer with a non-zero count",
+                ));
+            }
+            let mut packed = Vec::new();
+            if !nothing {
+                // SAFETY: the caller's contract: the origin's type map
+                // lies in its buffer.
+                unsafe { crate::buf::pack(origin.cast(), super::ucount(ocount)?, &o, &mut packed) };
+            }
+            // `MPI_BYTE` (0x247 in the standard ABI): the packed side.
+            let byte = super::lay(super::mk(0x247))?;
+            let pieces = crate::rma_blocks::pieces(&byte, n, &t, super::ucount(tcount)?)?;
+            let mut old = vec![0u8; n];
+            with_win(hv(win), |w, task| {
+                for &(po, x, len) in &pieces {
+                    let po = po as usize;
+                    let data = packed.get(po..po + len).unwrap_or(&[]);
+                    let got = w.atomic_plus(task, target, disp as i64, x, len, |cur| {
+                        combine(rop, rnum, rsize, data, cur)
+                    })?;
+                    let k = got.len().min(len);
+                    old[po..po + k].copy_from_slice(&got[..k]);
+                }
+                Ok(())
+            })?;
+            // SAFETY: the caller's contract: the result's type map lies
+            // in its buffer, apart from `old`.
+            unsafe { crate::buf::unpack(result.cast(), super::ucount(rcount)?, &r, &old) };
+            return Ok(());
+        }
         // SAFETY: the caller's contract (the origin is not read for NO_OP).
         let data = if rop == crate::types::Op::Nothing {
             &[][..]

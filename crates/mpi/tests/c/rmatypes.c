@@ -1,5 +1,5 @@
-/* One-sided operations on derived datatypes: MPI_Put, MPI_Get and
- * MPI_Accumulate with a strided (MPI_Type_vector) origin, target or both,
+/* One-sided operations on derived datatypes: MPI_Put, MPI_Get,
+ * MPI_Accumulate and MPI_Get_accumulate with a strided (MPI_Type_vector) origin, target or both,
  * under fences and a passive lock, on a window of 64 doubles per task;
  * each task works on the next one's window. Rank 0 prints
  * "rmatypes: ok N tasks" when every check passed. */
@@ -101,6 +101,47 @@ int main(int argc, char **argv)
             int i = 5 * b + j;
             double before = i % 4 == 0 ? 2.0 * (prev + 1) : 0.0;
             CHECK(win_mem[i] == before + 100.0 * prev + 4 * k);
+        }
+
+    /* Get_accumulate: add 1 to every 4th slot (a column), the old values
+     * back into pairs of a local buffer; then MPI_NO_OP reads the column
+     * into a contiguous one; then MPI_REPLACE puts a column from pairs. */
+    for (int i = 0; i < 64; i++)
+        win_mem[i] = 1000.0 * rank + i;
+    double got[64], want1[8];
+    for (int i = 0; i < 64; i++)
+        got[i] = -5.0;
+    double plus[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Get_accumulate(plus, 8, MPI_DOUBLE, got, 1, pairs, next, 0, 1, col, MPI_SUM, win) ==
+          MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    for (int c = 0; c < 8; c++)
+        want1[c] = 1000.0 * next + 4 * c;
+    k = 0;
+    for (int b = 0; b < 4; b++)
+        for (int j = 0; j < 2; j++, k++)
+            CHECK(got[5 * b + j] == want1[k]);
+    CHECK(got[2] == -5.0 && got[4] == -5.0);
+    for (int i = 0; i < 64; i++)
+        CHECK(win_mem[i] == 1000.0 * rank + i + (i % 4 == 0 && i / 4 < 8 ? 1.0 : 0.0));
+    double flat2[8];
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Get_accumulate(NULL, 0, MPI_DOUBLE, flat2, 8, MPI_DOUBLE, next, 0, 1, col, MPI_NO_OP,
+                             win) == MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    for (int c = 0; c < 8; c++)
+        CHECK(flat2[c] == 1000.0 * next + 4 * c + 1.0);
+    double old2[8];
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Get_accumulate(src, 1, pairs, old2, 8, MPI_DOUBLE, next, 0, 1, col, MPI_REPLACE,
+                             win) == MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    k = 0;
+    for (int b = 0; b < 4; b++)
+        for (int j = 0; j < 2; j++, k++) {
+            CHECK(old2[k] == 1000.0 * next + 4 * k + 1.0);
+            CHECK(win_mem[4 * k] == 100.0 * prev + 5 * b + j);
         }
 
     /* Sizes that differ are an error. */
