@@ -163,7 +163,8 @@ def run(cmd, cwd, stdin, env, timeout):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("codes", help="SPLASH-3's codes/ directory")
-    ap.add_argument("--work", default="/tmp/sss-splash3", help="scratch directory (replaced)")
+    ap.add_argument("--work", default="/tmp/sss-splash3",
+                    help="scratch directory (replaced; one this script made, or new)")
     ap.add_argument("--only", help="comma-separated program names (case-insensitive prefixes)")
     ap.add_argument("--configs", default="1,2,4,hosts-ulrc,hosts-invalidate",
                     help="task counts on one node and hosts-PROTOCOL runs (4 tasks on two hosts)")
@@ -178,8 +179,13 @@ def main():
     if a.only:
         want = [w.strip().lower() for w in a.only.split(",")]
         progs = [p for p in PROGRAMS if any(p[0].lower().startswith(w) for w in want)]
+    # Only a directory this script made is replaced.
+    marker = os.path.join(a.work, ".sss-splash3")
+    if os.path.isdir(a.work) and os.listdir(a.work) and not os.path.exists(marker):
+        sys.exit("splash3: %s exists and was not made by this script; pick another --work" % a.work)
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
+    open(marker, "w").close()
     ref_tree, sss_tree = os.path.join(a.work, "pthreads"), os.path.join(a.work, "sss")
     shutil.copytree(a.codes, ref_tree, symlinks=True)
     shutil.copytree(a.codes, sss_tree, symlinks=True)
