@@ -68,6 +68,17 @@ fn rma_shape(
     Ok((n, Some(crate::rma_blocks::pieces(&o, oc, &t, tc)?)))
 }
 
+/// Refuses a NULL buffer behind a non-zero byte count.
+fn not_null(n: usize, null: bool) -> Result<(), MpiErr> {
+    if n > 0 && null {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "NULL buffer with a non-zero count",
+        ));
+    }
+    Ok(())
+}
+
 fn same_size(a: usize, b: usize) -> Result<(), MpiErr> {
     if a != b {
         return Err(MpiErr::new(
@@ -450,12 +461,7 @@ pub unsafe extern "C" fn MPI_Put(
     call("MPI_Put", errcomm(win), || {
         let (n, pieces) = rma_shape(ocount, otype, tcount, ttype)?;
         if let Some(pieces) = pieces {
-            if n > 0 && origin.is_null() {
-                return Err(MpiErr::new(
-                    err::BUFFER,
-                    "NULL buffer with a non-zero count",
-                ));
-            }
+            not_null(n, origin.is_null())?;
             return with_win(hv(win), |w, t| {
                 for (o, x, len) in pieces {
                     // SAFETY: the caller's contract: the origin's type map
@@ -493,12 +499,7 @@ pub unsafe extern "C" fn MPI_Get(
     call("MPI_Get", errcomm(win), || {
         let (n, pieces) = rma_shape(ocount, otype, tcount, ttype)?;
         if let Some(pieces) = pieces {
-            if n > 0 && origin.is_null() {
-                return Err(MpiErr::new(
-                    err::BUFFER,
-                    "NULL buffer with a non-zero count",
-                ));
-            }
+            not_null(n, origin.is_null())?;
             return with_win(hv(win), |w, t| {
                 for (o, x, len) in pieces {
                     // SAFETY: the caller's contract: the origin's type map
@@ -510,12 +511,7 @@ pub unsafe extern "C" fn MPI_Get(
                 Ok(())
             });
         }
-        if n > 0 && origin.is_null() {
-            return Err(MpiErr::new(
-                err::BUFFER,
-                "NULL buffer with a non-zero count",
-            ));
-        }
+        not_null(n, origin.is_null())?;
         // SAFETY: the caller's contract.
         let dest = unsafe { UserBuf::new(origin.cast(), n) };
         with_win(hv(win), |w, t| w.get(t, dest, target, disp as i64))
@@ -545,12 +541,7 @@ pub unsafe extern "C" fn MPI_Accumulate(
             // is atomic on its own, as MPI asks of every basic element.
             let (rop, rnum, rsize) = rma_op(ttype, op)?;
             rma_op(otype, op)?;
-            if n > 0 && origin.is_null() {
-                return Err(MpiErr::new(
-                    err::BUFFER,
-                    "NULL buffer with a non-zero count",
-                ));
-            }
+            not_null(n, origin.is_null())?;
             return with_win(hv(win), |w, t| {
                 for (o, x, len) in pieces {
                     // SAFETY: the caller's contract: the origin's type map
@@ -609,12 +600,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
             // its blocks (each an atomic read-modify-write, as MPI asks
             // of every basic element), the old values unpacked into the
             // result's type map.
-            if n > 0 && (result.is_null() || (!nothing && origin.is_null())) {
-                return Err(MpiErr::new(
-                    err::BUFFER,
-                    "NULL buffer with a non-zero count",
-                ));
-            }
+            not_null(n, result.is_null() || (!nothing && origin.is_null()))?;
             let mut packed = Vec::new();
             if !nothing {
                 // SAFETY: the caller's contract: the origin's type map

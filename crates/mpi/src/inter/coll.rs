@@ -402,6 +402,13 @@ fn check_remote_blocks(c: &Comm, blocks: &[Block], len: usize) -> Result<(), Mpi
     Ok(())
 }
 
+/// Copies received `d` into `block` of `buf`, as far as both go
+/// (`check_remote_blocks` put the block inside `buf`).
+fn place(buf: &mut [u8], (off, n): Block, d: &[u8]) {
+    let k = d.len().min(n);
+    buf[off..off + k].copy_from_slice(&d[..k]);
+}
+
 /// `MPI_Gatherv`: the root (`MPI_ROOT`) gets block i from task i of the
 /// other group, straight from it; that group passes the root's rank.
 pub(crate) fn gatherv(
@@ -416,10 +423,9 @@ pub(crate) fn gatherv(
         PROC_NULL => Ok(()),
         ROOT => {
             check_remote_blocks(&c, blocks, all.len())?;
-            for (i, &(off, n)) in blocks.iter().enumerate() {
-                let d = xfer(comm, c.ctx + 1, TAG_GATHERV, None, Some((c.group[i], n)))?;
-                let k = d.len().min(n);
-                all[off..off + k].copy_from_slice(&d[..k]);
+            for (i, &b) in blocks.iter().enumerate() {
+                let d = xfer(comm, c.ctx + 1, TAG_GATHERV, None, Some((c.group[i], b.1)))?;
+                place(all, b, &d);
             }
             Ok(())
         }
@@ -462,8 +468,8 @@ pub(crate) fn scatterv(
             let mut none = Vec::new();
             let mine = mine.unwrap_or(&mut none);
             let d = xfer(comm, c.ctx + 1, TAG_SCATTERV, None, Some((w, mine.len())))?;
-            let k = d.len().min(mine.len());
-            mine[..k].copy_from_slice(&d[..k]);
+            let len = mine.len();
+            place(mine, (0, len), &d);
             Ok(())
         }
     }
@@ -506,11 +512,7 @@ pub(crate) fn allgatherv(
         TAG_ALLGATHERV,
         |_| mine,
         |j| blocks[j].1,
-        |j, d| {
-            let (off, n) = blocks[j];
-            let k = d.len().min(n);
-            all[off..off + k].copy_from_slice(&d[..k]);
-        },
+        |j, d| place(all, blocks[j], &d),
     )
 }
 
@@ -532,10 +534,6 @@ pub(crate) fn alltoallv(
         TAG_ALLTOALLV,
         |j| &send[sblocks[j].0..sblocks[j].0 + sblocks[j].1],
         |j| rblocks[j].1,
-        |j, d| {
-            let (off, n) = rblocks[j];
-            let k = d.len().min(n);
-            recv[off..off + k].copy_from_slice(&d[..k]);
-        },
+        |j, d| place(recv, rblocks[j], &d),
     )
 }

@@ -2,8 +2,7 @@
 
 use super::super::coll::*;
 use super::super::collv::*;
-use super::super::init::MPI_Comm_size;
-use super::{buf, fortran, get, handle, handles_in, set, Fint};
+use super::{alltoallw_types, buf, fortran, set, Fint};
 use std::ffi::c_void;
 
 fortran!(
@@ -81,13 +80,10 @@ pub unsafe extern "C" fn mpi_alltoallw_(
 ) {
     // SAFETY: Fortran references, per the contract.
     unsafe {
-        let c = handle(get(comm));
-        let mut n = 0;
-        let r = MPI_Comm_size(c, &mut n);
-        if r != 0 {
-            return set(ierr, r);
-        }
-        let (st, rt) = (handles_in(n, sts), handles_in(n, rts));
+        let (c, st, rt) = match alltoallw_types(comm, sts, rts) {
+            Ok(t) => t,
+            Err(e) => return set(ierr, e),
+        };
         set(
             ierr,
             MPI_Alltoallw(

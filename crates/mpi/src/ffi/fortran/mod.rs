@@ -257,6 +257,27 @@ unsafe fn handles_in(n: Fint, p: *const Fint) -> Vec<Handle> {
         .collect()
 }
 
+/// The communicator and the send and receive datatypes (one per task of
+/// it) of an `MPI_(I)ALLTOALLW`, or the error of asking its size.
+///
+/// # Safety
+/// Fortran references; `sts` and `rts` hold one handle per task.
+unsafe fn alltoallw_types(
+    comm: *const Fint,
+    sts: *const Fint,
+    rts: *const Fint,
+) -> Result<(Handle, Vec<Handle>, Vec<Handle>), c_int> {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let c = handle(get(comm));
+        let mut n = 0;
+        match super::init::MPI_Comm_size(c, &mut n) {
+            0 => Ok((c, handles_in(n, sts), handles_in(n, rts))),
+            e => Err(e),
+        }
+    }
+}
+
 /// `pmpi_x_` calling `mpi_x_`, for Fortran functions other macros make
 /// (`build.rs` writes those of `fortran!` and the written-out ones).
 macro_rules! fpmpi {

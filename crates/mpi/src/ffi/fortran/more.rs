@@ -4,8 +4,9 @@ use super::super::dtype::*;
 use super::super::group::*;
 use super::super::mprobe::*;
 use super::super::requests::*;
+use super::super::Handle;
 use super::{fortran, get, handle, handles_in, set, with_handle, with_handles, Fint};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 fortran!(
     /// `MPI_TYPE_CONTIGUOUS`.
@@ -53,8 +54,28 @@ pub unsafe extern "C" fn mpi_type_create_struct_(
     }
 }
 
-/// `MPI_GROUP_RANGE_INCL`: `RANGES(3, N)`, one triple per column, as C's
-/// `int ranges[n][3]`.
+/// `MPI_GROUP_RANGE_INCL`/`EXCL` through `f`: `RANGES(3, N)`, one triple
+/// per column, is C's `int ranges[n][3]`.
+///
+/// # Safety
+/// Fortran references; `ranges` has `3 * n` entries.
+unsafe fn group_ranges(
+    g: *const Fint,
+    n: *const Fint,
+    ranges: *mut Fint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+    f: unsafe extern "C" fn(Handle, c_int, *const [c_int; 3], *mut Handle) -> c_int,
+) {
+    // SAFETY: Fortran references, per the contract.
+    unsafe {
+        let (g, n) = (handle(get(g)), get(n));
+        let r = with_handle(new, |h| f(g, n, ranges.cast(), h));
+        set(ierr, r);
+    }
+}
+
+/// `MPI_GROUP_RANGE_INCL`.
 ///
 /// # Safety
 /// Fortran references; `ranges` has `3 * n` entries.
@@ -66,15 +87,11 @@ pub unsafe extern "C" fn mpi_group_range_incl_(
     new: *mut Fint,
     ierr: *mut Fint,
 ) {
-    // SAFETY: Fortran references, per the contract.
-    unsafe {
-        let (g, n) = (handle(get(g)), get(n));
-        let r = with_handle(new, |h| MPI_Group_range_incl(g, n, ranges.cast(), h));
-        set(ierr, r);
-    }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { group_ranges(g, n, ranges, new, ierr, MPI_Group_range_incl) }
 }
 
-/// `MPI_GROUP_RANGE_EXCL` (see `mpi_group_range_incl_`).
+/// `MPI_GROUP_RANGE_EXCL`.
 ///
 /// # Safety
 /// Fortran references; `ranges` has `3 * n` entries.
@@ -86,12 +103,8 @@ pub unsafe extern "C" fn mpi_group_range_excl_(
     new: *mut Fint,
     ierr: *mut Fint,
 ) {
-    // SAFETY: Fortran references, per the contract.
-    unsafe {
-        let (g, n) = (handle(get(g)), get(n));
-        let r = with_handle(new, |h| MPI_Group_range_excl(g, n, ranges.cast(), h));
-        set(ierr, r);
-    }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { group_ranges(g, n, ranges, new, ierr, MPI_Group_range_excl) }
 }
 
 /// `MPI_BUFFER_DETACH`: waits for the buffered sends and detaches; the

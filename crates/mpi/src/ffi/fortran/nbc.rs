@@ -9,8 +9,7 @@ use super::super::intercomm::*;
 use super::super::misc::*;
 use super::super::requests::{MPI_Testany, MPI_Testsome, MPI_Waitsome};
 use super::{
-    fortran, get, get_aint, handle, handles_in, set, status, statuses, with_handle, with_handles,
-    Fint,
+    fortran, get, get_aint, handle, set, status, statuses, with_handle, with_handles, Fint,
 };
 use crate::handles::UserFn;
 use std::ffi::{c_int, c_void};
@@ -36,13 +35,10 @@ pub unsafe extern "C" fn mpi_ialltoallw_(
 ) {
     // SAFETY: Fortran references, per the contract.
     unsafe {
-        let c = handle(get(comm));
-        let mut n = 0;
-        let r = super::super::init::MPI_Comm_size(c, &mut n);
-        if r != 0 {
-            return set(ierr, r);
-        }
-        let (st, rt) = (handles_in(n, sts), handles_in(n, rts));
+        let (c, st, rt) = match super::alltoallw_types(comm, sts, rts) {
+            Ok(t) => t,
+            Err(e) => return set(ierr, e),
+        };
         let (sb, rb) = (super::buf(sb), super::buf(rb));
         // The converted datatypes must outlive this call: the collective
         // runs when the request is waited on.
