@@ -3,6 +3,7 @@
 //! receive side's state, and the processing of an incoming ack.
 
 use super::packetize::{emit_into, emit_slot};
+use super::pool::Pool;
 use super::reply::Pending;
 use super::timer::{Timer, Timers};
 use super::Endpoint;
@@ -33,8 +34,8 @@ pub(super) struct Chunk {
 impl Chunk {
     /// `n` chunks of at most `size` bytes covering `data`, sharing one
     /// copy of it (one empty chunk for empty data).
-    pub(super) fn split(data: &[u8], size: usize, n: usize) -> Vec<Chunk> {
-        let buf: Option<std::sync::Arc<[u8]>> = (!data.is_empty()).then(|| data.into());
+    pub(super) fn split(data: &[u8], size: usize, n: usize, pool: &mut Pool) -> Vec<Chunk> {
+        let buf = (!data.is_empty()).then(|| pool.copy(data));
         let size = size.max(1);
         (0..n.max(1))
             .map(|i| {

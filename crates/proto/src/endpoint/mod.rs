@@ -18,6 +18,7 @@ mod channel;
 mod liveness;
 mod multicast;
 mod packetize;
+mod pool;
 mod reply;
 mod timer;
 
@@ -62,6 +63,8 @@ pub struct Endpoint {
     timers: TimerTable,
     /// Channels due in [`Endpoint::handle_timeout`] (kept for its buffer).
     due: Vec<usize>,
+    /// Buffers of large operations' copies, to reuse.
+    pool: pool::Pool,
 }
 
 /// How far past the received stream an ack's position may claim to be
@@ -100,6 +103,7 @@ impl Endpoint {
             ooo_held: Arc::new(AtomicUsize::new(0)),
             timers: TimerTable::default(),
             due: Vec::new(),
+            pool: pool::Pool::default(),
         }
     }
 

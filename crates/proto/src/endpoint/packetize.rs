@@ -2,6 +2,7 @@
 //! fragmentation, packet headers, and encoding into datagrams.
 
 use super::channel::{Chunk, Slot};
+use super::pool::Pool;
 use super::reply::Pending;
 use super::Endpoint;
 use crate::{Op, OpId, OpOptions, SubmitError, Time};
@@ -93,7 +94,8 @@ impl Endpoint {
             nofc: false,
             status_return: opts.status_return,
         };
-        for (meta, payload) in build_packets(local, dst, epoch, id, flags, op, ps, frags) {
+        let pool = &mut self.pool;
+        for (meta, payload) in build_packets(local, dst, epoch, id, flags, op, ps, frags, pool) {
             c.push(meta, payload);
         }
         if op.has_reply() || opts.status_return {
@@ -133,7 +135,9 @@ impl Endpoint {
             status_return: opts.status_return,
         };
         let ps = self.cfg.payload_size;
-        for (meta, payload) in build_packets(self.local, dst, self.cfg.epoch, id, flags, op, ps, 1)
+        let pool = &mut self.pool;
+        for (meta, payload) in
+            build_packets(self.local, dst, self.cfg.epoch, id, flags, op, ps, 1, pool)
         {
             let p = Packet {
                 payload: &payload[..],
@@ -170,6 +174,7 @@ fn build_packets(
     op: Op<'_>,
     ps: usize,
     frags: u16,
+    pool: &mut Pool,
 ) -> Vec<(Packet<'static>, Chunk)> {
     let meta = |body: Body, key: u64, addr: u64| {
         let mut m = request_meta(local, dst, epoch, body);
@@ -187,7 +192,7 @@ fn build_packets(
             notify,
         } => {
             let ps = ps.max(1);
-            Chunk::split(data, ps, frags as usize)
+            Chunk::split(data, ps, frags as usize, pool)
                 .into_iter()
                 .enumerate()
                 .map(|(i, chunk)| {
