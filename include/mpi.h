@@ -292,12 +292,25 @@ int MPI_Get_processor_name(char *name, int *resultlen);
 int MPI_Get_version(int *version, int *subversion);
 int MPI_Get_library_version(char *version, int *resultlen);
 
-/* Errors (predefined handlers only). */
+/* Errors: predefined handlers and the program's (for communicators and
+ * windows); classes, codes and strings the program adds are numbered
+ * above MPI_ERR_LASTCODE, and MPI_LASTUSEDCODE follows them. */
+typedef void(MPI_Comm_errhandler_function)(MPI_Comm *comm, int *errorcode, ...);
+typedef void(MPI_Win_errhandler_function)(MPI_Win *win, int *errorcode, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
 
 /* Communicators. */
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
@@ -777,6 +790,13 @@ int PMPI_Error_class(int errorcode, int *errorclass);
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler);
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler);
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler);
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int PMPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int PMPI_Add_error_class(int *errorclass);
+int PMPI_Add_error_code(int errorclass, int *errorcode);
+int PMPI_Add_error_string(int errorcode, const char *string);
 int PMPI_Comm_rank(MPI_Comm comm, int *rank);
 int PMPI_Comm_size(MPI_Comm comm, int *size);
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);

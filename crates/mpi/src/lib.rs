@@ -35,6 +35,7 @@ mod consts;
 mod dtype;
 mod engine;
 mod envelope;
+mod errh;
 mod ffi;
 mod graph;
 mod handles;

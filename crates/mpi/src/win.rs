@@ -131,6 +131,14 @@ fn out_list() -> MutexGuard<'static, Vec<usize>> {
     OUT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The window whose own communicator is `comm` (for its error handler).
+pub(crate) fn of_comm(comm: usize) -> Option<usize> {
+    table()
+        .as_ref()?
+        .iter()
+        .find_map(|(&h, w)| (w.comm == comm).then_some(h))
+}
+
 /// Runs `f` on window `h`, taken out of the table meanwhile so that no
 /// lock is held while MBCF operations complete.
 pub(crate) fn with_win<T>(
@@ -238,7 +246,17 @@ pub(crate) fn create_in(
             "shared window part outside the first member's segment",
         ));
     }
-    let h = crate::runtime::with(|e| Ok(e.handle()))?;
+    let h = crate::runtime::with(|e| {
+        // A window starts with its communicator's handler, unless that is
+        // a program's communicator handler, which cannot take a window:
+        // then with MPI's default.
+        if let Some(c) = e.comms.get_mut(&wcomm) {
+            if crate::errh::get(c.errh).is_some() {
+                c.errh = crate::consts::h::ERRORS_ARE_FATAL;
+            }
+        }
+        Ok(e.handle())
+    })?;
     let w = Win {
         comm: wcomm,
         group,

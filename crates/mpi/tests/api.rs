@@ -121,6 +121,11 @@ fn info_hints_and_split_type() {
 }
 
 #[test]
+fn user_error_handlers_classes_and_codes() {
+    run("errh.c", "errh");
+}
+
+#[test]
 fn intercommunicators() {
     run("inter.c", "inter");
 }

@@ -170,3 +170,13 @@ fn arrays_of_handles_and_addresses() {
     let exe = compile(&dir, "types.f90", false);
     run_everywhere(&exe, &[], PLACEMENTS, |n| format!("ftypes: ok {n} tasks"));
 }
+
+#[test]
+fn user_error_handlers_and_codes() {
+    if !have_gfortran() {
+        return;
+    }
+    let dir = scratch();
+    let exe = compile(&dir, "errh.f90", false);
+    run_everywhere(&exe, &[], PLACEMENTS, |n| format!("ferrh: ok {n} tasks"));
+}

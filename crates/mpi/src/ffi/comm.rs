@@ -74,12 +74,11 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
 
 /// Values of the predefined communicator attributes: `MPI_TAG_UB`,
 /// `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_APPNUM`,
-/// `MPI_LASTUSEDCODE`; the universe size is the job's.
+/// and `MPI_LASTUSEDCODE` (`errh::LASTUSED`); the universe size is the job's.
 static TAG_UB: c_int = c_int::MAX;
 static HOST: c_int = crate::consts::PROC_NULL;
 static IO: c_int = crate::consts::ANY_SOURCE;
 static ZERO: c_int = 0;
-static LASTUSEDCODE: c_int = err::ERRHANDLER;
 static UNIVERSE: OnceLock<c_int> = OnceLock::new();
 
 /// `MPI_Comm_get_attr`: the predefined keys on every communicator, and
@@ -104,12 +103,13 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             502 => Some(&IO),
             503 => Some(&HOST),
             504 | 505 => Some(&ZERO),
-            506 => Some(&LASTUSEDCODE),
             507 => Some(UNIVERSE.get_or_init(|| size as c_int)),
             _ => None,
         };
         let v = match pre {
             Some(p) => Some(p as *const c_int as usize),
+            // Read in place: classes the program adds move it.
+            None if key == 506 => Some(crate::errh::LASTUSED.as_ptr() as usize),
             None => user_attr(Obj::Comm, hv(comm), key)?,
         };
         // SAFETY: the caller's contract.

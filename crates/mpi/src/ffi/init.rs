@@ -245,9 +245,11 @@ pub unsafe extern "C" fn MPI_Get_library_version(s: *mut c_char, len: *mut c_int
 pub unsafe extern "C" fn MPI_Error_string(code: c_int, s: *mut c_char, len: *mut c_int) -> c_int {
     call("MPI_Error_string", h::COMM_WORLD, || {
         let text = crate::consts::error_string(code)
+            .map(String::from)
+            .or_else(|| crate::errh::lookup(code).map(|(_, s)| s))
             .ok_or_else(|| MpiErr::new(err::ARG, format!("unknown error code {code}")))?;
         // SAFETY: the caller's contract.
-        unsafe { put_str(text, s, MAX_ERROR_STRING, len, "string") }
+        unsafe { put_str(&text, s, MAX_ERROR_STRING, len, "string") }
     })
 }
 
@@ -258,25 +260,35 @@ pub unsafe extern "C" fn MPI_Error_string(code: c_int, s: *mut c_char, len: *mut
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_class(code: c_int, class: *mut c_int) -> c_int {
     call("MPI_Error_class", h::COMM_WORLD, || {
-        if !(0..=err::LASTCODE).contains(&code) || crate::consts::error_string(code).is_none() {
-            return Err(MpiErr::new(err::ARG, format!("unknown error code {code}")));
-        }
+        let c =
+            if (0..=err::LASTCODE).contains(&code) && crate::consts::error_string(code).is_some() {
+                code
+            } else {
+                crate::errh::lookup(code)
+                    .ok_or_else(|| MpiErr::new(err::ARG, format!("unknown error code {code}")))?
+                    .0
+            };
         // SAFETY: the caller's contract.
-        unsafe { out(class, code, "class") }
+        unsafe { out(class, c, "class") }
     })
 }
 
-/// `MPI_Comm_set_errhandler` (predefined handlers only).
+/// Checks that `e` may be attached to an object of `kind`: a predefined
+/// handler or the program's for that kind.
+pub(super) fn settable_errh(e: usize, kind: crate::errh::Kind) -> Result<(), MpiErr> {
+    if [h::ERRORS_ARE_FATAL, h::ERRORS_RETURN, h::ERRORS_ABORT].contains(&e) {
+        return Ok(());
+    }
+    crate::errh::settable(e, kind).map(|_| ())
+}
+
+/// `MPI_Comm_set_errhandler`: a predefined handler or one from
+/// `MPI_Comm_create_errhandler`.
 #[no_mangle]
 pub extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errh: Handle) -> c_int {
     call("MPI_Comm_set_errhandler", hv(comm), || {
         let e = hv(errh);
-        if ![h::ERRORS_ARE_FATAL, h::ERRORS_RETURN, h::ERRORS_ABORT].contains(&e) {
-            return Err(MpiErr::new(
-                err::ERRHANDLER,
-                format!("invalid error handler {e:#x}"),
-            ));
-        }
+        settable_errh(e, crate::errh::Kind::Comm)?;
         with(|g| {
             let c = g.comms.get_mut(&hv(comm)).ok_or_else(|| {
                 MpiErr::new(err::COMM, format!("invalid communicator {:#x}", hv(comm)))
@@ -300,15 +312,28 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errh: *mut Handle
     })
 }
 
-/// `MPI_Errhandler_free` (predefined handlers: the handle becomes null).
+/// `MPI_Errhandler_free`: the handle becomes null; a program's handler
+/// can no longer be set, while objects that carry it keep it.
 ///
 /// # Safety
 /// `errh` is a writable handle.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Errhandler_free(errh: *mut Handle) -> c_int {
-    // SAFETY: the caller's contract.
-    call("MPI_Errhandler_free", h::COMM_WORLD, || unsafe {
-        out(errh, mk(h::ERRHANDLER_NULL), "errhandler")
+    call("MPI_Errhandler_free", h::COMM_WORLD, || {
+        if errh.is_null() {
+            return Err(MpiErr::new(err::ARG, "errhandler is NULL"));
+        }
+        // SAFETY: non-null; the caller's contract.
+        let e = hv(unsafe { errh.read() });
+        let predefined = [h::ERRORS_ARE_FATAL, h::ERRORS_RETURN, h::ERRORS_ABORT].contains(&e);
+        if !predefined && !crate::errh::free(e) {
+            return Err(MpiErr::new(
+                err::ERRHANDLER,
+                format!("invalid error handler {e:#x}"),
+            ));
+        }
+        // SAFETY: the caller's contract.
+        unsafe { out(errh, mk(h::ERRHANDLER_NULL), "errhandler") }
     })
 }
 

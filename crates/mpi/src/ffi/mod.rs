@@ -28,7 +28,8 @@
 //! (keyvals and attributes), `info` (`MPI_Info` and hints),
 //! `intercomm` (intercommunicators), `graph` (graph topologies and
 //! neighbourhood collectives), `session` (sessions and process sets),
-//! `misc` (`Alloc_mem`, `Reduce_local`, Fortran 90 types and the like).
+//! `misc` (`Alloc_mem`, `Reduce_local`, Fortran 90 types and the like),
+//! `errh` (user-defined error handlers, classes and codes).
 
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -62,6 +63,7 @@ mod coll;
 mod collv;
 mod comm;
 mod dtype;
+mod errh;
 mod fortran;
 mod graph;
 mod group;
@@ -180,18 +182,29 @@ fn call(name: &str, comm: usize, body: impl FnOnce() -> Result<(), MpiErr>) -> c
 fn fail(name: &str, comm: usize, e: MpiErr) -> c_int {
     let errh = crate::runtime::with(|g| Ok(g.comms.get(&comm).map(|c| c.errh)))
         .ok()
-        .flatten()
-        .unwrap_or_else(|| {
-            // Not a communicator (or none yet): MPI_COMM_WORLD's handler.
+        .flatten();
+    let (comm, errh) = match errh {
+        Some(x) => (comm, x),
+        // Not a communicator (or none yet): MPI_COMM_WORLD's handler.
+        None => (
+            h::COMM_WORLD,
             crate::runtime::with(|g| Ok(g.comms.get(&h::COMM_WORLD).map(|c| c.errh)))
                 .ok()
                 .flatten()
-                .unwrap_or(h::ERRORS_ARE_FATAL)
-        });
+                .unwrap_or(h::ERRORS_ARE_FATAL),
+        ),
+    };
     if errh == h::ERRORS_RETURN {
         return e.class;
     }
-    let class = crate::consts::error_string(e.class).unwrap_or("unknown error class");
+    if let Some(u) = crate::errh::get(errh) {
+        errh::invoke(u, comm, e.class);
+        return e.class;
+    }
+    let class = crate::consts::error_string(e.class)
+        .map(String::from)
+        .or_else(|| crate::errh::lookup(e.class).map(|(_, s)| s))
+        .unwrap_or_else(|| "unknown error class".into());
     eprintln!("MPI error in {name}: {} ({class}); ending the job", e.msg);
     std::process::exit(e.class.clamp(1, 255));
 }

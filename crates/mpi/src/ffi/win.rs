@@ -219,18 +219,20 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
 }
 
 /// `MPI_Win_set_errhandler`: the handler of errors raised on the window
-/// (kept on the window's own communicator, which reports them).
+/// (kept on the window's own communicator, which reports them): a
+/// predefined one or one from `MPI_Win_create_errhandler`.
 #[no_mangle]
 pub extern "C" fn MPI_Win_set_errhandler(win: Handle, errh: Handle) -> c_int {
     call("MPI_Win_set_errhandler", errcomm(win), || {
         let c = with_win(hv(win), |w, _| Ok(w.comm))?;
-        match super::init::MPI_Comm_set_errhandler(mk(c), errh) {
-            0 => Ok(()),
-            code => Err(MpiErr::new(
-                code,
-                format!("invalid error handler {:#x}", hv(errh)),
-            )),
-        }
+        super::init::settable_errh(hv(errh), crate::errh::Kind::Win)?;
+        crate::runtime::with(|g| {
+            g.comms
+                .get_mut(&c)
+                .ok_or_else(|| MpiErr::new(err::WIN, "window without its communicator"))?
+                .errh = hv(errh);
+            Ok(())
+        })
     })
 }
 

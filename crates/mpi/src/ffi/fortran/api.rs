@@ -21,7 +21,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 ///
 /// # Safety
 /// `p` is null or has `flen` readable bytes.
-unsafe fn cstring(p: *const u8, flen: usize) -> CString {
+pub(super) unsafe fn cstring(p: *const u8, flen: usize) -> CString {
     if p.is_null() {
         return CString::default();
     }

@@ -2,8 +2,13 @@
 
 use super::super::comm::*;
 use super::super::dtype::MPI_Type_size;
+use super::super::errh::{
+    create as create_errh, MPI_Add_error_class, MPI_Add_error_code, MPI_Add_error_string,
+    MPI_Comm_call_errhandler, MPI_Win_call_errhandler,
+};
 use super::super::init::*;
-use super::{fortran, get, handle, put_fstr, set, Fint};
+use super::{fortran, get, handle, put_fstr, set, with_handle, Fint};
+use crate::errh::{Kind, Lang};
 use std::ffi::{c_char, c_int, c_void};
 
 /// `MPI_INIT`.
@@ -245,6 +250,83 @@ fortran!(
 fortran!(
     /// `MPI_ERRHANDLER_FREE`.
     mpi_errhandler_free_ => MPI_Errhandler_free; errh: i);
+
+/// `MPI_COMM_CREATE_ERRHANDLER`: `f` is a subroutine of the
+/// communicator and the error code.
+///
+/// # Safety
+/// Fortran references; `f` is a subroutine's address.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_comm_create_errhandler_(
+    f: *const c_void,
+    errh: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references.
+    unsafe {
+        let r = with_handle(errh, |h| {
+            create_errh(
+                "MPI_Comm_create_errhandler",
+                Kind::Comm,
+                Lang::Fortran,
+                f,
+                h,
+            )
+        });
+        set(ierr, r);
+    }
+}
+
+/// `MPI_WIN_CREATE_ERRHANDLER`: `f` is a subroutine of the window and
+/// the error code.
+///
+/// # Safety
+/// Fortran references; `f` is a subroutine's address.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_win_create_errhandler_(
+    f: *const c_void,
+    errh: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: Fortran references.
+    unsafe {
+        let r = with_handle(errh, |h| {
+            create_errh("MPI_Win_create_errhandler", Kind::Win, Lang::Fortran, f, h)
+        });
+        set(ierr, r);
+    }
+}
+
+fortran!(
+    /// `MPI_COMM_CALL_ERRHANDLER`.
+    mpi_comm_call_errhandler_ => MPI_Comm_call_errhandler; comm: h, code: v);
+fortran!(
+    /// `MPI_WIN_CALL_ERRHANDLER`.
+    mpi_win_call_errhandler_ => MPI_Win_call_errhandler; win: h, code: v);
+fortran!(
+    /// `MPI_ADD_ERROR_CLASS`.
+    mpi_add_error_class_ => MPI_Add_error_class; class: p);
+fortran!(
+    /// `MPI_ADD_ERROR_CODE`.
+    mpi_add_error_code_ => MPI_Add_error_code; class: v, code: p);
+
+/// `MPI_ADD_ERROR_STRING` (trailing blanks dropped).
+///
+/// # Safety
+/// Fortran references; `s` has `flen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_add_error_string_(
+    code: *const Fint,
+    s: *const u8,
+    ierr: *mut Fint,
+    flen: usize,
+) {
+    // SAFETY: Fortran references.
+    unsafe {
+        let c = super::api::cstring(s, flen);
+        set(ierr, MPI_Add_error_string(get(code), c.as_ptr()));
+    }
+}
 
 // The profiling interface (`pmpi_…_`) of the functions above (build.rs).
 include!(concat!(env!("OUT_DIR"), "/pmpi_fortran_env.rs"));
