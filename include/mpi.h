@@ -291,6 +291,7 @@ double MPI_Wtick(void);
 int MPI_Get_processor_name(char *name, int *resultlen);
 int MPI_Get_version(int *version, int *subversion);
 int MPI_Get_library_version(char *version, int *resultlen);
+int MPI_Pcontrol(const int level, ...);
 
 /* Errors: predefined handlers and the program's (for communicators and
  * windows); classes, codes and strings the program adds are numbered
@@ -456,6 +457,12 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
 int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+enum {
+    MPI_TYPECLASS_INTEGER = 192,
+    MPI_TYPECLASS_REAL = 193,
+    MPI_TYPECLASS_COMPLEX = 194
+};
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
 
 /* Datatypes. A derived type is flattened once into byte blocks; sends
  * pack it, receives unpack it. A predefined operation works on a derived
@@ -553,6 +560,15 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 /* Cancels a receive not yet matched; anything else completes normally. */
 int MPI_Cancel(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+int MPI_Status_get_source(const MPI_Status *status, int *source);
+int MPI_Status_set_source(MPI_Status *status, int source);
+int MPI_Status_get_tag(const MPI_Status *status, int *tag);
+int MPI_Status_set_tag(MPI_Status *status, int tag);
+int MPI_Status_get_error(const MPI_Status *status, int *error);
+int MPI_Status_set_error(MPI_Status *status, int error);
 int MPI_Request_free(MPI_Request *request);
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
@@ -634,6 +650,7 @@ enum {
 int MPI_Dims_create(int nnodes, int ndims, int dims[]);
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
                     MPI_Comm *comm_cart);
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank);
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
@@ -649,6 +666,7 @@ int MPI_Topo_test(MPI_Comm comm, int *status);
 #define MPI_WEIGHTS_EMPTY ((int *)11)
 int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
                      MPI_Comm *comm_graph);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank);
 int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
 int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
 int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
@@ -785,6 +803,7 @@ double PMPI_Wtick(void);
 int PMPI_Get_processor_name(char *name, int *resultlen);
 int PMPI_Get_version(int *version, int *subversion);
 int PMPI_Get_library_version(char *version, int *resultlen);
+int PMPI_Pcontrol(const int level, ...);
 int PMPI_Error_string(int errorcode, char *string, int *resultlen);
 int PMPI_Error_class(int errorcode, int *errorclass);
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
@@ -865,6 +884,7 @@ int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype
 int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
 int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
 int PMPI_Type_size(MPI_Datatype datatype, int *size);
 int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
 int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
@@ -931,6 +951,15 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *statu
 int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Cancel(MPI_Request *request);
 int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
+int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
+int PMPI_Status_get_source(const MPI_Status *status, int *source);
+int PMPI_Status_set_source(MPI_Status *status, int source);
+int PMPI_Status_get_tag(const MPI_Status *status, int *tag);
+int PMPI_Status_set_tag(MPI_Status *status, int tag);
+int PMPI_Status_get_error(const MPI_Status *status, int *error);
+int PMPI_Status_set_error(MPI_Status *status, int error);
 int PMPI_Request_free(MPI_Request *request);
 int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
 int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]);
@@ -973,6 +1002,7 @@ int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int PMPI_Dims_create(int nnodes, int ndims, int dims[]);
 int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart);
+int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank);
 int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
 int PMPI_Cartdim_get(MPI_Comm comm, int *ndims);
 int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
@@ -981,6 +1011,7 @@ int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, in
 int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
 int PMPI_Topo_test(MPI_Comm comm, int *status);
 int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *comm_graph);
+int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank);
 int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
 int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
 int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);

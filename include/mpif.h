@@ -326,6 +326,12 @@
       parameter (MPI_ORDER_C=12)
       integer MPI_ORDER_FORTRAN
       parameter (MPI_ORDER_FORTRAN=15)
+      integer MPI_TYPECLASS_INTEGER
+      parameter (MPI_TYPECLASS_INTEGER=192)
+      integer MPI_TYPECLASS_REAL
+      parameter (MPI_TYPECLASS_REAL=193)
+      integer MPI_TYPECLASS_COMPLEX
+      parameter (MPI_TYPECLASS_COMPLEX=194)
       integer MPI_COMBINER_NAMED
       parameter (MPI_COMBINER_NAMED=101)
       integer MPI_COMBINER_DUP

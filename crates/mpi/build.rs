@@ -101,6 +101,8 @@ fn fortran_ty(kind: &str) -> Option<&'static str> {
         "p" | "s" | "o" | "i" | "w" => "*mut crate::ffi::fortran::Fint",
         "a" => "*const i64",
         "q" => "*mut i64",
+        "c" => "*mut i64",
+        "x" => "*const i64",
         _ => return None,
     })
 }
@@ -125,20 +127,17 @@ fn fortran_macro_functions(src: &str) -> Vec<Sig> {
             continue;
         };
         let mut params = Vec::new();
-        let mut ok = true;
         for a in split_top(args) {
-            match a
+            // A kind this table lacks would leave the function without its
+            // pmpi_ name: stop the build instead.
+            let (n, t) = a
                 .split_once(':')
                 .and_then(|(n, k)| Some((n.trim(), fortran_ty(k.trim())?)))
-            {
-                Some((n, t)) => params.push((n.to_string(), t.to_string())),
-                None => ok = false,
-            }
+                .unwrap_or_else(|| panic!("fortran!({}): unknown argument {a:?}", name.trim()));
+            params.push((n.to_string(), t.to_string()));
         }
         params.push(("ierr".into(), "*mut crate::ffi::fortran::Fint".into()));
-        if ok {
-            out.push((true, name.trim().to_string(), params, String::new()));
-        }
+        out.push((true, name.trim().to_string(), params, String::new()));
     }
     out
 }

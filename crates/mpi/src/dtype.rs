@@ -97,6 +97,29 @@ impl Layout {
         Some(n)
     }
 
+    /// Packed bytes holding `n` basic elements, the last element type
+    /// filled first to last (`MPI_Status_set_elements`: what
+    /// [`Layout::elements`] turns back into `n`); None on overflow or
+    /// when the type holds no element but `n` is not 0.
+    pub(crate) fn bytes_of_elements(&self, n: usize) -> Option<usize> {
+        let per: usize = self.runs.iter().map(|&(b, s)| b / s.max(1)).sum();
+        if per == 0 {
+            return (n == 0).then_some(0);
+        }
+        let (full, mut rem) = (n / per, n % per);
+        let mut bytes = full.checked_mul(self.size)?;
+        for &(b, s) in &self.runs {
+            if rem == 0 {
+                break;
+            }
+            let s = s.max(1);
+            let take = rem.min(b / s);
+            bytes = bytes.checked_add(take * s)?;
+            rem -= take;
+        }
+        Some(bytes)
+    }
+
     fn predefined(t: Datatype) -> Layout {
         let align = match t.num {
             Num::Pair(v, _, _) => pair_align(v),
@@ -498,6 +521,22 @@ mod tests {
         assert_eq!(s.extent, 80);
         assert_eq!(s.elements(20), Some(5));
         assert_eq!(s.elements(22), None);
+    }
+
+    #[test]
+    fn elements_and_their_bytes_are_inverse() {
+        // A struct of a double then an int: 12 packed bytes, 2 elements.
+        let d = predefined(0x214).unwrap().clone();
+        let s = structure(&[1, 1], &[0, 8], &[d, int()], Envelope::default()).unwrap();
+        for n in 0..9 {
+            let b = s.bytes_of_elements(n).unwrap();
+            assert_eq!(s.elements(b), Some(n), "{n} elements in {b} bytes");
+        }
+        assert_eq!(s.bytes_of_elements(3), Some(20));
+        assert_eq!(s.bytes_of_elements(usize::MAX), None);
+        let empty = hvector(1, 0, 0, &int(), Envelope::default()).unwrap();
+        assert_eq!(empty.bytes_of_elements(0), Some(0));
+        assert_eq!(empty.bytes_of_elements(1), None);
     }
 
     #[test]

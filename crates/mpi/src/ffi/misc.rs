@@ -105,6 +105,54 @@ const COMPLEXES: [(c_int, c_int, usize); 3] = [(6, 37, 0x2db), (15, 307, 0x2e3),
 const INTEGERS: [(c_int, c_int, usize); 4] =
     [(0, 2, 0x2c1), (0, 4, 0x2c9), (0, 9, 0x2d1), (0, 18, 0x2d9)];
 
+/// `MPI_TYPECLASS_INTEGER`, `_REAL`, `_COMPLEX`.
+const TYPECLASS_INTEGER: c_int = 192;
+const TYPECLASS_REAL: c_int = 193;
+const TYPECLASS_COMPLEX: c_int = 194;
+
+/// `MPI_Type_match_size`: the predefined Fortran type of a class and a
+/// size in bytes (`INTEGER*n`, `REAL*n`, `COMPLEX*n`).
+///
+/// # Safety
+/// `dt` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_match_size(class: c_int, size: c_int, dt: *mut Handle) -> c_int {
+    call("MPI_Type_match_size", h::COMM_WORLD, || {
+        let t = match (class, size) {
+            (TYPECLASS_INTEGER, 1) => 0x2c1,
+            (TYPECLASS_INTEGER, 2) => 0x2c9,
+            (TYPECLASS_INTEGER, 4) => 0x2d1,
+            (TYPECLASS_INTEGER, 8) => 0x2d9,
+            (TYPECLASS_INTEGER, 16) => 0x2e1,
+            (TYPECLASS_REAL, 4) => 0x2d2,
+            (TYPECLASS_REAL, 8) => 0x2da,
+            (TYPECLASS_REAL, 16) => 0x2e2,
+            (TYPECLASS_COMPLEX, 8) => 0x2db,
+            (TYPECLASS_COMPLEX, 16) => 0x2e3,
+            (TYPECLASS_COMPLEX, 32) => 0x2eb,
+            _ => {
+                return Err(MpiErr::new(
+                    err::ARG,
+                    format!("no predefined type of class {class} and {size} bytes"),
+                ))
+            }
+        };
+        // A type this build does not carry (REAL*16 where long double is
+        // not 16 bytes) is refused like an unknown one.
+        crate::handles::layout(t)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(dt, mk(t), "datatype") }
+    })
+}
+
+/// `MPI_Pcontrol`: profiling levels are for tools that intercept it (by
+/// its `PMPI_` name); the library itself ignores them. Declared variadic
+/// in C: the extra arguments are never read.
+#[no_mangle]
+pub extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
+    err::SUCCESS
+}
+
 /// `MPI_Type_create_f90_real`: a predefined type (not to be freed).
 ///
 /// # Safety

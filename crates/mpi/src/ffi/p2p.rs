@@ -617,6 +617,132 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut
     })
 }
 
+/// Sets the byte count of `status` to `n` basic elements of `dt`.
+///
+/// # Safety
+/// `status` is null or a writable `MPI_Status`.
+unsafe fn set_elements(status: *mut MpiStatus, dt: Handle, n: i64) -> Result<(), MpiErr> {
+    // SAFETY: the caller's contract.
+    let st = unsafe { status.as_mut() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+    let l = super::lay(dt)?;
+    let bytes = usize::try_from(n)
+        .map_err(|_| MpiErr::new(err::COUNT, format!("invalid count {n}")))
+        .and_then(|n| {
+            l.bytes_of_elements(n)
+                .ok_or_else(|| MpiErr::new(err::COUNT, format!("{n} elements do not fit a count")))
+        })? as u64;
+    st.internal[0] = bytes as u32 as c_int;
+    st.internal[1] = (bytes >> 32) as u32 as c_int;
+    Ok(())
+}
+
+/// `MPI_Status_set_elements`: `MPI_Get_elements` on the status then
+/// gives `count` (and `MPI_Get_count` the whole elements of `dt`).
+///
+/// # Safety
+/// `status` is a writable `MPI_Status`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements(
+    status: *mut MpiStatus,
+    dt: Handle,
+    count: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    call("MPI_Status_set_elements", h::COMM_WORLD, || unsafe {
+        set_elements(status, dt, i64::from(count))
+    })
+}
+
+/// `MPI_Status_set_elements_x`.
+///
+/// # Safety
+/// As [`MPI_Status_set_elements`].
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements_x(
+    status: *mut MpiStatus,
+    dt: Handle,
+    count: i64,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    call("MPI_Status_set_elements_x", h::COMM_WORLD, || unsafe {
+        set_elements(status, dt, count)
+    })
+}
+
+/// `MPI_Status_set_cancelled`.
+///
+/// # Safety
+/// `status` is a writable `MPI_Status`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> c_int {
+    call("MPI_Status_set_cancelled", h::COMM_WORLD, || {
+        // SAFETY: the caller's contract.
+        let st =
+            unsafe { status.as_mut() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+        st.internal[2] = (flag != 0) as c_int;
+        Ok(())
+    })
+}
+
+macro_rules! status_field {
+    ($get:ident, $pget:ident, $set:ident, $pset:ident, $field:ident) => {
+        #[doc = concat!("`", stringify!($get), "`.")]
+        ///
+        /// # Safety
+        /// `status` is an `MPI_Status`; the output is writable.
+        #[no_mangle]
+        pub unsafe extern "C" fn $get(status: *const MpiStatus, v: *mut c_int) -> c_int {
+            call(stringify!($get), h::COMM_WORLD, || {
+                // SAFETY: the caller's contract.
+                let st = unsafe { status.as_ref() }
+                    .ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+                // SAFETY: the caller's contract.
+                unsafe { out(v, st.$field, stringify!($field)) }
+            })
+        }
+
+        #[doc = concat!("`", stringify!($set), "`.")]
+        ///
+        /// # Safety
+        /// `status` is a writable `MPI_Status`.
+        #[no_mangle]
+        pub unsafe extern "C" fn $set(status: *mut MpiStatus, v: c_int) -> c_int {
+            call(stringify!($set), h::COMM_WORLD, || {
+                // SAFETY: the caller's contract.
+                let st = unsafe { status.as_mut() }
+                    .ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+                st.$field = v;
+                Ok(())
+            })
+        }
+
+        super::pmpi!(unsafe $pget => $get(status: *const MpiStatus, v: *mut c_int) -> c_int);
+        super::pmpi!(unsafe $pset => $set(status: *mut MpiStatus, v: c_int) -> c_int);
+    };
+}
+
+status_field!(
+    MPI_Status_get_source,
+    PMPI_Status_get_source,
+    MPI_Status_set_source,
+    PMPI_Status_set_source,
+    source
+);
+status_field!(
+    MPI_Status_get_tag,
+    PMPI_Status_get_tag,
+    MPI_Status_set_tag,
+    PMPI_Status_set_tag,
+    tag
+);
+status_field!(
+    MPI_Status_get_error,
+    PMPI_Status_get_error,
+    MPI_Status_set_error,
+    PMPI_Status_set_error,
+    error
+);
+
 /// `MPI_Request_free`: the handle becomes `MPI_REQUEST_NULL`; the
 /// operation completes on its own (a receive still fills its buffer).
 ///
@@ -678,16 +804,19 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     dt: Handle,
     count: *mut i64,
 ) -> c_int {
-    let mut n: c_int = 0;
-    // SAFETY: the caller's contract; `n` is ours.
-    let r = unsafe { MPI_Get_elements(status, dt, &mut n) };
-    if r == 0 {
+    call("MPI_Get_elements_x", h::COMM_WORLD, || {
         // SAFETY: the caller's contract.
-        return call("MPI_Get_elements_x", h::COMM_WORLD, || unsafe {
-            out(count, i64::from(n), "count")
-        });
-    }
-    r
+        let st =
+            unsafe { status.as_ref() }.ok_or_else(|| MpiErr::new(err::ARG, "status is NULL"))?;
+        let l = super::lay(dt)?;
+        let n = usize::try_from(st.count())
+            .ok()
+            .and_then(|b| l.elements(b))
+            .and_then(|n| i64::try_from(n).ok())
+            .unwrap_or(i64::from(UNDEFINED));
+        // SAFETY: the caller's contract.
+        unsafe { out(count, n, "count") }
+    })
 }
 
 // The profiling interface (`PMPI_…`) of the functions above (build.rs).

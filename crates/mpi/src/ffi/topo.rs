@@ -88,6 +88,77 @@ pub unsafe extern "C" fn MPI_Cart_create(
     })
 }
 
+/// The rank a task would have in a topology of `nodes` tasks built on
+/// `comm` without reordering (`MPI_Cart_map`, `MPI_Graph_map`): its own,
+/// or `MPI_UNDEFINED` past the topology's size.
+fn map_rank(comm: Handle, nodes: i64) -> Result<c_int, MpiErr> {
+    let (rank, size) = crate::runtime::with(|e| {
+        let c = e.comm(hv(comm))?;
+        Ok((c.rank, c.group.len()))
+    })?;
+    if nodes < 1 || nodes > size as i64 {
+        return Err(MpiErr::new(
+            err::DIMS,
+            format!("a topology of {nodes} tasks on a communicator of {size}"),
+        ));
+    }
+    Ok(if i64::from(rank) < nodes {
+        rank as c_int
+    } else {
+        crate::consts::UNDEFINED
+    })
+}
+
+/// `MPI_Cart_map`: the rank `MPI_Cart_create` would give (no reordering).
+///
+/// # Safety
+/// `dims` and `periods` hold `ndims` ints; `newrank` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_map(
+    comm: Handle,
+    nd: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    call("MPI_Cart_map", hv(comm), || {
+        let n = ndims(nd)?;
+        // SAFETY: the caller's contract.
+        let (d, _) = unsafe { (ints(dims, n, "dims")?, ints(periods, n, "periods")?) };
+        let mut nodes = 1i64;
+        for &x in d {
+            if x < 1 {
+                return Err(MpiErr::new(err::DIMS, format!("dimension {x}")));
+            }
+            nodes = nodes.saturating_mul(i64::from(x));
+        }
+        let r = map_rank(comm, nodes)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(newrank, r, "newrank") }
+    })
+}
+
+/// `MPI_Graph_map`: the rank `MPI_Graph_create` would give (no
+/// reordering).
+///
+/// # Safety
+/// `index` holds `nnodes` ints, `edges` as many as its last; `newrank`
+/// is writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_map(
+    comm: Handle,
+    nnodes: c_int,
+    _index: *const c_int,
+    _edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    call("MPI_Graph_map", hv(comm), || {
+        let r = map_rank(comm, i64::from(nnodes))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(newrank, r, "newrank") }
+    })
+}
+
 /// `MPI_Cart_get`.
 ///
 /// # Safety

@@ -1,7 +1,8 @@
 ! Fortran names whose arguments are arrays of handles or of addresses:
 ! Type_create_struct, Type_create_hindexed(_block), Alltoallw and
 ! Ialltoallw (a datatype per peer), Group_range_incl/excl, and
-! Buffer_attach/detach around a buffered send.
+! Buffer_attach/detach around a buffered send; the MPI_Count (_x) forms
+! and statuses set by the program.
 ! Rank 0 prints "ftypes: ok N tasks" when every check passed.
 program ftypes
   use mpi
@@ -9,6 +10,8 @@ program ftypes
   integer :: ierr, rank, size, errs, all, i, st, hi, hb, g, sub, n, req
   integer :: bls(2), types(2), ranges(3, 1), stat(MPI_STATUS_SIZE)
   integer(kind=MPI_ADDRESS_KIND) :: displs(2), lb, extent
+  integer(kind=MPI_COUNT_KIND) :: c8, l8, e8
+  logical :: flag
   integer :: pair(3), got(3), ints(6)
   integer, allocatable :: sc(:), sd(:), stt(:), rc(:), rd(:), rtt(:), sbuf(:), rbuf(:)
   character :: pool(1024)
@@ -27,7 +30,28 @@ program ftypes
   call MPI_Type_size(st, n, ierr)
   call MPI_Type_get_extent(st, lb, extent, ierr)
   if (ierr /= MPI_SUCCESS .or. n /= 12 .or. extent /= 16) errs = errs + 1
+  ! The MPI_Count forms, and a status the program fills.
+  call MPI_Type_size_x(st, c8, ierr)
+  call MPI_Type_get_extent_x(st, l8, e8, ierr)
+  if (ierr /= MPI_SUCCESS .or. c8 /= 12 .or. l8 /= 0 .or. e8 /= 16) errs = errs + 1
+  call MPI_Type_get_true_extent_x(st, l8, e8, ierr)
+  if (ierr /= MPI_SUCCESS .or. e8 /= 16) errs = errs + 1
+  call MPI_Status_set_elements_x(stat, st, 7_MPI_COUNT_KIND, ierr)
+  call MPI_Get_elements_x(stat, st, c8, ierr)
+  if (ierr /= MPI_SUCCESS .or. c8 /= 7) errs = errs + 1
+  call MPI_Status_set_elements(stat, st, 6, ierr)
+  call MPI_Get_count(stat, st, n, ierr)
+  if (ierr /= MPI_SUCCESS .or. n /= 2) errs = errs + 1
+  call MPI_Status_set_cancelled(stat, .true., ierr)
+  call MPI_Test_cancelled(stat, flag, ierr)
+  if (ierr /= MPI_SUCCESS .or. .not. flag) errs = errs + 1
   call MPI_Type_free(st, ierr)
+  call MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, st, ierr)
+  if (ierr /= MPI_SUCCESS .or. st /= MPI_REAL8) errs = errs + 1
+  call MPI_Status_set_tag(stat, 9, ierr)
+  call MPI_Status_get_tag(stat, n, ierr)
+  if (ierr /= MPI_SUCCESS .or. n /= 9 .or. stat(MPI_TAG) /= 9) errs = errs + 1
+  call MPI_Pcontrol(1, ierr)
 
   ! hindexed: ints 1 and 3 (byte displacements 0 and 8); hindexed_block
   ! the same with one block length.

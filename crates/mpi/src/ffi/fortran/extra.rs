@@ -6,21 +6,29 @@
 use super::super::comm::MPI_Comm_idup_with_info;
 use super::super::dtype::{
     MPI_Aint_add, MPI_Aint_diff, MPI_Pack, MPI_Pack_size, MPI_Type_create_indexed_block,
-    MPI_Type_get_true_extent, MPI_Unpack,
+    MPI_Type_get_extent_x, MPI_Type_get_true_extent, MPI_Type_get_true_extent_x, MPI_Type_size_x,
+    MPI_Unpack,
 };
 use super::super::group::{
     MPI_Comm_create_group, MPI_Group_compare, MPI_Group_difference, MPI_Group_intersection,
     MPI_Group_translate_ranks, MPI_Group_union,
 };
 use super::super::info::MPI_Info_create_env;
+use super::super::misc::{MPI_Pcontrol, MPI_Type_match_size};
 use super::super::mprobe::{MPI_Improbe, MPI_Imrecv};
 use super::super::p2p::MPI_Get_elements;
+use super::super::p2p::{
+    MPI_Get_elements_x, MPI_Status_get_error, MPI_Status_get_source, MPI_Status_get_tag,
+    MPI_Status_set_cancelled, MPI_Status_set_elements, MPI_Status_set_elements_x,
+    MPI_Status_set_error, MPI_Status_set_source, MPI_Status_set_tag,
+};
 use super::super::requests::{
     MPI_Bsend_init, MPI_Ibsend, MPI_Irsend, MPI_Request_get_status, MPI_Rsend_init, MPI_Send_init,
     MPI_Ssend_init,
 };
 use super::super::session::MPI_Session_get_info;
-use super::{fortran, get_aint, set, with_handle, Fint};
+use super::super::topo::{MPI_Cart_map, MPI_Graph_map};
+use super::{fortran, get, get_aint, set, with_handle, Fint};
 
 fortran!(
     /// `MPI_GROUP_UNION`.
@@ -70,6 +78,64 @@ fortran!(
 fortran!(
     /// `MPI_GET_ELEMENTS`.
     mpi_get_elements_ => MPI_Get_elements; st: s, dt: h, count: p);
+fortran!(
+    /// `MPI_GET_ELEMENTS_X` (`INTEGER(KIND=MPI_COUNT_KIND)`).
+    mpi_get_elements_x_ => MPI_Get_elements_x; st: s, dt: h, count: c);
+fortran!(
+    /// `MPI_TYPE_SIZE_X`.
+    mpi_type_size_x_ => MPI_Type_size_x; dt: h, size: c);
+fortran!(
+    /// `MPI_TYPE_GET_EXTENT_X`.
+    mpi_type_get_extent_x_ => MPI_Type_get_extent_x; dt: h, lb: c, extent: c);
+fortran!(
+    /// `MPI_TYPE_GET_TRUE_EXTENT_X`.
+    mpi_type_get_true_extent_x_ => MPI_Type_get_true_extent_x; dt: h, lb: c, extent: c);
+fortran!(
+    /// `MPI_STATUS_SET_ELEMENTS`.
+    mpi_status_set_elements_ => MPI_Status_set_elements; st: s, dt: h, count: v);
+fortran!(
+    /// `MPI_STATUS_SET_ELEMENTS_X`.
+    mpi_status_set_elements_x_ => MPI_Status_set_elements_x; st: s, dt: h, count: x);
+fortran!(
+    /// `MPI_STATUS_GET_SOURCE`.
+    mpi_status_get_source_ => MPI_Status_get_source; st: s, v: p);
+fortran!(
+    /// `MPI_STATUS_SET_SOURCE`.
+    mpi_status_set_source_ => MPI_Status_set_source; st: s, v: v);
+fortran!(
+    /// `MPI_STATUS_GET_TAG`.
+    mpi_status_get_tag_ => MPI_Status_get_tag; st: s, v: p);
+fortran!(
+    /// `MPI_STATUS_SET_TAG`.
+    mpi_status_set_tag_ => MPI_Status_set_tag; st: s, v: v);
+fortran!(
+    /// `MPI_STATUS_GET_ERROR`.
+    mpi_status_get_error_ => MPI_Status_get_error; st: s, v: p);
+fortran!(
+    /// `MPI_STATUS_SET_ERROR`.
+    mpi_status_set_error_ => MPI_Status_set_error; st: s, v: v);
+fortran!(
+    /// `MPI_TYPE_MATCH_SIZE`.
+    mpi_type_match_size_ => MPI_Type_match_size; class: v, size: v, dt: o);
+fortran!(
+    /// `MPI_CART_MAP`.
+    mpi_cart_map_ => MPI_Cart_map; comm: h, nd: v, dims: p, periods: p, newrank: p);
+fortran!(
+    /// `MPI_GRAPH_MAP`.
+    mpi_graph_map_ => MPI_Graph_map; comm: h, n: v, index: p, edges: p, newrank: p);
+
+/// `MPI_PCONTROL` (the level is ignored, as in C).
+///
+/// # Safety
+/// Fortran references.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_pcontrol_(level: *const Fint, ierr: *mut Fint) {
+    // SAFETY: Fortran references.
+    unsafe { set(ierr, MPI_Pcontrol(get(level))) };
+}
+fortran!(
+    /// `MPI_STATUS_SET_CANCELLED`.
+    mpi_status_set_cancelled_ => MPI_Status_set_cancelled; st: s, flag: v);
 fortran!(
     /// `MPI_TYPE_CREATE_INDEXED_BLOCK`.
     mpi_type_create_indexed_block_ => MPI_Type_create_indexed_block;

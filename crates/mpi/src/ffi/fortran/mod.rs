@@ -330,6 +330,8 @@ macro_rules! fortran {
     (@ty w) => { *mut $crate::ffi::fortran::Fint };
     (@ty a) => { *const i64 };
     (@ty q) => { *mut i64 };
+    (@ty c) => { *mut i64 };
+    (@ty x) => { *const i64 };
     (@pre o $a:ident) => { let mut $a = ($a, $crate::ffi::mk(0)); };
     (@pre i $a:ident) => {
         // SAFETY: a Fortran reference (a C caller's null reads as no handle).
@@ -347,6 +349,8 @@ macro_rules! fortran {
     (@arg w $a:ident) => { $crate::ffi::fortran::weights($a) };
     (@arg a $a:ident) => { $crate::ffi::fortran::get_aint($a) };
     (@arg q $a:ident) => { $a.cast::<isize>() };
+    (@arg c $a:ident) => { $a };
+    (@arg x $a:ident) => { $crate::ffi::fortran::get_aint($a) as i64 };
     (@post i $a:ident $ierr:ident) => { $crate::ffi::fortran::fortran!(@post o $a $ierr) };
     (@post o $a:ident $ierr:ident) => {
         if !$a.0.is_null() {
