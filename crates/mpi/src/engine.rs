@@ -134,9 +134,9 @@ pub(crate) struct Engine {
     seg: Segment,
     fifo: Fifo,
     peers: Vec<Peer>,
-    /// Largest message sent eagerly to each task: [`EAGER_MAX`] on this
-    /// node, what fits one datagram over udp (MBCF carries a FIFO
-    /// message in one).
+    /// Largest message sent eagerly to each task: [`EAGER_MAX`] (MBCF
+    /// carries FIFO messages that long over udp too, in fragments it
+    /// joins before they reach the queue).
     eager: Vec<usize>,
     sent: Vec<u64>,
     consumed: Vec<u64>,
@@ -186,7 +186,7 @@ fn mbcf_err(e: sss_mbcf::Error) -> MpiErr {
 impl Engine {
     /// Joins the job and sets up the FIFO, credits and predefined
     /// communicators (collective: every task of the job calls it).
-    pub(crate) fn new(task: Task, udp_payload: usize) -> Result<Engine, MpiErr> {
+    pub(crate) fn new(task: Task, max_fifo: usize) -> Result<Engine, MpiErr> {
         let (rank, size) = (task.rank(), task.size());
         let credit_bytes = (size as usize * 8).next_multiple_of(64);
         let slots = (size as u64 * CREDITS).next_power_of_two().max(64) as u32;
@@ -221,7 +221,7 @@ impl Engine {
             });
         }
         let n = size as usize;
-        let udp_eager = udp_payload
+        let udp_eager = max_fifo
             .saturating_sub(crate::envelope::ENV_LEN)
             .min(EAGER_MAX);
         let eager = (0..size)

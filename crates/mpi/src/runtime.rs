@@ -93,14 +93,14 @@ pub(crate) fn init() -> Result<(), MpiErr> {
     crate::stats::init_from_env()?;
     let joining =
         |e: &dyn std::fmt::Display| MpiErr::new(err::OTHER, format!("joining the job: {e}"));
-    // The same settings Task::init reads: the datagram payload bounds
-    // eager messages over udp.
-    let payload = sss_mbcf::TaskConfig::from_env()
+    // The same settings Task::init reads: the largest FIFO message MBCF
+    // carries over udp bounds eager messages there.
+    let max_fifo = sss_mbcf::TaskConfig::from_env()
         .map_err(|e| joining(&e))?
         .proto
-        .payload_size;
+        .max_fifo;
     let task = sss_mbcf::Task::init().map_err(|e| joining(&e))?;
-    *g = Some(Engine::new(task, payload)?);
+    *g = Some(Engine::new(task, max_fifo)?);
     PHASE.store(1, Ordering::Release);
     Ok(())
 }

@@ -135,6 +135,10 @@ pub struct Config {
     pub ack_every: u32,
     /// Largest READ accepted, in bytes.
     pub max_read: u32,
+    /// Largest FIFO message, in bytes: one larger than a packet's payload
+    /// is cut into fragments the receiver joins (one message in the
+    /// making per peer) before it reaches the queue.
+    pub max_fifo: usize,
     /// Fan-out of multicast trees.
     pub multicast_arity: u8,
     /// Groups with at most this many receivers use a chain instead.
@@ -181,6 +185,7 @@ impl Default for Config {
             ack_delay: 200_000,
             ack_every: 8,
             max_read: 64 << 20,
+            max_fifo: MAX_FIFO,
             multicast_arity: 4,
             chain_threshold: 4,
             nofc_reply_timeout: 100_000_000,
@@ -202,6 +207,9 @@ pub const MAX_TIME_SETTING: Time = 3_600_000_000_000;
 
 /// Largest payload per packet: a datagram of it and the header fits UDP.
 pub const MAX_PAYLOAD: usize = 65_000;
+
+/// Largest [`Config::max_fifo`].
+pub const MAX_FIFO: usize = 64 << 10;
 
 /// Largest window: sequence numbers are compared within half their
 /// 32-bit space.
@@ -244,6 +252,7 @@ impl Config {
             MAX_PAYLOAD as u64,
         )?;
         check("window", self.window.into(), 1, MAX_WINDOW.into())?;
+        check("max_fifo", self.max_fifo as u64, 0, MAX_FIFO as u64)?;
         check("max_rto", self.max_rto, 1, t)?;
         check("min_rto", self.min_rto, 1, self.max_rto)?;
         check("initial_rto", self.initial_rto, 1, t)?;
@@ -261,6 +270,7 @@ impl Config {
         let t = MAX_TIME_SETTING;
         self.payload_size = self.payload_size.clamp(1, MAX_PAYLOAD);
         self.window = self.window.clamp(1, MAX_WINDOW);
+        self.max_fifo = self.max_fifo.min(MAX_FIFO);
         self.max_rto = self.max_rto.clamp(1, t);
         self.min_rto = self.min_rto.clamp(1, self.max_rto);
         self.initial_rto = self.initial_rto.clamp(1, t);

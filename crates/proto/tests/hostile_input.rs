@@ -149,3 +149,57 @@ proptest! {
         }
     }
 }
+
+/// A peer that sends the fragments of a FIFO message out of place, or
+/// more bytes than the limit, gets it refused: nothing reaches the queue.
+#[test]
+fn fifo_fragments_out_of_place_or_too_many_are_refused() {
+    let me = TaskId::new(7, 0);
+    let peer = TaskId::new(7, 1);
+    let max = 4000;
+    let mut ep = Endpoint::new(
+        me,
+        Config {
+            max_fifo: max,
+            ..Config::default()
+        },
+    );
+    let mut mem = Mem::new(me);
+    let mut seq = 1;
+    let mut send =
+        |ep: &mut Endpoint, mem: &mut Mem, op: u32, index: u16, count: u16, len: usize| {
+            let payload = vec![op as u8; len];
+            let p = Packet {
+                src: peer,
+                dst: me,
+                epoch: 1,
+                seq,
+                ack: None,
+                op,
+                flags: Flags::default(),
+                status: Status::Ok,
+                key: key_of(me),
+                addr: BASE + 64,
+                frag: Frag { index, count },
+                body: Body::Fifo,
+                payload: &payload,
+            };
+            seq += 1;
+            ep.handle_datagram(0, &p.to_vec().unwrap(), mem);
+        };
+    // Fragment 1 of 3 missing: spoilt.
+    send(&mut ep, &mut mem, 1, 0, 3, 1000);
+    send(&mut ep, &mut mem, 1, 2, 3, 1000);
+    // Four fragments of 1400 bytes against a limit of 4000: spoilt.
+    for i in 0..4 {
+        send(&mut ep, &mut mem, 2, i, 4, 1400);
+    }
+    // A good one after them still arrives.
+    send(&mut ep, &mut mem, 3, 0, 2, 1400);
+    send(&mut ep, &mut mem, 3, 1, 2, 100);
+    let q = &mem.fifos[&(BASE + 64)];
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].len(), 1500);
+    assert!(q[0].iter().all(|&b| b == 3));
+    assert_eq!(ep.stats().rejected, 2);
+}

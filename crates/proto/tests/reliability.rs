@@ -93,7 +93,12 @@ fn workload(c: &mut Cluster, per_pair: usize, seed: u64) -> usize {
                         }
                     }
                     75..=86 => {
-                        let len = rng.random_range(0..200);
+                        // Up to three packets: longer ones go in fragments.
+                        let len = if rng.random_range(0..4) == 0 {
+                            rng.random_range(0..4000)
+                        } else {
+                            rng.random_range(0..200)
+                        };
                         applies += 1;
                         TestOp::Fifo {
                             key,
@@ -635,6 +640,57 @@ fn large_write_and_read_are_fragmented_and_reassembled() {
     assert_eq!(c.mems[1].log[&c.tasks[0]].len(), frags + 1);
     // Every packet fits the 1500-byte MTU: none was dropped for size.
     assert_eq!(c.net.stats().too_big, 0);
+}
+
+#[test]
+fn a_fifo_message_longer_than_a_packet_arrives_whole_or_not_at_all() {
+    let mut c = Cluster::new(2, Config::default(), clean());
+    let dst = c.tasks[1];
+    let key = key_of(dst);
+    let long: Vec<u8> = (0..10_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let max = Config::default().max_fifo;
+    for data in [long.clone(), vec![5; 1408], vec![6; max]] {
+        c.plan(
+            0,
+            Planned {
+                dst,
+                op: TestOp::Fifo {
+                    key,
+                    addr: BASE + 64,
+                    data,
+                },
+                opts: OpOptions {
+                    status_return: true,
+                    nofc: false,
+                },
+            },
+        );
+    }
+    assert!(c.run(u64::MAX));
+    for i in 0..3 {
+        assert_eq!(c.results[0][&i], Ok(Completion::Done), "message {i}");
+    }
+    let q = &c.mems[1].fifos[&(BASE + 64)];
+    assert_eq!(q.len(), 3);
+    assert_eq!(q[0], long);
+    assert_eq!(q[1], vec![5; 1408]);
+    assert_eq!(q[2].len(), max);
+    // 10 000 bytes in 8 packets, one in one, the largest in 48.
+    let packets = c.mems[1].log[&c.tasks[0]].len();
+    assert_eq!(packets, 3, "the target sees whole messages only");
+    // Past the limit: refused at submission, nothing sent.
+    let big = vec![0u8; max + 1];
+    let op = sss_proto::Op::Fifo {
+        key,
+        addr: BASE + 64,
+        data: &big,
+    };
+    assert_eq!(
+        c.eps[0]
+            .submit(0, dst, op, OpOptions::default())
+            .unwrap_err(),
+        sss_proto::SubmitError::Invalid
+    );
 }
 
 #[test]

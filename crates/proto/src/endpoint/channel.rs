@@ -141,6 +141,12 @@ pub(super) struct Channel {
     pub(super) ack_now: bool,
     /// Worst status among the fragments of the incoming operation so far.
     pub(super) in_op_status: Status,
+    /// The FIFO message being joined from its fragments (at most
+    /// `Config::max_fifo` bytes), the next fragment index expected, and
+    /// whether a fragment out of place spoilt it.
+    pub(super) fifo_part: Vec<u8>,
+    pub(super) fifo_next: u16,
+    pub(super) fifo_spoilt: bool,
     /// The peer's stream position when it last acknowledged us: it had
     /// queued everything below it (an unsolicited NACK, say) before. Our
     /// operations count as in flight until we received that far, so
@@ -180,6 +186,9 @@ impl Channel {
             unacked: 0,
             ack_now: false,
             in_op_status: Status::Ok,
+            fifo_part: Vec::new(),
+            fifo_next: 0,
+            fifo_spoilt: false,
             owed_below: 0,
             in_ready: false,
             timers: Timers::default(),

@@ -65,9 +65,15 @@ impl Endpoint {
         let ps = self.cfg.payload_size;
         let frags = match op {
             Op::Write { data, .. } => self.frags_for(data.len()).ok_or(SubmitError::Invalid)?,
-            Op::Fifo { data, .. } | Op::Signal { data, .. } if data.len() > ps => {
-                return Err(SubmitError::Invalid)
+            // A FIFO message longer than a packet goes in fragments, up
+            // to the receiver's limit (assumed to be ours).
+            Op::Fifo { data, .. } if data.len() > ps => {
+                if data.len() > self.cfg.max_fifo {
+                    return Err(SubmitError::Invalid);
+                }
+                self.frags_for(data.len()).ok_or(SubmitError::Invalid)?
             }
+            Op::Signal { data, .. } if data.len() > ps => return Err(SubmitError::Invalid),
             Op::Read { len, .. } => {
                 if len > self.cfg.max_read || self.frags_for(len as usize).is_none() {
                     return Err(SubmitError::Invalid);
@@ -233,6 +239,22 @@ fn build_packets(
                 meta(Body::FetchAdd { operand }, key, addr),
                 Chunk::default(),
             )]
+        }
+        // Every fragment names the queue; their order places the bytes.
+        Op::Fifo { key, addr, data } if frags > 1 => {
+            let ps = ps.max(1);
+            Chunk::split(data, ps, frags as usize, pool)
+                .into_iter()
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let mut m = meta(Body::Fifo, key, addr);
+                    m.frag = Frag {
+                        index: i as u16,
+                        count: frags,
+                    };
+                    (m, chunk)
+                })
+                .collect()
         }
         Op::Fifo { key, addr, data } => vec![(meta(Body::Fifo, key, addr), data.to_vec().into())],
         Op::Signal { key, handler, data } => {

@@ -77,6 +77,7 @@ impl Endpoint {
         target: &mut T,
     ) {
         match pkt.body {
+            Body::Fifo if pkt.frag.count > 1 => self.fifo_fragment(ci, pkt, target),
             Body::Write { .. } | Body::Fifo | Body::Signal { .. } => {
                 let status = match self.apply(pkt, target) {
                     Outcome::Failed(s) => s,
@@ -159,6 +160,57 @@ impl Endpoint {
             self.stats.applied += 1;
         }
         out
+    }
+
+    /// One fragment of a FIFO message: joined with the ones before it
+    /// (in order, as the channel delivers them) and the whole message
+    /// applied at the last. A fragment out of place or past
+    /// [`crate::Config::max_fifo`] spoils the message, which is refused
+    /// (`TooLarge`) instead of applied.
+    fn fifo_fragment<T: Target + ?Sized>(&mut self, ci: usize, pkt: &Packet<'_>, target: &mut T) {
+        let max = self.cfg.max_fifo;
+        let c = &mut self.chans[ci];
+        if pkt.frag.index == 0 {
+            c.fifo_part.clear();
+            c.fifo_spoilt = false;
+            c.fifo_next = 0;
+        }
+        // Never sent by a sender that follows the protocol: a message in
+        // fragments always goes with flow control.
+        if pkt.flags.nofc
+            || pkt.frag.index != c.fifo_next
+            || c.fifo_part.len() + pkt.payload.len() > max
+        {
+            c.fifo_spoilt = true;
+        } else {
+            c.fifo_part.extend_from_slice(pkt.payload);
+        }
+        c.fifo_next = pkt.frag.index.wrapping_add(1);
+        if !pkt.frag.is_last() || pkt.flags.nofc {
+            return;
+        }
+        let whole = std::mem::take(&mut c.fifo_part);
+        let status = if c.fifo_spoilt {
+            self.stats.rejected += 1;
+            Status::TooLarge
+        } else {
+            let p = Packet {
+                payload: &whole,
+                frag: Frag::SINGLE,
+                ..*pkt
+            };
+            match self.apply(&p, target) {
+                Outcome::Failed(s) => s,
+                _ => Status::Ok,
+            }
+        };
+        let c = &mut self.chans[ci];
+        c.fifo_part = whole;
+        c.fifo_part.clear();
+        c.fifo_next = 0;
+        if !status.is_ok() || pkt.flags.status_return {
+            self.reply(ci, pkt, Body::Status, status, Vec::new());
+        }
     }
 
     fn send_read_reply(&mut self, ci: usize, req: &Packet<'_>, data: Vec<u8>) {
