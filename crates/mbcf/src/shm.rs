@@ -446,8 +446,15 @@ impl Peer {
     /// range, checked against the peer's table) for direct loads and
     /// stores; `Ok(None)` when it is not in shared memory (registered
     /// memory of the peer's own).
-    pub(crate) fn map_segment(&mut self, key: u64) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
+    pub(crate) fn map_segment(
+        &mut self,
+        key: u64,
+        need: Perm,
+    ) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
         let p = self.find(key).ok_or(Status::BadKey)?;
+        if !p.perm.contains(need) {
+            return Err(Status::NoPermission);
+        }
         if !p.shared {
             return Ok(None);
         }

@@ -132,3 +132,28 @@ impl TypedBuf {
         unsafe { unpack(self.base as *mut u8, self.count, &self.layout, &data[..n]) };
     }
 }
+
+/// Copies `out.len()` bytes from `off` in a same-node peer's segment
+/// mapped here; false (nothing copied) when that range is not inside it.
+pub(crate) fn copy_from_peer(map: &sss_mbcf::PeerMap, off: u64, out: &mut [u8]) -> bool {
+    let fits = off
+        .checked_add(out.len() as u64)
+        .is_some_and(|end| end <= map.len());
+    if !fits {
+        return false;
+    }
+    if !out.is_empty() {
+        // SAFETY: `off + out.len()` lies inside the mapping, which the
+        // `PeerMap` keeps mapped; the peer may write its own memory
+        // meanwhile (its data, then), but the range is never unmapped,
+        // and `out` is our own memory, disjoint from a shared mapping.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                map.as_ptr().add(off as usize).cast_const(),
+                out.as_mut_ptr(),
+                out.len(),
+            )
+        };
+    }
+    true
+}

@@ -36,6 +36,8 @@ pub(crate) const EAGER_MAX: usize = 8192;
 pub(crate) const CREDITS: u64 = 32;
 /// Largest single READ of a rendezvous.
 const READ_CHUNK: usize = 4 << 20;
+/// Same-node segments kept mapped for rendezvous copies.
+const PEER_MAPS: usize = 64;
 /// Messages popped per progress call before the rest of the work.
 const POP_BATCH: usize = 256;
 
@@ -149,6 +151,8 @@ pub(crate) struct Engine {
     next_handle: usize,
     /// Receives with READs in flight.
     reading: Vec<usize>,
+    /// Same-node peers' segments mapped here, by (rank, key).
+    peer_maps: std::collections::HashMap<(u32, u64), (sss_mbcf::PeerMap, u64)>,
     /// Staged data of rendezvous sends, by request.
     staged: IdMap<crate::staging::Slot>,
     staging: crate::staging::Staging,
@@ -263,6 +267,7 @@ impl Engine {
             reqs: IdMap::default(),
             next_handle: h::FIRST_USER,
             reading: Vec::new(),
+            peer_maps: Default::default(),
             staged: IdMap::default(),
             staging: crate::staging::Staging::default(),
             comms,
@@ -669,7 +674,34 @@ impl Engine {
         self.deliver_parts(id, src, env, Arrived::Eager(data));
     }
 
+    /// Segment `key` of same-node task `src`, mapped here (kept for the
+    /// next rendezvous from it): the mapping and where it starts in `src`.
+    fn peer_map(&mut self, src: u32, key: u64) -> Option<(sss_mbcf::PeerMap, u64)> {
+        if self.task.transport_to(src) != Some(sss_mbcf::TransportKind::Shm) {
+            return None;
+        }
+        if let Some(m) = self.peer_maps.get(&(src, key)) {
+            return Some(m.clone());
+        }
+        let m = self.task.map_peer_key(src, key).ok()?;
+        // Staging segments are few and long-lived; a bounded cache keeps
+        // a sender that frees and allocates them from piling up mappings.
+        if self.peer_maps.len() >= PEER_MAPS {
+            self.peer_maps.clear();
+        }
+        self.peer_maps.insert((src, key), m.clone());
+        Some(m)
+    }
+
     fn deliver_parts(&mut self, id: usize, src: u32, env: &Env, body: Arrived<'_>) {
+        // A same-node sender's staged data is copied straight from its
+        // segment, mapped here: one copy fewer than a READ, and no wait.
+        let direct = match body {
+            Arrived::Rts { key, addr } => self
+                .peer_map(src, key)
+                .map(|(m, base)| (m, addr.wrapping_sub(base))),
+            Arrived::Eager(_) => None,
+        };
         let Some(Req {
             status,
             kind: ReqKind::Recv(r),
@@ -700,6 +732,19 @@ impl Engine {
                     let ack = Env::control(Kind::SyncAck, env.sreq).encode(&[]);
                     self.enqueue(src, ack, None);
                 }
+            }
+            Arrived::Rts { .. }
+                if direct.as_ref().is_some_and(|(m, off)| {
+                    crate::buf::copy_from_peer(m, *off, r.buf.slice(n))
+                }) =>
+            {
+                r.buf.commit();
+                *done = true;
+                self.events += 1;
+                self.stats.direct_msgs += 1;
+                self.stats.direct_bytes += n as u64;
+                let b = Env::control(Kind::Fin, env.sreq).encode(&[]);
+                self.enqueue(src, b, None);
             }
             Arrived::Rts { key, addr } => {
                 let mut err_class = 0;

@@ -176,6 +176,10 @@ pub(crate) struct Counters {
     /// Received into a receive posted before the message arrived.
     pub posted_first_msgs: u64,
     pub posted_first_bytes: u64,
+    /// Rendezvous received by copying straight from a same-node sender's
+    /// staged data, mapped here (no READ).
+    pub direct_msgs: u64,
+    pub direct_bytes: u64,
 }
 
 impl Counters {
@@ -269,7 +273,8 @@ pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<St
          \"rendezvous_bytes\":{},\"write_messages\":{},\"write_bytes\":{},\
          \"mbcf_write_pct\":{write_pct:.3},\"coll_messages\":{},\"coll_bytes\":{},\
          \"posted_first_messages\":{},\
-         \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"collectives\":{{",
+         \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
+         \"direct_copy_bytes\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -287,6 +292,8 @@ pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<St
         c.posted_first_msgs,
         c.posted_first_bytes,
         pct(c.posted_first_bytes, c.recv_bytes),
+        c.direct_msgs,
+        c.direct_bytes,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

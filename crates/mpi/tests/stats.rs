@@ -80,6 +80,11 @@ fn json_statistics_count_what_the_program_sent() {
         assert_eq!(p2p(t0, "sent_bytes", "coll_bytes"), 201_000, "{t0}");
         assert_eq!(num(t0, "rendezvous_messages"), 2, "{t0}");
         assert_eq!(num(t0, "rendezvous_bytes"), 200_000, "{t0}");
+        // On one node the receiver copies both straight from the
+        // sender's staged data; across nodes it READs them.
+        let direct = if what.contains("one node") { 2 } else { 0 };
+        assert_eq!(num(t1, "direct_copy_messages"), direct, "{what}: {t1}");
+        assert_eq!(num(t1, "direct_copy_bytes"), direct * 100_000, "{t1}");
         assert_eq!(p2p(t1, "sent_messages", "coll_messages"), 1, "{t1}");
         assert_eq!(p2p(t1, "sent_bytes", "coll_bytes"), 0, "{t1}");
         // What one task sent the other received.

@@ -10,6 +10,7 @@ use crate::Error;
 
 /// A same-node task's segment mapped into this process
 /// ([`Task::map_peer`]).
+#[derive(Clone)]
 pub struct PeerMap {
     map: std::sync::Arc<crate::sys::Mapping>,
     len: u64,
@@ -136,11 +137,30 @@ impl Task {
         let Some(Route::Shm(lane)) = self.inner.routes.get(info.rank as usize) else {
             return Err(Error::Invalid("not a task on this node"));
         };
-        match lane.map_segment(info.key) {
+        match lane.map_segment(info.key, Perm(0)) {
             Ok(Some((map, base))) if base == info.base && map.len() as u64 >= info.len => {
                 Ok(PeerMap { map, len: info.len })
             }
             Ok(Some(_)) => Err(Error::Invalid("segment not as described")),
+            Ok(None) => Err(Error::Invalid("segment not in shared memory")),
+            Err(s) => Err(Error::Remote(s)),
+        }
+    }
+
+    /// Maps the shared-memory segment `key` of task `rank` on this node,
+    /// as [`Task::map_peer`] does, knowing only its key (a rendezvous
+    /// names the data by key and address), when its owner lets peers
+    /// READ it: the mapping and the address the segment starts at in its
+    /// owner.
+    pub fn map_peer_key(&self, rank: u32, key: u64) -> Result<(PeerMap, u64), Error> {
+        let Some(Route::Shm(lane)) = self.inner.routes.get(rank as usize) else {
+            return Err(Error::Invalid("not a task on this node"));
+        };
+        match lane.map_segment(key, Perm::READ) {
+            Ok(Some((map, base))) => {
+                let len = map.len() as u64;
+                Ok((PeerMap { map, len }, base))
+            }
             Ok(None) => Err(Error::Invalid("segment not in shared memory")),
             Err(s) => Err(Error::Remote(s)),
         }

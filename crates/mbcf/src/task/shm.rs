@@ -34,11 +34,15 @@ impl ShmLane {
 impl ShmLane {
     /// The peer's shared-memory segment `key`, mapped here (see
     /// [`crate::Task::map_peer`]).
-    pub(super) fn map_segment(&self, key: u64) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
+    pub(super) fn map_segment(
+        &self,
+        key: u64,
+        need: crate::Perm,
+    ) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
         self.peer
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .map_segment(key)
+            .map_segment(key, need)
     }
 }
 
