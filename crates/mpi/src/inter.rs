@@ -62,9 +62,10 @@ pub(crate) fn no_collectives(comm: usize) -> Result<(), MpiErr> {
         return Err(MpiErr::new(
             err::COMM,
             format!(
-                "this collective operation is not implemented on intercommunicator {comm:#x} \
-                 (Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v) and \
-                 Alltoall(v,w) are; merge it with MPI_Intercomm_merge)"
+                "this collective operation is not defined on intercommunicator {comm:#x} \
+                 (Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v), \
+                 Alltoall(v,w) and Reduce_scatter(_block) are; merge it with \
+                 MPI_Intercomm_merge)"
             ),
         ));
     }

@@ -269,8 +269,11 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     comm: Handle,
 ) -> c_int {
     call("MPI_Reduce_scatter", hv(comm), || {
+        if crate::inter::is_inter(hv(comm)) {
+            // SAFETY: the caller's contract.
+            return unsafe { inter_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, o, comm) };
+        }
         // Built on an intracommunicator's reduce and scatter.
-        crate::inter::no_collectives(hv(comm))?;
         let (me, n) = rank_size(comm)?;
         let red = super::coll::reduction(dt, o)?;
         if recvcounts.is_null() {
@@ -312,6 +315,63 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     })
 }
 
+/// `MPI_Reduce_scatter` on an intercommunicator: each group's tasks get,
+/// cut by their `recvcounts` (one per task of their group), the
+/// reduction of the other group's vectors (as long as the sum of the
+/// counts, in both groups).
+///
+/// # Safety
+/// MPI's contract for the buffers and the array.
+unsafe fn inter_reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dt: Handle,
+    o: Handle,
+    comm: Handle,
+) -> Result<(), MpiErr> {
+    let n = crate::inter::size(hv(comm))? as usize;
+    let me = with(|e| Ok(e.comm(hv(comm))?.rank as usize))?;
+    let red = super::coll::reduction(dt, o)?;
+    if recvcounts.is_null() {
+        return Err(MpiErr::new(err::ARG, "recvcounts is NULL"));
+    }
+    if in_place(sendbuf) {
+        return Err(MpiErr::new(
+            err::ARG,
+            "MPI_IN_PLACE is not allowed on an intercommunicator",
+        ));
+    }
+    // SAFETY: MPI's contract: one int per task of the local group.
+    let counts = unsafe { std::slice::from_raw_parts(recvcounts, n) };
+    let mut total: c_int = 0;
+    let mut mine = (0, 0);
+    for (i, &c) in counts.iter().enumerate() {
+        if c < 0 {
+            return Err(MpiErr::new(err::COUNT, format!("negative count {c}")));
+        }
+        if i == me {
+            mine = (total, c);
+        }
+        total = total
+            .checked_add(c)
+            .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
+    }
+    // SAFETY: MPI's contract for sendbuf.
+    let mut acc = unsafe { send_data(sendbuf, total, dt) }?.into_owned();
+    crate::inter::allreduce(hv(comm), &mut acc, &red)?;
+    let size = super::lay(dt)?.size;
+    let (at, len) = (mine.0 as usize * size, mine.1 as usize * size);
+    // SAFETY: MPI's contract for recvbuf.
+    let mut out = unsafe { recv_area(recvbuf, mine.1, dt) }?;
+    let got = acc
+        .get(at..at + len)
+        .ok_or_else(|| MpiErr::new(err::INTERN, "reduction shorter than the counts"))?;
+    out.bytes().copy_from_slice(got);
+    out.finish();
+    Ok(())
+}
+
 /// `MPI_Reduce_scatter_block`: `MPI_Reduce_scatter` with equal counts.
 ///
 /// # Safety
@@ -325,7 +385,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     o: Handle,
     comm: Handle,
 ) -> c_int {
-    let n = rank_size(comm).map_or(0, |(_, n)| n as usize);
+    // The local group's size (an intercommunicator's remote group is
+    // what its `Comm` holds).
+    let n = crate::inter::size(hv(comm)).map_or(0, |n| n as usize);
     let counts = vec![recvcount; n.max(1)];
     // SAFETY: `counts` holds one int per task; the rest is the caller's.
     unsafe { MPI_Reduce_scatter(sendbuf, recvbuf, counts.as_ptr(), dt, o, comm) }

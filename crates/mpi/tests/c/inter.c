@@ -1,8 +1,8 @@
 /* Intercommunicators: even and odd ranks of the job as two groups;
  * create, test_inter, sizes and groups, point-to-point by remote rank
  * (with MPI_ANY_SOURCE), Barrier, Bcast, Allreduce, Reduce, Gather(v),
- * Scatter(v), Allgather(v) and Alltoall(v) across the groups, a collective
- * refused with MPI_ERR_COMM, a failing leader, dup,
+ * Scatter(v), Allgather(v), Alltoall(v) and Reduce_scatter(_block) across
+ * the groups, Scan refused with MPI_ERR_COMM, a failing leader, dup,
  * merge in both orders, free. Rank 0 prints "inter: ok N tasks" when
  * every check passed (one task: nothing to pair). */
 #include <mpi.h>
@@ -217,8 +217,34 @@ int main(int argc, char **argv)
                     ok &= gbuf[rd[j] + i] == 10000 * (odd ? 2 * j : 2 * j + 1) + 100 * lrank + i;
             CHECK(ok);
         }
-        /* Not on intercommunicators here: a clear error, nothing sent. */
-        CHECK(MPI_Reduce_scatter_block(&rank, gbuf, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
+        /* Reduce_scatter: each group gets the other group's sum of 12
+         * ints, cut evenly among its tasks. */
+        {
+            int v[12], got[12], counts[4], c = 12 / lsize, base = 0, ok = 1;
+            for (int k = 0; k < 12; k++)
+                v[k] = 100 * rank + k;
+            for (int i = 0; i < lsize; i++)
+                counts[i] = c;
+            for (int r = odd ? 0 : 1; r < size; r += 2)
+                base += 100 * r;
+            CHECK(MPI_Reduce_scatter(v, got, counts, MPI_INT, MPI_SUM, ic) == MPI_SUCCESS);
+            for (int i = 0; i < c; i++)
+                ok &= got[i] == base + rsize * (lrank * c + i);
+            CHECK(ok);
+            if (lsize == rsize) {
+                for (int i = 0; i < 12; i++)
+                    got[i] = -1;
+                CHECK(MPI_Reduce_scatter_block(v, got, c, MPI_INT, MPI_SUM, ic) ==
+                      MPI_SUCCESS);
+                for (int i = 0; i < c; i++)
+                    ok &= got[i] == base + rsize * (lrank * c + i);
+                CHECK(ok);
+            }
+            CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, got, counts, MPI_INT, MPI_SUM, ic) ==
+                  MPI_ERR_ARG);
+        }
+        /* Not defined on intercommunicators: a clear error, nothing sent. */
+        CHECK(MPI_Scan(&rank, gbuf, 1, MPI_INT, MPI_SUM, ic) == MPI_ERR_COMM);
 
         /* A duplicate carries its own traffic. */
         MPI_Comm_dup(ic, &icdup);
