@@ -593,36 +593,94 @@ fn sockaddr(addr: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::sockle
     (ss, len as libc::socklen_t)
 }
 
-/// Sends `buf` as datagrams of `seg` bytes each (the last may be shorter)
-/// with one system call, letting the kernel segment it (UDP GSO).
-pub fn send_gso(fd: RawFd, buf: &[u8], seg: u16, dst: std::net::SocketAddr) -> io::Result<usize> {
-    let (mut ss, slen) = sockaddr(dst);
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // Room for one cmsg carrying a u16, 8-byte aligned.
-    let mut cbuf = [0u64; 4];
-    // SAFETY: msghdr is plain old data; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut ss as *mut libc::sockaddr_storage).cast();
-    msg.msg_namelen = slen;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE is a pure size computation.
-    msg.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as usize;
-    // SAFETY: msg_control points to cbuf, large enough for one cmsg with a
-    // u16 (CMSG_SPACE(2) <= 32 bytes); CMSG_FIRSTHDR/CMSG_DATA stay inside.
-    unsafe {
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_UDP;
-        (*c).cmsg_type = libc::UDP_SEGMENT;
-        (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+/// A run of datagrams in a send buffer: `len` bytes from `off`, cut into
+/// datagrams of `seg` bytes (the last may be shorter), all to `dst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub off: usize,
+    pub len: usize,
+    pub seg: u16,
+    pub dst: std::net::SocketAddr,
+}
+
+/// Most runs handed to one `sendmmsg`.
+const RUNS_PER_CALL: usize = 64;
+
+/// Sends every run of `buf` (each a UDP GSO message when it holds more
+/// than one datagram) with as few `sendmmsg` calls as possible; the runs
+/// sent, stopping at the first that fails (with its error when none
+/// went). Runs must lie inside `buf`.
+pub fn send_runs(fd: RawFd, buf: &[u8], runs: &[Run]) -> io::Result<usize> {
+    let mut sent = 0;
+    for chunk in runs.chunks(RUNS_PER_CALL) {
+        if chunk
+            .iter()
+            .any(|r| r.off.checked_add(r.len).is_none_or(|e| e > buf.len()))
+        {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        let mut names: Vec<(libc::sockaddr_storage, libc::socklen_t)> =
+            chunk.iter().map(|r| sockaddr(r.dst)).collect();
+        let mut iovs: Vec<libc::iovec> = chunk
+            .iter()
+            .map(|r| libc::iovec {
+                iov_base: buf[r.off..].as_ptr() as *mut libc::c_void,
+                iov_len: r.len,
+            })
+            .collect();
+        // One cmsg carrying a u16 per message, 8-byte aligned.
+        let mut cbufs = vec![[0u64; 4]; chunk.len()];
+        // SAFETY: mmsghdr is plain old data; all-zero is valid.
+        let mut msgs: Vec<libc::mmsghdr> = (0..chunk.len())
+            .map(|_| unsafe { std::mem::zeroed() })
+            .collect();
+        for (i, r) in chunk.iter().enumerate() {
+            let m = &mut msgs[i].msg_hdr;
+            m.msg_name = (&mut names[i].0 as *mut libc::sockaddr_storage).cast();
+            m.msg_namelen = names[i].1;
+            m.msg_iov = &mut iovs[i];
+            m.msg_iovlen = 1;
+            if r.len > usize::from(r.seg) {
+                m.msg_control = cbufs[i].as_mut_ptr().cast();
+                // SAFETY: CMSG_SPACE is a pure size computation.
+                m.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as usize;
+                // SAFETY: msg_control points to this message's cbuf, large
+                // enough for one cmsg with a u16 (CMSG_SPACE(2) <= 32
+                // bytes); CMSG_FIRSTHDR/CMSG_DATA stay inside.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(m);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), r.seg);
+                }
+            }
+        }
+        let mut at = 0;
+        while at < msgs.len() {
+            // SAFETY: every header describes buffers (names, iovecs, cmsg
+            // space, `buf`) that live across the call.
+            let n = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    msgs[at..].as_mut_ptr(),
+                    (msgs.len() - at) as libc::c_uint,
+                    0,
+                )
+            };
+            if n <= 0 {
+                let e = io::Error::last_os_error();
+                return if sent + at == 0 {
+                    Err(e)
+                } else {
+                    Ok(sent + at)
+                };
+            }
+            at += n as usize;
+        }
+        sent += at;
     }
-    // SAFETY: msg describes valid buffers for the duration of the call.
-    cvt_isize(unsafe { libc::sendmsg(fd, &msg, 0) })
+    Ok(sent)
 }
 
 /// The address in `ss` (as filled in by the kernel), if IPv4 or IPv6.
@@ -688,4 +746,78 @@ pub fn recv_segments(
     }
     let from = (msg.msg_namelen > 0).then(|| from_sockaddr(&ss)).flatten();
     Ok((n, seg, from))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    /// Runs of different sizes and peers leave in one call and arrive as
+    /// the datagrams they were cut into.
+    #[test]
+    fn runs_arrive_as_their_datagrams() {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for s in [&a, &b] {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+        }
+        let buf: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let runs = [
+            // Three datagrams of 1000, the last of 500.
+            Run {
+                off: 0,
+                len: 2500,
+                seg: 1000,
+                dst: a.local_addr().unwrap(),
+            },
+            // One of 300 to the other socket.
+            Run {
+                off: 2500,
+                len: 300,
+                seg: 300,
+                dst: b.local_addr().unwrap(),
+            },
+            // Two of 700.
+            Run {
+                off: 2800,
+                len: 1400,
+                seg: 700,
+                dst: a.local_addr().unwrap(),
+            },
+        ];
+        let sent = match send_runs(tx.as_raw_fd(), &buf, &runs) {
+            Ok(n) => n,
+            // A kernel without UDP GSO: nothing to check here.
+            Err(_) => return,
+        };
+        assert_eq!(sent, 3);
+        let mut got = Vec::new();
+        let mut d = [0u8; 2048];
+        for _ in 0..5 {
+            let n = a.recv(&mut d).unwrap();
+            got.push(d[..n].to_vec());
+        }
+        let want: Vec<&[u8]> = vec![
+            &buf[0..1000],
+            &buf[1000..2000],
+            &buf[2000..2500],
+            &buf[2800..3500],
+            &buf[3500..4200],
+        ];
+        assert_eq!(got, want);
+        let n = b.recv(&mut d).unwrap();
+        assert_eq!(&d[..n], &buf[2500..2800]);
+        // A run outside the buffer is refused before anything is sent.
+        let bad = [Run {
+            off: 9_900,
+            len: 200,
+            seg: 100,
+            dst: a.local_addr().unwrap(),
+        }];
+        assert!(send_runs(tx.as_raw_fd(), &buf, &bad).is_err());
+    }
 }

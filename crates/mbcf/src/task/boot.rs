@@ -382,6 +382,7 @@ impl Task {
                 mreqs: HashMap::new(),
                 rng: sys::random_u64() | 1,
                 batch: Vec::with_capacity(64 << 10),
+                runs: Vec::new(),
                 gso: std::env::var_os("SSS_NO_GSO").is_none(),
                 held: 0,
                 seals,

@@ -59,8 +59,10 @@ pub(super) struct Net {
     pub(super) mreqs: HashMap<McastId, Arc<ReqState>>,
     /// xorshift state of the fault injector.
     pub(super) rng: u64,
-    /// Datagrams gathered for one GSO send.
+    /// Datagrams gathered for one flush, in runs of one size.
     pub(super) batch: Vec<u8>,
+    /// The runs of `batch` (kept for its allocation).
+    pub(super) runs: Vec<sys::Run>,
     /// Whether the kernel takes GSO sends.
     pub(super) gso: bool,
     /// Operations submitted since the last flush (held back while earlier
@@ -80,6 +82,9 @@ impl Net {
         (self.rng >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// Bytes a flush gathers before it sends them.
+const SEND_BYTES: usize = 256 << 10;
 
 /// The `udp` lane. Stateless: the endpoint and the socket are the task's,
 /// shared by every peer.
@@ -143,10 +148,16 @@ impl Inner {
         let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
         net.held = 0;
         self.maybe_held.store(false, Ordering::Release);
-        // Datagrams are built in place at the end of the batch; one that
-        // does not belong to it is moved to the front of the next.
+        // Datagrams are built in place at the end of the batch, in runs of
+        // one size to one peer (only a run's last may be shorter: a GSO
+        // message); every run of the batch leaves in one `sendmmsg`, so a
+        // stream of WRITEs whose last fragments are short does not cost a
+        // system call per WRITE.
         let mut batch = std::mem::take(&mut net.batch);
+        let mut runs = std::mem::take(&mut net.runs);
         batch.clear();
+        runs.clear();
+        let mut run_start = 0usize;
         let mut to: Option<SocketAddr> = None;
         let mut seg = 0usize;
         let mut closed = false;
@@ -179,17 +190,33 @@ impl Inner {
                 batch.truncate(start);
                 continue;
             };
-            // One GSO send carries datagrams of one size to one peer; only
-            // the last may be shorter.
+            // One GSO message carries datagrams of one size to one peer;
+            // only the last may be shorter.
+            let in_run = start - run_start;
             let fits = to == Some(addr)
                 && !closed
                 && len <= seg
-                && start + len <= 60_000
-                && start / seg.max(1) < 64;
+                && in_run + len <= 60_000
+                && in_run / seg.max(1) < 64;
             if !fits {
-                self.send_batch(net, &batch[..start], to, seg);
-                batch.copy_within(start.., 0);
-                batch.truncate(len);
+                if let Some(a) = to.filter(|_| start > run_start) {
+                    runs.push(sys::Run {
+                        off: run_start,
+                        len: start - run_start,
+                        seg: seg as u16,
+                        dst: a,
+                    });
+                }
+                if start >= SEND_BYTES {
+                    // Enough waits: send it, keep the new datagram.
+                    self.send_runs(net, &batch, &runs);
+                    runs.clear();
+                    batch.copy_within(start.., 0);
+                    batch.truncate(len);
+                    run_start = 0;
+                } else {
+                    run_start = start;
+                }
                 to = Some(addr);
                 seg = len;
                 closed = false;
@@ -200,29 +227,40 @@ impl Inner {
                 let _ = self.sock.send_to(&batch[last..], addr);
             }
         }
-        self.send_batch(net, &batch, to, seg);
+        if let Some(a) = to.filter(|_| batch.len() > run_start) {
+            runs.push(sys::Run {
+                off: run_start,
+                len: batch.len() - run_start,
+                seg: seg as u16,
+                dst: a,
+            });
+        }
+        self.send_runs(net, &batch, &runs);
         net.batch = batch;
+        net.runs = runs;
     }
 
-    /// Sends a batch of equal-size datagrams (the last may be shorter):
-    /// one GSO system call when the kernel allows, else one by one. A full
-    /// socket buffer drops them like the network would; retransmission
-    /// covers it.
-    fn send_batch(&self, net: &mut Net, batch: &[u8], to: Option<SocketAddr>, seg: usize) {
-        let Some(addr) = to else { return };
-        if batch.is_empty() || seg == 0 {
+    /// Sends the runs of `batch`: all in `sendmmsg` calls when the kernel
+    /// takes GSO, else datagram by datagram. A full socket buffer drops
+    /// what did not fit like the network would; retransmission covers it.
+    fn send_runs(&self, net: &mut Net, batch: &[u8], runs: &[sys::Run]) {
+        if runs.is_empty() {
             return;
         }
-        if batch.len() > seg && net.gso {
-            match sys::send_gso(self.sock.as_raw_fd(), batch, seg as u16, addr) {
+        let fd = self.sock.as_raw_fd();
+        if net.gso {
+            match sys::send_runs(fd, batch, runs) {
                 Ok(_) => return,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 // No GSO here: fall back for good.
                 Err(_) => net.gso = false,
             }
         }
-        for d in batch.chunks(seg) {
-            let _ = self.sock.send_to(d, addr);
+        for r in runs {
+            let seg = usize::from(r.seg).max(1);
+            for d in batch[r.off..r.off + r.len].chunks(seg) {
+                let _ = self.sock.send_to(d, r.dst);
+            }
         }
     }
 
