@@ -611,33 +611,35 @@ const RUNS_PER_CALL: usize = 64;
 /// sent, stopping at the first that fails (with its error when none
 /// went). Runs must lie inside `buf`.
 pub fn send_runs(fd: RawFd, buf: &[u8], runs: &[Run]) -> io::Result<usize> {
+    if runs
+        .iter()
+        .any(|r| r.off.checked_add(r.len).is_none_or(|e| e > buf.len()))
+    {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // On the stack: this runs at every flush, a small send's too.
+    // SAFETY (the three below): sockaddr_storage, iovec and mmsghdr are
+    // plain old data; all-zero is a valid value of each.
+    let mut names: [libc::sockaddr_storage; RUNS_PER_CALL] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut iovs: [libc::iovec; RUNS_PER_CALL] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; RUNS_PER_CALL] = unsafe { std::mem::zeroed() };
+    // One cmsg carrying a u16 per message, 8-byte aligned.
+    let mut cbufs = [[0u64; 4]; RUNS_PER_CALL];
     let mut sent = 0;
     for chunk in runs.chunks(RUNS_PER_CALL) {
-        if chunk
-            .iter()
-            .any(|r| r.off.checked_add(r.len).is_none_or(|e| e > buf.len()))
-        {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        }
-        let mut names: Vec<(libc::sockaddr_storage, libc::socklen_t)> =
-            chunk.iter().map(|r| sockaddr(r.dst)).collect();
-        let mut iovs: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|r| libc::iovec {
+        let k = chunk.len();
+        for (i, r) in chunk.iter().enumerate() {
+            let (ss, slen) = sockaddr(r.dst);
+            names[i] = ss;
+            iovs[i] = libc::iovec {
                 iov_base: buf[r.off..].as_ptr() as *mut libc::c_void,
                 iov_len: r.len,
-            })
-            .collect();
-        // One cmsg carrying a u16 per message, 8-byte aligned.
-        let mut cbufs = vec![[0u64; 4]; chunk.len()];
-        // SAFETY: mmsghdr is plain old data; all-zero is valid.
-        let mut msgs: Vec<libc::mmsghdr> = (0..chunk.len())
-            .map(|_| unsafe { std::mem::zeroed() })
-            .collect();
-        for (i, r) in chunk.iter().enumerate() {
+            };
             let m = &mut msgs[i].msg_hdr;
-            m.msg_name = (&mut names[i].0 as *mut libc::sockaddr_storage).cast();
-            m.msg_namelen = names[i].1;
+            m.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+            m.msg_namelen = slen;
             m.msg_iov = &mut iovs[i];
             m.msg_iovlen = 1;
             if r.len > usize::from(r.seg) {
@@ -654,19 +656,17 @@ pub fn send_runs(fd: RawFd, buf: &[u8], runs: &[Run]) -> io::Result<usize> {
                     (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
                     std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), r.seg);
                 }
+            } else {
+                m.msg_control = std::ptr::null_mut();
+                m.msg_controllen = 0;
             }
         }
         let mut at = 0;
-        while at < msgs.len() {
-            // SAFETY: every header describes buffers (names, iovecs, cmsg
+        while at < k {
+            // SAFETY: headers at..k describe buffers (names, iovecs, cmsg
             // space, `buf`) that live across the call.
             let n = unsafe {
-                libc::sendmmsg(
-                    fd,
-                    msgs[at..].as_mut_ptr(),
-                    (msgs.len() - at) as libc::c_uint,
-                    0,
-                )
+                libc::sendmmsg(fd, msgs[at..k].as_mut_ptr(), (k - at) as libc::c_uint, 0)
             };
             if n <= 0 {
                 let e = io::Error::last_os_error();

@@ -83,6 +83,15 @@ impl Net {
     }
 }
 
+/// Whether a send failed because the kernel or the path takes no UDP
+/// GSO (then datagrams go one by one from now on).
+fn no_gso(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL | libc::EIO | libc::EOPNOTSUPP | libc::ENOPROTOOPT)
+    )
+}
+
 /// Bytes a flush gathers before it sends them.
 const SEND_BYTES: usize = 256 << 10;
 
@@ -247,13 +256,22 @@ impl Inner {
         if runs.is_empty() {
             return;
         }
+        // One datagram (a small operation, an ack): a plain send.
+        if let [r] = runs {
+            if r.len <= usize::from(r.seg) {
+                let _ = self.sock.send_to(&batch[r.off..r.off + r.len], r.dst);
+                return;
+            }
+        }
         let fd = self.sock.as_raw_fd();
         if net.gso {
             match sys::send_runs(fd, batch, runs) {
                 Ok(_) => return,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 // No GSO here: fall back for good.
-                Err(_) => net.gso = false,
+                Err(e) if no_gso(&e) => net.gso = false,
+                // A full buffer or a refusal: dropped, as the network
+                // would; retransmission covers it.
+                Err(_) => return,
             }
         }
         for r in runs {
