@@ -153,9 +153,10 @@ pub const SETTINGS: &[Known] = &[
     ),
     k(
         "SSS_PAYLOAD",
-        "1392 (1408 with SSS_SECURITY=none)",
+        "from the routes: 8892 on loopback and jumbo frames, 1392 on Ethernet",
         "64..=65000",
-        "payload bytes per datagram (the default fills a 1500-byte frame exactly)",
+        "payload bytes per datagram (by default a datagram fills the smallest frame \
+         the routes to the peers carry, at most a 9000-byte jumbo frame)",
         Task,
     ),
     k(

@@ -183,7 +183,10 @@ impl TaskConfig {
             c.security = parse_choice("SSS_SECURITY", &v, &choices)?;
         }
         c.proto.payload_size = match number("SSS_PAYLOAD", 64..=sss_proto::MAX_PAYLOAD)? {
-            Some(v) => v,
+            Some(v) => {
+                c.route_payload = false;
+                v
+            }
             None => crate::task::default_payload(c.security),
         };
         if let Some(v) = number("SSS_SSWAIT_SPIN_US", 0..=MAX_WAIT_US)? {

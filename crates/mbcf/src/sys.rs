@@ -557,6 +557,32 @@ pub fn enable_gro(fd: RawFd) {
     }
 }
 
+/// The MTU of the kernel's route from `from` to `to`: what `IP_MTU`
+/// (`IPV6_MTU`) reports on a datagram socket connected there. Connecting
+/// sends nothing. `None` when the kernel cannot say.
+pub fn route_mtu(from: std::net::IpAddr, to: std::net::SocketAddr) -> Option<usize> {
+    let s = std::net::UdpSocket::bind((from, 0)).ok()?;
+    s.connect(to).ok()?;
+    let (level, name) = match to {
+        std::net::SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_MTU),
+        std::net::SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_MTU),
+    };
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `mtu` and `len` are valid for writes of the sizes passed,
+    // for the duration of the call.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&mut mtu as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && mtu > 0).then_some(mtu as usize)
+}
+
 fn sockaddr(addr: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };

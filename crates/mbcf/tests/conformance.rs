@@ -83,14 +83,16 @@ fn seg_all(tasks: &[Task], len: usize) -> (Vec<sss_mbcf::Segment>, Vec<sss_mbcf:
 #[test]
 fn write_with_notify_is_visible_after_the_counter() {
     each_transport(2, |t| {
-        let (segs, info) = seg_all(t, 1 << 16);
-        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        // Three full fragments and a short one, whatever the payload.
+        let len = 3 * t[0].payload() + 200;
+        let (segs, info) = seg_all(t, 64 + len);
+        let data: Vec<u8> = (0..len as u32).map(|i| i as u8).collect();
         let target = info[1].at(64);
         t[0].write(target, &data, Options::notify(info[1].at(0)))
             .unwrap();
         let c = segs[1].word(0).unwrap();
         t[1].wait_word(c, |v| v == 1);
-        let mut got = vec![0; 5000];
+        let mut got = vec![0; len];
         segs[1].read_bytes(64, &mut got).unwrap();
         assert_eq!(got, data);
         t[0].quiet().unwrap();
@@ -100,7 +102,8 @@ fn write_with_notify_is_visible_after_the_counter() {
         } else {
             assert!(
                 t[0].stats().packets_sent >= 4,
-                "5000 bytes in 1408-byte packets"
+                "{len} bytes in {}-byte packets",
+                t[0].payload()
             );
         }
     });

@@ -1,10 +1,12 @@
-//! A full datagram fits a 1500-byte frame with the default settings,
+//! A full datagram fills the route's frame with the default settings,
 //! sealed or not: in a network namespace of its own whose loopback has
-//! the MTU of Ethernet, a job moves large WRITEs and READs between
-//! 127.0.0.2 and 127.0.0.3 and the kernel splits none of its datagrams
-//! into IP fragments (`FragCreates` of `/proc/net/snmp`). An explicit
-//! `SSS_PAYLOAD=1408` with sealing does fragment, which shows the count
-//! sees it. Needs root and iproute2; skipped otherwise.
+//! the MTU of Ethernet (then of a jumbo frame, then loopback's own), a
+//! job moves large WRITEs and READs between 127.0.0.2 and 127.0.0.3 with
+//! the payload that fills the frame (at most a jumbo frame's), and the
+//! kernel splits none of its datagrams into IP fragments (`FragCreates`
+//! of `/proc/net/snmp`). An explicit `SSS_PAYLOAD=1408` with sealing
+//! does fragment at 1500 bytes, which shows the count sees it. Needs
+//! root and iproute2; skipped otherwise.
 
 use sss_mbcf::{Options, Perm, Task, TaskConfig, ThreadBoot};
 use std::process::Command;
@@ -30,8 +32,9 @@ fn frag_creates() -> u64 {
     values.split_whitespace().nth(i).unwrap().parse().unwrap()
 }
 
-/// A job of two tasks: 64 KiB WRITEs one way, READs the other.
-fn job() {
+/// A job of two tasks: 64 KiB WRITEs one way, READs the other. Returns
+/// the payload the tasks chose.
+fn job() -> usize {
     let boots = ThreadBoot::group(2, &["127.0.0.2", "127.0.0.3"]);
     let hs: Vec<_> = boots
         .into_iter()
@@ -54,12 +57,13 @@ fn job() {
                     assert!(back.iter().all(|&b| b == 5));
                 }
                 t.barrier().unwrap();
+                t.payload()
             })
         })
         .collect();
-    for h in hs {
-        h.join().unwrap();
-    }
+    let payloads: Vec<usize> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(payloads[0], payloads[1]);
+    payloads[0]
 }
 
 /// The child's part, run inside the namespace: prints the fragments the
@@ -70,12 +74,12 @@ fn child() {
         return;
     }
     let before = frag_creates();
-    job();
-    println!("fragments {}", frag_creates() - before);
+    let payload = job();
+    println!("fragments {} payload {payload}", frag_creates() - before);
 }
 
 #[test]
-fn full_datagrams_fit_an_ethernet_frame_by_default() {
+fn full_datagrams_fill_the_routes_frame_by_default() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
@@ -106,7 +110,8 @@ fn full_datagrams_fit_an_ethernet_frame_by_default() {
         "ip", "-n", &ns, "link", "set", "lo", "up", "mtu", "1500"
     ]));
     let exe = std::env::current_exe().unwrap();
-    let run = |env: &[(&str, &str)]| -> u64 {
+    let mtu = |m: &str| assert!(sh(&["ip", "-n", &ns, "link", "set", "lo", "mtu", m]));
+    let run = |env: &[(&str, &str)]| -> (u64, usize) {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &ns])
             .arg(&exe)
@@ -124,27 +129,33 @@ fn full_datagrams_fit_an_ethernet_frame_by_default() {
             "{env:?}:\n{text}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        text.lines()
+        let line = text
+            .lines()
             .find_map(|l| l.split("fragments ").nth(1))
-            .unwrap_or_else(|| panic!("no count:\n{text}"))
-            .split_whitespace()
-            .next()
-            .unwrap_or("")
-            .parse()
-            .unwrap()
+            .unwrap_or_else(|| panic!("no count:\n{text}"));
+        let w: Vec<&str> = line.split_whitespace().collect();
+        (w[0].parse().unwrap(), w[2].parse().unwrap())
     };
     assert_eq!(
         run(&[]),
-        0,
-        "the default (sealed) payload made IP fragments"
+        (0, 1392),
+        "the default (sealed) payload made IP fragments or missed the frame"
     );
     assert_eq!(
         run(&[("SSS_SECURITY", "none")]),
-        0,
-        "unsealed datagrams made IP fragments"
+        (0, 1408),
+        "unsealed datagrams made IP fragments or missed the frame"
     );
     assert!(
-        run(&[("SSS_PAYLOAD", "1408")]) > 0,
+        run(&[("SSS_PAYLOAD", "1408")]).0 > 0,
         "a sealed 1408-byte payload should not fit a 1500-byte frame"
+    );
+    mtu("9000");
+    assert_eq!(run(&[]), (0, 8892), "a jumbo frame");
+    mtu("65536");
+    assert_eq!(
+        run(&[]),
+        (0, 8892),
+        "loopback's own MTU: a jumbo frame at most"
     );
 }

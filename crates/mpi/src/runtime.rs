@@ -244,7 +244,7 @@ pub(crate) fn finalize() -> Result<(), MpiErr> {
     let engine = lock().take();
     PHASE.store(2, Ordering::Release);
     if let Some(e) = engine {
-        if let Some(line) = crate::stats::report(e.rank, e.size, secs, &counters) {
+        if let Some(line) = crate::stats::report(e.rank, e.size, secs, &counters, &e.task.stats()) {
             eprintln!("{line}");
         }
         // Every MPI operation completed; what MBCF still reports (a late

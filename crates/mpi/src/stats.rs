@@ -227,7 +227,13 @@ fn per_s(x: u64, secs: f64) -> f64 {
 
 /// The report of task `rank` of `size` after `secs` seconds, or None
 /// when statistics are off.
-pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<String> {
+pub(crate) fn report(
+    rank: u32,
+    size: u32,
+    secs: f64,
+    c: &Counters,
+    t: &sss_mbcf::TaskStats,
+) -> Option<String> {
     let m = mode();
     if m == Mode::Off {
         return None;
@@ -251,7 +257,8 @@ pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<St
             "MPI stats, task {rank} of {size}: {secs:.3} s; sent {} B in {} messages \
              ({:.3} MB/s, {:.1} messages/s, {avg:.1} B on average); received {} B in {} \
              messages; eager {:.1}%, rendezvous {:.1}%, MBCF WRITE {write_pct:.1}% of bytes \
-             sent; {:.1}% of bytes received into a receive posted first; collectives:{used}",
+             sent; {:.1}% of bytes received into a receive posted first; collectives:{used}; \
+             MBCF {} datagrams sent, {} retransmitted, {} waits blocked, {} progress wake-ups",
             c.sent_bytes,
             c.sent_msgs,
             per_s(c.sent_bytes, secs) / 1e6,
@@ -261,6 +268,10 @@ pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<St
             pct(c.eager_bytes, c.sent_bytes),
             pct(c.rndv_bytes, c.sent_bytes),
             pct(c.posted_first_bytes, c.recv_bytes),
+            t.packets_sent,
+            t.retransmissions,
+            t.blocked_waits,
+            t.progress_wakeups,
         ));
     }
     let mut o = String::new();
@@ -299,7 +310,20 @@ pub(crate) fn report(rank: u32, size: u32, secs: f64, c: &Counters) -> Option<St
         let sep = if i == 0 { "" } else { "," };
         let _ = write!(o, "{sep}\"{k}\":{v}");
     }
-    o.push_str("}}");
+    let _ = write!(
+        o,
+        "}},\"transport\":{{\"packets_sent\":{},\"bytes_sent\":{},\"packets_received\":{},\
+         \"retransmissions\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\
+         \"progress_wakeups\":{}}}}}",
+        t.packets_sent,
+        t.bytes_sent,
+        t.packets_received,
+        t.retransmissions,
+        t.refused,
+        t.bad_packets,
+        t.blocked_waits,
+        t.progress_wakeups,
+    );
     Some(o)
 }
 

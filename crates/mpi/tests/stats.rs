@@ -73,6 +73,22 @@ fn json_statistics_count_what_the_program_sent() {
                 num(t, "eager_messages") + num(t, "rendezvous_messages")
             );
         }
+        // MBCF's own counters: across nodes the data went in datagrams,
+        // none of them refused or malformed.
+        let tr = |t: &Value, k: &str| num(&t["transport"], k);
+        for t in &tasks {
+            for k in ["packets_received", "retransmissions", "blocked_waits"] {
+                tr(t, k);
+            }
+            assert_eq!(tr(t, "refused") + tr(t, "bad_packets"), 0, "{t}");
+            if !what.contains("one node") {
+                assert!(tr(t, "packets_sent") > 0, "{what}: {t}");
+            }
+        }
+        assert!(
+            tasks.iter().map(|t| tr(t, "bytes_sent")).sum::<u64>() >= 200_000
+                || what.contains("one node")
+        );
         // Point-to-point: the sent counts less what collectives sent.
         let p2p = |t: &Value, k: &str, c: &str| num(t, k) - num(t, c);
         let (t0, t1) = (&tasks[0], &tasks[1]);
@@ -116,6 +132,7 @@ fn one_readable_line_per_task_and_bad_values_refused() {
         let line = line.unwrap_or_else(|| panic!("no {want:?} in\n{err}"));
         assert!(line.contains("collectives: allreduce 1 barrier 1 bcast 2 ibarrier 1"));
         assert!(line.contains("MBCF WRITE 0.0%"), "{line}");
+        assert!(line.contains("retransmitted"), "{line}");
     }
     let (code, _, err) = LAUNCHER.run(PLACES[0].1, &exe, &[], &[("SSS_STATS", "lots")]);
     assert!(

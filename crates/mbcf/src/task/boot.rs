@@ -206,6 +206,31 @@ fn decode_peer(b: &[u8]) -> Option<PeerInfo> {
     })
 }
 
+/// The payload that fills the smallest frame the routes to this task's
+/// udp peers carry (see [`TaskConfig::route_payload`]); `None` without
+/// udp peers or when the kernel cannot say for one of them.
+fn route_payload(
+    sock: &UdpSocket,
+    peers: &[PeerInfo],
+    routes: &[Route],
+    rank: u32,
+    security: crate::Security,
+) -> Option<usize> {
+    let from = sock.local_addr().ok()?.ip();
+    let mut seen: Vec<IpAddr> = Vec::new();
+    let mut least: Option<usize> = None;
+    for (r, (p, route)) in peers.iter().zip(routes).enumerate() {
+        if r == rank as usize || route.kind() != TransportKind::Udp || seen.contains(&p.addr.ip()) {
+            continue;
+        }
+        seen.push(p.addr.ip());
+        let mtu = sys::route_mtu(from, p.addr)?;
+        let payload = super::payload_for_mtu(mtu, p.addr.is_ipv6(), security);
+        least = Some(least.map_or(payload, |l| l.min(payload)));
+    }
+    least
+}
+
 fn bind_addr(node: &str) -> IpAddr {
     if let Ok(ip) = node.parse::<IpAddr>() {
         return ip;
@@ -355,6 +380,11 @@ impl Task {
             None => None,
         };
         let mut pcfg = cfg.proto.clone();
+        if cfg.route_payload {
+            if let Some(p) = route_payload(&sock, &peers, &routes, rank, cfg.security) {
+                pcfg.payload_size = p;
+            }
+        }
         pcfg.members = Some(size);
         pcfg.format = cfg.security.format();
         pcfg.epoch = std::time::SystemTime::now()
@@ -396,6 +426,7 @@ impl Task {
                 .filter(|&r| r != rank && matches!(peer_ctls.get(r as usize), Some(Some(_))))
                 .collect(),
             spin_budget: AtomicU64::new(cfg.spin.as_nanos() as u64),
+            answered: AtomicU64::new(0),
             peer_ctls,
             ncpus,
             next_wake: AtomicU64::new(u64::MAX),
@@ -406,6 +437,7 @@ impl Task {
             wakeups: AtomicU64::new(0),
             looks: AtomicU64::new(0),
             signals_inline: AtomicU64::new(0),
+            blocked_waits: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
             idm: Mutex::new(None),

@@ -35,6 +35,30 @@ pub struct TaskConfig {
     /// Protection of udp datagrams (`SSS_SECURITY=auth|encrypt|none`,
     /// default `auth`). Every task of a job must use the same.
     pub security: Security,
+    /// Size datagrams to the routes (default): at join, `proto.payload_size`
+    /// becomes the largest payload whose datagram fits the smallest MTU
+    /// of the routes to the task's udp peers, at most a jumbo frame's
+    /// ([`JUMBO_MTU`]). `SSS_PAYLOAD` sets a size and turns this off.
+    pub route_payload: bool,
+}
+
+/// The largest frame [`TaskConfig::route_payload`] fills: an Ethernet
+/// jumbo frame. Routes with a larger MTU (loopback, IPoIB) gain little
+/// more per byte, and one lost datagram should not cost more than this.
+pub const JUMBO_MTU: usize = 9000;
+
+/// The payload of a datagram that fills a frame of `mtu` bytes exactly
+/// (IP and UDP headers, our header, the payload and, when sealed, the
+/// tag), for routes up to [`JUMBO_MTU`]; never below what a 576-byte
+/// frame (the smallest every IPv4 route carries) holds.
+pub fn payload_for_mtu(mtu: usize, ipv6: bool, security: Security) -> usize {
+    let ip_udp = if ipv6 { 48 } else { 28 };
+    let tag = match security {
+        Security::None => 0,
+        Security::Auth | Security::Encrypt => sss_seal::TAG_LEN,
+    };
+    let over = ip_udp + sss_wire::HEADER_LEN + tag;
+    mtu.clamp(576, JUMBO_MTU) - over
 }
 
 /// Whether a task binds itself to one CPU when it joins its job.
@@ -135,6 +159,7 @@ impl Default for TaskConfig {
             sswait: SsWaitTuning::default(),
             bind: Bind::Auto,
             security: Security::Auth,
+            route_payload: true,
         }
     }
 }
@@ -151,5 +176,26 @@ mod tests {
         assert_eq!(d.spin, Duration::from_micros(2000));
         assert_eq!(d.block, Duration::from_micros(5000));
         assert_eq!(d.cpus, None);
+    }
+
+    #[test]
+    fn a_full_datagram_fills_the_routes_frame() {
+        let auth = Security::Auth;
+        // Ethernet: the payload every task used before routes were asked.
+        assert_eq!(payload_for_mtu(1500, false, auth), default_payload(auth));
+        assert_eq!(
+            payload_for_mtu(1500, false, Security::None),
+            default_payload(Security::None)
+        );
+        assert_eq!(payload_for_mtu(9000, false, auth), 9000 - 28 - 64 - 16);
+        assert_eq!(payload_for_mtu(9000, true, auth), 9000 - 48 - 64 - 16);
+        // Loopback's 64 KiB: a jumbo frame at most.
+        assert_eq!(
+            payload_for_mtu(65536, false, auth),
+            payload_for_mtu(9000, false, auth)
+        );
+        // A tunnel's smaller MTU is followed; nonsense is not.
+        assert_eq!(payload_for_mtu(1400, false, auth), 1400 - 108);
+        assert_eq!(payload_for_mtu(0, false, auth), 576 - 108);
     }
 }

@@ -36,7 +36,9 @@ mod udp;
 mod wait;
 
 pub use boot::{Bootstrap, ThreadBoot};
-pub use config::{default_payload, Bind, SsWaitTuning, TaskConfig, Transport};
+pub use config::{
+    default_payload, payload_for_mtu, Bind, SsWaitTuning, TaskConfig, Transport, JUMBO_MTU,
+};
 pub use queue::Fifo;
 pub use request::{Options, Reply, Request, Sink};
 pub use segments::PeerMap;
@@ -118,6 +120,9 @@ pub struct TaskStats {
     /// ran at once, with no queue or copy of their own: in a signal
     /// ping-pong between waiters, all of them.
     pub signals_inline: u64,
+    /// Default waits that spun their whole budget and blocked (each pays
+    /// a wake-up when its answer comes).
+    pub blocked_waits: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -160,6 +165,11 @@ pub(crate) struct Inner {
     /// How long the next default wait spins before it blocks (ns):
     /// adapted between `cfg.spin` and `cfg.spin_max` (see `wait.rs`).
     spin_budget: AtomicU64,
+    /// When the progress thread last woke blocked waiters (`now()`): a
+    /// wait that blocked adapts its spin to when its answer came, not to
+    /// when it woke (a wake-up costs 50–100 µs on a VM, which would make
+    /// every blocked wait look too long to spin through).
+    answered: AtomicU64,
     /// Every task of the job is on this node: answers land in memory, so
     /// a spinning waiter need not poll the socket (the progress thread
     /// still serves it).
@@ -187,6 +197,8 @@ pub(crate) struct Inner {
     looks: AtomicU64,
     /// See [`TaskStats::signals_inline`].
     signals_inline: AtomicU64,
+    /// See [`TaskStats::blocked_waits`].
+    blocked_waits: AtomicU64,
     shutdown: AtomicBool,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
@@ -345,6 +357,12 @@ impl Task {
         self.inner.signal_key
     }
 
+    /// Payload bytes per datagram this task sends: what
+    /// [`TaskConfig::route_payload`] chose, or `SSS_PAYLOAD`.
+    pub fn payload(&self) -> usize {
+        self.inner.lock_net().ep.config().payload_size
+    }
+
     /// The transport that carries operations to task `rank` (operations
     /// `shm` cannot apply still go over `udp`).
     pub fn transport_to(&self, rank: u32) -> Option<TransportKind> {
@@ -381,6 +399,7 @@ impl Task {
             progress_wakeups: self.inner.wakeups.load(Ordering::Relaxed),
             progress_looks: self.inner.looks.load(Ordering::Relaxed),
             signals_inline: self.inner.signals_inline.load(Ordering::Relaxed),
+            blocked_waits: self.inner.blocked_waits.load(Ordering::Relaxed),
         }
     }
 }
@@ -397,6 +416,9 @@ impl Inner {
     }
 
     fn notify_waiters(&self) {
+        if self.ctl.ctl().waiters.load(Ordering::Relaxed) > 0 {
+            self.answered.store(self.now(), Ordering::Relaxed);
+        }
         self.ctl.wake();
     }
 

@@ -6,6 +6,10 @@ use crate::sys::{self};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// A wait that blocked is taken for a long one (the spin budget halves)
+/// only past this many times the longest spin (`spin_max`).
+const LONG_WAIT: u32 = 4;
+
 /// How a wait behaves; see [`Task::wait_word_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitPolicy {
@@ -225,12 +229,26 @@ impl Inner {
                 Ok(held) => return held,
                 Err(began) => start = Some(began),
             }
+            self.blocked_waits.fetch_add(1, Ordering::Relaxed);
         }
         let held = self.block_phase(&mut cond, deadline);
         if let Some(start) = start.filter(|_| held && !self.crowded()) {
-            self.adapt_spin(start.elapsed());
+            self.adapt_spin(self.answer_time(start));
         }
         held
+    }
+
+    /// How long a wait that began at `began` and blocked took until the
+    /// progress thread last woke waiters, or until now when that was
+    /// before it began (the answer came another way: a same-node
+    /// sender's ring).
+    fn answer_time(&self, began: Instant) -> Duration {
+        let took = began.elapsed();
+        let from = began.saturating_duration_since(self.start).as_nanos() as u64;
+        match self.answered.load(Ordering::Relaxed) {
+            at if at > from => took.min(Duration::from_nanos(at - from)),
+            _ => took,
+        }
     }
 
     /// Spins (or yields, when `yielding`) for `budget`, until `cond` or
@@ -346,6 +364,12 @@ impl Inner {
         let cur = Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed));
         let next = if took <= hi {
             cur.max(took * 2).min(hi)
+        } else if took <= hi * LONG_WAIT {
+            // Its time includes the wake-ups it paid for by blocking (two
+            // on a VM can take 300 µs): its answer may well have come
+            // within reach. Halving here locks a ping-pong of messages
+            // that take a little longer than the budget into blocking.
+            hi
         } else {
             (cur / 2).max(lo)
         };
