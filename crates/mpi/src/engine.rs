@@ -1,12 +1,15 @@
 //! The point-to-point engine: communicators, requests, matching and the
 //! protocols over MBCF, in safe Rust.
 //!
-//! Every task owns one segment holding a credit array (one u64 per
-//! peer: how many of our messages that peer consumed) and a FIFO every
-//! peer pushes into. A message of at most [`EAGER_MAX`] bytes goes in
-//! one FIFO push with its envelope; a larger one is copied to a staging
-//! segment and announced (RTS), the receiver READs it once matched and
-//! answers FIN. A sender may have [`CREDITS`] messages unconsumed in a
+//! Every task owns one segment holding two credit arrays (one u64 per
+//! peer each: how many of our messages that peer consumed, how far it
+//! freed our region of its ring) and a FIFO every peer pushes into. A
+//! message of at most [`EAGER_MAX`] bytes goes in one FIFO push with its
+//! envelope; to a task across the network, one of up to 64 KiB is
+//! written into the receiver's ring and announced after it
+//! (`engine/ring.rs`); a larger one (or one the ring has no room for) is
+//! copied to a staging segment and announced (RTS), the receiver READs
+//! it once matched and answers FIN. A sender may have [`CREDITS`] messages unconsumed in a
 //! receiver's FIFO (the FIFO has room for all peers' credits, so a push
 //! never overflows it); beyond that messages wait in an outbox, in
 //! order. The receiver writes back its consumed count every half of the
@@ -29,6 +32,7 @@ use std::sync::Arc;
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
 mod matched;
+mod ring;
 
 /// Largest message sent eagerly, in bytes.
 pub(crate) const EAGER_MAX: usize = 8192;
@@ -126,6 +130,8 @@ struct Peer {
     fifo: RemoteAddr,
     /// Our slot in its credit array.
     credit: RemoteAddr,
+    /// Our slot in its array of ring space freed (see `engine/ring.rs`).
+    ring_credit: RemoteAddr,
 }
 
 /// The library's state in one process.
@@ -159,6 +165,10 @@ pub(crate) struct Engine {
     pub comms: IdMap<Comm>,
     pub next_ctx: u32,
     scratch: Vec<u8>,
+    /// Eager messages over udp above the FIFO's slot.
+    rings: ring::Rings,
+    /// A ring message's bytes on their way to a receive.
+    ring_buf: Vec<u8>,
     /// Malformed or unexpected FIFO messages dropped.
     pub bad_msgs: u64,
     /// In `MPI_Finalize`: credits are no longer returned. Every message a
@@ -192,7 +202,8 @@ impl Engine {
     /// communicators (collective: every task of the job calls it).
     pub(crate) fn new(task: Task, max_fifo: usize) -> Result<Engine, MpiErr> {
         let (rank, size) = (task.rank(), task.size());
-        let credit_bytes = (size as usize * 8).next_multiple_of(64);
+        // Message credits, then ring space freed, one u64 per peer each.
+        let credit_bytes = (2 * size as usize * 8).next_multiple_of(64);
         let slots = (size as u64 * CREDITS).next_power_of_two().max(64) as u32;
         let max_msg = crate::envelope::ENV_LEN + EAGER_MAX;
         let len = credit_bytes + sss_mbcf::fifo_bytes(slots, max_msg);
@@ -200,18 +211,30 @@ impl Engine {
         let fifo = task
             .fifo_create(&seg, credit_bytes, slots, max_msg)
             .map_err(mbcf_err)?;
+        let remote = |r: u32| task.transport_to(r) != Some(sss_mbcf::TransportKind::Shm);
+        let any_udp = (0..size).any(|r| r != rank && remote(r));
+        let ring_seg = ring::Rings::alloc(&task, size, any_udp);
+        let ring_at = ring_seg.as_ref().map_or((0, 0), |s| {
+            let a = s.info().at(0);
+            (a.key, a.addr)
+        });
         let mut me = fifo.addr().key.to_le_bytes().to_vec();
         me.extend_from_slice(&fifo.addr().addr.to_le_bytes());
         me.extend_from_slice(&seg.info().at(0).addr.to_le_bytes());
+        me.extend_from_slice(&ring_at.0.to_le_bytes());
+        me.extend_from_slice(&ring_at.1.to_le_bytes());
         let all = task.allgather(&me).map_err(mbcf_err)?;
         let mut peers = Vec::with_capacity(size as usize);
+        let mut ring_to = Vec::with_capacity(size as usize);
         for (r, b) in all.iter().enumerate() {
             let word = |i: usize| {
                 b.get(i..i + 8)
                     .and_then(|s| s.try_into().ok())
                     .map(u64::from_le_bytes)
             };
-            let (Some(key), Some(fifo_at), Some(base)) = (word(0), word(8), word(16)) else {
+            let (Some(key), Some(fifo_at), Some(base), Some(ring_key), Some(ring_base)) =
+                (word(0), word(8), word(16), word(24), word(32))
+            else {
                 return Err(MpiErr::new(err::INTERN, "malformed address exchange"));
             };
             let at = |addr| RemoteAddr {
@@ -222,7 +245,16 @@ impl Engine {
             peers.push(Peer {
                 fifo: at(fifo_at),
                 credit: at(base + 8 * u64::from(rank)),
+                ring_credit: at(base + 8 * u64::from(size + rank)),
             });
+            // Our region of its ring, when it has one and we are across
+            // the network from it.
+            let theirs = ring_key != 0 && r as u32 != rank && remote(r as u32);
+            ring_to.push(theirs.then(|| RemoteAddr {
+                rank: r as u32,
+                key: ring_key,
+                addr: ring_base + u64::from(rank) * ring::RING,
+            }));
         }
         let n = size as usize;
         let udp_eager = max_fifo
@@ -273,6 +305,8 @@ impl Engine {
             comms,
             next_ctx: 4,
             scratch: Vec::new(),
+            rings: ring::Rings::new(ring_seg, ring_to),
+            ring_buf: Vec::new(),
             bad_msgs: 0,
             closing: false,
             detached: Vec::new(),
@@ -360,6 +394,23 @@ impl Engine {
                 SendWait::Outbox
             };
             (env.encode(data), wait)
+        } else if let Some(p) = self.ring_place(w, data.len()) {
+            // Written now, announced in order: MBCF applies the WRITE
+            // before the envelope, wherever the envelope waits.
+            if let Err(e) = self.task.write(p.at, data, Options::default()) {
+                return Err(mbcf_err(e));
+            }
+            env.kind = Kind::Ring;
+            env.addr = p.off;
+            env.key = p.end;
+            self.stats.ring_msgs += 1;
+            self.stats.ring_bytes += data.len() as u64;
+            let wait = if sync {
+                SendWait::SyncAck
+            } else {
+                SendWait::Outbox
+            };
+            (env.encode(&[]), wait)
         } else {
             let (at, slot) = self.staging.stage(&self.task, data)?;
             env.kind = Kind::Rts;
@@ -397,6 +448,16 @@ impl Engine {
         } else {
             self.outbox[w as usize].push_back(Out { bytes, completes });
         }
+    }
+
+    /// A place in `w`'s ring for `len` bytes, if it has room.
+    fn ring_place(&mut self, w: u32, len: usize) -> Option<ring::Place> {
+        let freed = self
+            .seg
+            .word((self.size + w) as usize * 8)
+            .map(|a| a.load(std::sync::atomic::Ordering::Acquire))
+            .ok()?;
+        self.rings.place(w, len, freed)
     }
 
     fn credit_ok(&self, w: u32) -> bool {
@@ -584,6 +645,15 @@ impl Engine {
                     .write(self.peers[p].credit, &v, Options::default());
             }
         }
+        if !self.closing {
+            for (p, v) in self.rings.returns() {
+                let _ = self.task.write(
+                    self.peers[p as usize].ring_credit,
+                    &v.to_ne_bytes(),
+                    Options::default(),
+                );
+            }
+        }
         if !self.reading.is_empty() {
             self.finish_reads();
         }
@@ -613,30 +683,20 @@ impl Engine {
             return;
         };
         match env.kind {
-            Kind::Eager | Kind::Rts => {
-                let hit = self.posted.iter().position(|id| {
-                    matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
-                        if matches(src, &env, r.ctx, r.src, r.tag))
-                });
-                match hit {
-                    // A receive waits: the bytes go straight from the
-                    // FIFO's copy into it (no copy of our own kept).
-                    Some(i) if env.kind == Kind::Eager => {
-                        let id = self.posted.remove(i);
-                        self.stats.received(env.len, true);
-                        self.deliver_eager(id, src, &env, data);
-                    }
-                    Some(i) => {
-                        let id = self.posted.remove(i);
-                        self.stats.received(env.len, true);
-                        self.deliver(id, Msg::new(src, env, data));
-                    }
-                    None => {
-                        self.unexpected.push_back(Msg::new(src, env, data));
-                        self.events += 1;
-                    }
+            Kind::Ring => {
+                let mut d = std::mem::take(&mut self.ring_buf);
+                if self.rings.take(src, &env, &mut d) {
+                    let env = Env {
+                        kind: Kind::Eager,
+                        ..env
+                    };
+                    self.arrive(src, env, &d);
+                } else {
+                    self.bad_msgs += 1;
                 }
+                self.ring_buf = d;
             }
+            Kind::Eager | Kind::Rts => self.arrive(src, env, data),
             Kind::Fin | Kind::SyncAck => {
                 let id = env.sreq as usize;
                 let ok = matches!(
@@ -652,6 +712,33 @@ impl Engine {
                     self.staging.release(&self.task, slot);
                 }
                 self.complete_send(Some(id));
+            }
+        }
+    }
+
+    /// Matches an arrived message (eager, or RTS) with the first posted
+    /// receive it fits, or queues it unexpected.
+    fn arrive(&mut self, src: u32, env: Env, data: &[u8]) {
+        let hit = self.posted.iter().position(|id| {
+            matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
+                if matches(src, &env, r.ctx, r.src, r.tag))
+        });
+        match hit {
+            // A receive waits: the bytes go straight from the FIFO's (or
+            // the ring's) copy into it (no copy of our own kept).
+            Some(i) if env.kind == Kind::Eager => {
+                let id = self.posted.remove(i);
+                self.stats.received(env.len, true);
+                self.deliver_eager(id, src, &env, data);
+            }
+            Some(i) => {
+                let id = self.posted.remove(i);
+                self.stats.received(env.len, true);
+                self.deliver(id, Msg::new(src, env, data));
+            }
+            None => {
+                self.unexpected.push_back(Msg::new(src, env, data));
+                self.events += 1;
             }
         }
     }

@@ -3,7 +3,9 @@
 //! Fixed 48 bytes, little-endian: kind (1), flags (1), 2 zero bytes,
 //! context (4), tag (4), 4 zero bytes, length (8), the sender's request
 //! (8), and for a rendezvous the key (8) and address (8) of the staged
-//! data in the sender. An eager message carries its data after it.
+//! data in the sender (for a message in the receiver's ring, the end
+//! and the offset of its place there). An eager message carries its
+//! data after it.
 
 /// Bytes of the envelope.
 pub(crate) const ENV_LEN: usize = 48;
@@ -19,6 +21,10 @@ pub(crate) enum Kind {
     Fin = 3,
     /// Receiver to sender: a synchronous send was matched.
     SyncAck = 4,
+    /// The data waits in the receiver's ring (`engine/ring.rs`): at
+    /// offset `addr` of the sender's region, which holds `key` bytes
+    /// placed once it is there.
+    Ring = 5,
 }
 
 /// Flag: the sender waits for a [`Kind::SyncAck`].
@@ -78,6 +84,7 @@ impl Env {
             2 => Kind::Rts,
             3 => Kind::Fin,
             4 => Kind::SyncAck,
+            5 => Kind::Ring,
             _ => return None,
         };
         let env = Env {

@@ -162,6 +162,10 @@ pub(crate) struct Counters {
     /// Sent whole with the envelope through the receiver's FIFO.
     pub eager_msgs: u64,
     pub eager_bytes: u64,
+    /// Of the eager ones, written into the receiver's ring (over udp,
+    /// above the FIFO's slot).
+    pub ring_msgs: u64,
+    pub ring_bytes: u64,
     /// Announced, then READ by the receiver.
     pub rndv_msgs: u64,
     pub rndv_bytes: u64,
@@ -285,7 +289,7 @@ pub(crate) fn report(
          \"mbcf_write_pct\":{write_pct:.3},\"coll_messages\":{},\"coll_bytes\":{},\
          \"posted_first_messages\":{},\
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
-         \"direct_copy_bytes\":{},\"collectives\":{{",
+         \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -305,6 +309,8 @@ pub(crate) fn report(
         pct(c.posted_first_bytes, c.recv_bytes),
         c.direct_msgs,
         c.direct_bytes,
+        c.ring_msgs,
+        c.ring_bytes,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

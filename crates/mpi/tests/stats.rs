@@ -92,15 +92,28 @@ fn json_statistics_count_what_the_program_sent() {
         // Point-to-point: the sent counts less what collectives sent.
         let p2p = |t: &Value, k: &str, c: &str| num(t, k) - num(t, c);
         let (t0, t1) = (&tasks[0], &tasks[1]);
-        assert_eq!(p2p(t0, "sent_messages", "coll_messages"), 13, "{t0}");
-        assert_eq!(p2p(t0, "sent_bytes", "coll_bytes"), 201_000, "{t0}");
-        assert_eq!(num(t0, "rendezvous_messages"), 2, "{t0}");
-        assert_eq!(num(t0, "rendezvous_bytes"), 200_000, "{t0}");
-        // On one node the receiver copies both straight from the
-        // sender's staged data; across nodes it READs them.
-        let direct = if what.contains("one node") { 2 } else { 0 };
+        assert_eq!(p2p(t0, "sent_messages", "coll_messages"), 14, "{t0}");
+        assert_eq!(p2p(t0, "sent_bytes", "coll_bytes"), 221_000, "{t0}");
+        // The 20 000-byte message: a rendezvous on one node, copied
+        // straight from the sender's staged data like the two large ones;
+        // across nodes written into the receiver's ring, and the large
+        // ones READ.
+        let one_node = what.contains("one node");
+        let (rndv, direct, ring) = if one_node { (3, 3, 0) } else { (2, 0, 1) };
+        assert_eq!(num(t0, "rendezvous_messages"), rndv, "{t0}");
+        assert_eq!(
+            num(t0, "rendezvous_bytes"),
+            200_000 + (rndv - 2) * 20_000,
+            "{t0}"
+        );
+        assert_eq!(num(t0, "ring_messages"), ring, "{what}: {t0}");
+        assert_eq!(num(t0, "ring_bytes"), ring * 20_000, "{t0}");
         assert_eq!(num(t1, "direct_copy_messages"), direct, "{what}: {t1}");
-        assert_eq!(num(t1, "direct_copy_bytes"), direct * 100_000, "{t1}");
+        assert_eq!(
+            num(t1, "direct_copy_bytes"),
+            200_000 * direct.min(2) / 2 + direct.saturating_sub(2) * 20_000,
+            "{t1}"
+        );
         assert_eq!(p2p(t1, "sent_messages", "coll_messages"), 1, "{t1}");
         assert_eq!(p2p(t1, "sent_bytes", "coll_bytes"), 0, "{t1}");
         // What one task sent the other received.
@@ -108,13 +121,14 @@ fn json_statistics_count_what_the_program_sent() {
         assert_eq!(num(t1, "recv_bytes"), num(t0, "sent_bytes"));
         assert_eq!(num(t0, "recv_messages"), num(t1, "sent_messages"));
         // Task 1 posted the eleven small receives first, not the large
-        // ones; a collective's receive may or may not have been first.
+        // ones; the 20 000-byte one and a collective's receive may or may
+        // not have been first.
         let first = num(t1, "posted_first_messages");
         let coll_in = num(t0, "coll_messages");
-        assert!((11..=11 + coll_in).contains(&first), "{t1}");
+        assert!((11..=12 + coll_in).contains(&first), "{t1}");
         let first_bytes = num(t1, "posted_first_bytes");
         assert!(
-            (1000..=1000 + num(t0, "coll_bytes")).contains(&first_bytes),
+            (1000..=21_000 + num(t0, "coll_bytes")).contains(&first_bytes),
             "{t1}"
         );
     }

@@ -159,6 +159,76 @@ static void ssend_probe_sendrecv(void) {
     CHECK(flag == 1);
 }
 
+/* Messages around every protocol's limits (eager, a receiver's ring over
+ * udp, rendezvous), more than a ring holds at once, first unexpected,
+ * then into receives posted first, then synchronous: each arrives whole
+ * and in its sender's order. */
+#define MIX 24
+static const int mix[] = {100,   8000,  9000,  20000, 65536, 65537,
+                          30000, 8192,  16384, 64000, 1,     70000};
+#define NMIX ((int)(sizeof mix / sizeof mix[0]))
+static unsigned char pattern(int from, int i, int k) {
+    return (unsigned char)(from * 31 + i * 7 + k * 13);
+}
+static void check_one(unsigned char *b, MPI_Status *st, int from, int i, int round) {
+    int len = mix[i % NMIX], got, k;
+    MPI_Get_count(st, MPI_BYTE, &got);
+    CHECK(got == len && st->MPI_TAG == 50 + i % 4 && st->MPI_SOURCE == from);
+    for (k = 0; k < len; k++) CHECK(b[k] == pattern(from, i + round, k));
+}
+static void mid_sizes(void) {
+    int i, k, from, senders = size - 1;
+    unsigned char *buf = malloc((size_t)MIX * (size_t)(senders + 1) * 70000);
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)MIX * (size_t)(senders + 1));
+    MPI_Status st;
+#define AT(f, i) (buf + ((size_t)(f) * MIX + (size_t)(i)) * 70000)
+    for (int round = 0; round < 3; round++) {
+        if (rank != 0) {
+            /* Round 1: rank 0 posted its receives before the barrier. */
+            if (round == 1) MPI_Barrier(MPI_COMM_WORLD);
+            for (i = 0; i < MIX; i++) {
+                int len = mix[i % NMIX];
+                for (k = 0; k < len; k++) AT(0, i)[k] = pattern(rank, i + round, k);
+                if (round == 2)
+                    MPI_Issend(AT(0, i), len, MPI_BYTE, 0, 50 + i % 4, MPI_COMM_WORLD, &rq[i]);
+                else
+                    MPI_Isend(AT(0, i), len, MPI_BYTE, 0, 50 + i % 4, MPI_COMM_WORLD, &rq[i]);
+            }
+            /* Round 0: rank 0 receives only after everything was sent. */
+            if (round == 0) MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Waitall(MIX, rq, MPI_STATUSES_IGNORE);
+            continue;
+        }
+        if (round == 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (from = 1; from < size; from++)
+                for (i = 0; i < MIX; i++) {
+                    int got;
+                    MPI_Probe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+                    MPI_Get_count(&st, MPI_BYTE, &got);
+                    CHECK(got == mix[i % NMIX] && st.MPI_TAG == 50 + i % 4);
+                    MPI_Recv(AT(from, i), mix[i % NMIX], MPI_BYTE, from, st.MPI_TAG,
+                             MPI_COMM_WORLD, &st);
+                    check_one(AT(from, i), &st, from, i, 0);
+                }
+            continue;
+        }
+        for (from = 1; from < size; from++)
+            for (i = 0; i < MIX; i++)
+                MPI_Irecv(AT(from, i), 70000, MPI_BYTE, from, MPI_ANY_TAG, MPI_COMM_WORLD,
+                          &rq[from * MIX + i]);
+        if (round == 1) MPI_Barrier(MPI_COMM_WORLD);
+        for (from = 1; from < size; from++)
+            for (i = 0; i < MIX; i++) {
+                MPI_Wait(&rq[from * MIX + i], &st);
+                check_one(AT(from, i), &st, from, i, round);
+            }
+    }
+#undef AT
+    free(rq);
+    free(buf);
+}
+
 static void errors(void) {
     int x = 1, y[2], rc, len, cls;
     char msg[MPI_MAX_ERROR_STRING];
@@ -218,6 +288,8 @@ int main(int argc, char **argv) {
     tag_selection();
     sizes();
     ssend_probe_sendrecv();
+    MPI_Barrier(MPI_COMM_WORLD);
+    mid_sizes();
     errors();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("p2p: ok %d tasks\n", size);
