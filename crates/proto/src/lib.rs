@@ -520,6 +520,10 @@ pub struct Stats {
     pub bytes_received: u64,
     /// Retransmitted data packets.
     pub retransmissions: u64,
+    /// Copies of large operations (WRITE payloads, READ replies) made
+    /// into a pooled buffer filled before, mapped and warm, instead of
+    /// fresh pages.
+    pub pooled_reuses: u64,
     /// Pure ACK packets sent.
     pub acks_sent: u64,
     /// Received packets dropped as duplicates.

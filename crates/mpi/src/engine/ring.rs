@@ -207,7 +207,10 @@ mod tests {
             addr: off,
         };
         assert!(next_in_region(0, &env(10, 0, 10)));
-        assert!(next_in_region(64 << 10, &env(64 << 10, 0, RING + (64 << 10))));
+        assert!(next_in_region(
+            64 << 10,
+            &env(64 << 10, 0, RING + (64 << 10))
+        ));
         assert!(!next_in_region(100, &env(64 << 10, 0, RING + (64 << 10))));
         for (freed, bad) in [
             (0, env(RING_MAX as u64 + 1, 0, RING_MAX as u64 + 1)),

@@ -104,6 +104,7 @@ impl Endpoint {
         for (meta, payload) in build_packets(local, dst, epoch, id, flags, op, ps, frags, pool) {
             c.push(meta, payload);
         }
+        self.stats.pooled_reuses = self.pool.reused;
         if op.has_reply() || opts.status_return {
             let p = Pending::for_op(&op);
             c.pending.insert(id, p);

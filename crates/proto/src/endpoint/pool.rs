@@ -16,6 +16,8 @@ pub(crate) struct Pool {
     bufs: VecDeque<Arc<[u8]>>,
     /// Bytes of `bufs`.
     bytes: usize,
+    /// Copies made into a buffer filled before ([`crate::Stats::pooled_reuses`]).
+    pub(crate) reused: u64,
 }
 
 /// Operations smaller than this are copied into a fresh allocation (the
@@ -37,6 +39,7 @@ impl Pool {
             }
             if let Some(b) = Arc::get_mut(&mut self.bufs[i]) {
                 b.copy_from_slice(data);
+                self.reused += 1;
                 let b = self.bufs.remove(i).unwrap_or_else(|| data.into());
                 self.bufs.push_back(b.clone());
                 return b;

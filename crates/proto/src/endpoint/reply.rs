@@ -2,6 +2,7 @@
 //! replies received: operations waiting for one, READ data reassembled at
 //! the origin, completions raised.
 
+use super::channel::Chunk;
 use super::packetize::{emit_into, request_meta};
 use super::timer::Timer;
 use super::Endpoint;
@@ -224,18 +225,29 @@ impl Endpoint {
             self.reply(ci, req, Body::Status, Status::TooLarge, Vec::new());
             return;
         }
-        for i in 0..count {
-            let lo = i * ps;
-            let hi = (lo + ps).min(data.len());
+        if req.flags.nofc {
             let mut meta = request_meta(self.local, req.src, self.cfg.epoch, Body::ReadReply);
             meta.op = req.op;
-            meta.addr = lo as u64;
+            meta.frag = Frag::SINGLE;
+            self.send_meta(ci, meta, data, true);
+            return;
+        }
+        // The fragments share one (pooled) copy, as a WRITE's do: one
+        // allocation and no page faults for a large reply, not one
+        // allocation and copy per packet.
+        let chunks = Chunk::split(&data, ps, count, &mut self.pool);
+        self.stats.pooled_reuses = self.pool.reused;
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let mut meta = request_meta(self.local, req.src, self.cfg.epoch, Body::ReadReply);
+            meta.op = req.op;
+            meta.addr = (i * ps) as u64;
             meta.frag = Frag {
                 index: i as u16,
                 count: count16,
             };
-            self.send_meta(ci, meta, data[lo..hi].to_vec(), req.flags.nofc);
+            self.chans[ci].push(meta, chunk);
         }
+        self.mark_ready(ci);
     }
 
     fn reply_received(&mut self, ci: usize, pkt: &Packet<'_>) {
