@@ -322,3 +322,43 @@ fn a_handler_that_blocks_inside_a_spinning_wait_still_gets_its_answer() {
     });
     assert_eq!(got[1], 41, "the handler's READ never completed: {got:?}");
 }
+
+/// Rank 1 answers rank 0's wait after `delay`; rank 0 waits with `wait`.
+/// Returns rank 0's blocked waits.
+fn late_answer(cfg: &TaskConfig, wait: fn(&Task, &std::sync::atomic::AtomicU64)) -> u64 {
+    let r = on_both(HOSTS, cfg, move |t| {
+        let seg = t.alloc(4096, Perm::ALL).unwrap();
+        let all = t.exchange(&seg).unwrap();
+        let peer = all[1 - t.rank() as usize];
+        t.barrier().unwrap();
+        let before = t.stats().blocked_waits;
+        if t.rank() == 0 {
+            wait(&t, seg.word(0).unwrap());
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+            t.write(peer.at(64), &[1], Options::notify(peer.at(0)))
+                .unwrap();
+        }
+        let blocked = t.stats().blocked_waits - before;
+        t.barrier().unwrap();
+        blocked
+    });
+    r[0]
+}
+
+#[test]
+fn an_sswait_on_a_partner_across_the_network_spins_through_a_longer_answer() {
+    // A default wait spins 250 µs at most: a 1 ms answer finds it blocked.
+    let blocked = late_answer(&TaskConfig::default(), |t, w| {
+        t.wait_word(w, |v| v >= 1);
+    });
+    assert_eq!(blocked, 1);
+    // SS-Wait on the partner spins for its own spin while the node has a
+    // CPU for it (here 50 ms: the answer is never that late).
+    let mut cfg = TaskConfig::default();
+    cfg.sswait.spin = Duration::from_millis(50);
+    let blocked = late_answer(&cfg, |t, w| {
+        t.sswait(w, 1, |v| v >= 1);
+    });
+    assert_eq!(blocked, 0);
+}

@@ -154,13 +154,13 @@ pub(crate) fn wait_until(
                 .try_lock()
                 .map_or(true, |g| g.as_ref().is_none_or(Engine::has_work))
         };
-        // SS-Wait on a partner on this node. For one elsewhere the
-        // default wait (SS-Wait's policy without a partner) is used: it
-        // first sends what MBCF held back for batching (a READ or FIN just
-        // issued), which SS-Wait's yield and block phases do not.
-        let local = |p: u32| task.transport_to(p) == Some(sss_mbcf::TransportKind::Shm);
+        // SS-Wait on the partner: on this node by its control block;
+        // across the network it spins for SS-Wait's spin while the node
+        // has a CPU for it (a rendezvous of 1 MiB takes longer than the
+        // default wait's spin, and every blocked wait costs two wake-ups),
+        // then blocks. Without one, the default wait.
         match partner {
-            Some(p) if p != me && local(p) => {
+            Some(p) if p != me => {
                 task.sswait(&WAKE, p, pred);
             }
             _ => {

@@ -92,6 +92,12 @@ impl Task {
         if pred(v) {
             return v;
         }
+        // What was held back for batching (a READ just issued) may be what
+        // the partner waits for; the yield and block phases send nothing.
+        if self.inner.maybe_held.load(Ordering::Acquire) {
+            let mut net = self.inner.lock_net();
+            self.inner.flush(&mut net);
+        }
         let c = self.inner.ctl.ctl();
         c.hit.store(0, Ordering::SeqCst);
         c.waiting_for
@@ -296,10 +302,16 @@ impl Inner {
     /// hand-over by half a microsecond); for a remote one it receives
     /// and applies packets as it goes.
     fn spin_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
-        let end = Instant::now() + tune.spin;
         if !matches!(self.peer_ctls.get(partner as usize), Some(Some(_))) {
-            return self.wait_until(done, Some(end));
+            // Across the network: spin for SS-Wait's spin (receiving for
+            // ourselves), then block for good. Its node's IDM page tells
+            // when the partner blocks, but only every sample: spinning
+            // on it for as long as it says "running" could spin through
+            // a long wait.
+            self.spin_then_block(done, tune.spin);
+            return true;
         }
+        let end = Instant::now() + tune.spin;
         if self.maybe_held.load(Ordering::Acquire) {
             let mut net = self.lock_net();
             self.flush(&mut net);

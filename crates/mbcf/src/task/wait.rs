@@ -358,6 +358,35 @@ impl Inner {
         }
     }
 
+    /// Spins (receiving for itself, see [`Claim`]) for `budget`, then
+    /// blocks until `cond`: SS-Wait's spin on a partner across the
+    /// network, whose state its node's IDM page gives only roughly. On an
+    /// oversubscribed node it yields instead of spinning.
+    pub(super) fn spin_then_block(&self, mut cond: impl FnMut() -> bool, budget: Duration) {
+        if cond() {
+            return;
+        }
+        if self.maybe_held.load(Ordering::Acquire) {
+            let mut net = self.lock_net();
+            self.flush(&mut net);
+        }
+        if self.on_progress_thread() {
+            self.wait_until(cond, None);
+            return;
+        }
+        let over = self.crowded();
+        let budget = if over {
+            self.cfg.sswait.yield_for.min(budget)
+        } else {
+            budget
+        };
+        if self.spin_phase(&mut cond, budget, None, over).is_ok() {
+            return;
+        }
+        self.blocked_waits.fetch_add(1, Ordering::Relaxed);
+        self.block_phase(&mut cond, None);
+    }
+
     /// Adapts the spin budget to a wait of `took` that had to block.
     fn adapt_spin(&self, took: Duration) {
         let (lo, hi) = (self.cfg.spin, self.cfg.spin_max.max(self.cfg.spin));
