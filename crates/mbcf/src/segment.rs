@@ -317,6 +317,12 @@ impl SegTable {
                 "range not mapped readable in this process"
             }));
         }
+        Ok(self.register_mapped(base, len, perm))
+    }
+
+    /// [`SegTable::register`] of memory the caller knows mapped with the
+    /// access `perm` lets peers have.
+    pub fn register_mapped(&mut self, base: u64, len: usize, perm: Perm) -> Segment {
         let id = self.next_id;
         self.next_id += 1;
         let info = SegmentInfo {
@@ -333,7 +339,7 @@ impl SegTable {
             info,
             backing: Backing::Registered,
         });
-        Ok(Segment { info, _map: None })
+        Segment { info, _map: None }
     }
 
     /// Removes a segment; its key stops working at once.

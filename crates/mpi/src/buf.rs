@@ -157,3 +157,33 @@ pub(crate) fn copy_from_peer(map: &sss_mbcf::PeerMap, off: u64, out: &mut [u8]) 
     }
     true
 }
+
+/// `len` bytes at `off` of one of our own staging segments, which peers
+/// may only READ; `None` outside it.
+pub(crate) fn segment_bytes(seg: &sss_mbcf::Segment, off: usize, len: usize) -> Option<&[u8]> {
+    if off.checked_add(len)? > seg.len() {
+        return None;
+    }
+    if len == 0 {
+        return Some(&[]);
+    }
+    // SAFETY: the range lies inside the segment, mapped while `seg` lives
+    // (the borrow keeps it); nobody writes it meanwhile: peers have READ
+    // permission only, and we wrote it before announcing it.
+    Some(unsafe { std::slice::from_raw_parts(seg.as_ptr().add(off).cast_const(), len) })
+}
+
+/// Registers `out` (a receive's buffer) as a segment peers may WRITE, for
+/// a sender to write a message straight into it after a clear-to-send.
+pub(crate) fn register_receive(
+    task: &sss_mbcf::Task,
+    out: &mut [u8],
+) -> Result<sss_mbcf::Segment, sss_mbcf::Error> {
+    // SAFETY: `out` is a live `&mut [u8]` (mapped, writable) into the
+    // buffer of a matched receive request, which owns it (or the caller's
+    // memory it names) until the request completes; the engine frees the
+    // segment before it completes the request or drops it, and reads the
+    // bytes only after the sender's DONE, which MBCF delivers after the
+    // WRITE.
+    unsafe { task.register_mapped(out.as_mut_ptr(), out.len(), sss_mbcf::Perm::WRITE) }
+}

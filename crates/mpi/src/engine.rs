@@ -8,8 +8,11 @@
 //! envelope; to a task across the network, one of up to 64 KiB is
 //! written into the receiver's ring and announced after it
 //! (`engine/ring.rs`); a larger one (or one the ring has no room for) is
-//! copied to a staging segment and announced (RTS), the receiver READs
-//! it once matched and answers FIN. A sender may have [`CREDITS`] messages unconsumed in a
+//! copied to a staging segment and announced (RTS); once matched, a
+//! receiver on the same node copies it from the staging segment mapped
+//! there and answers FIN, one across the network registers its receive
+//! buffer and answers CTS, and the sender WRITEs the data into it and
+//! sends DONE. A sender may have [`CREDITS`] messages unconsumed in a
 //! receiver's FIFO (the FIFO has room for all peers' credits, so a push
 //! never overflows it); beyond that messages wait in an outbox, in
 //! order. The receiver writes back its consumed count every half of the
@@ -165,6 +168,10 @@ pub(crate) struct Engine {
     pub comms: IdMap<Comm>,
     pub next_ctx: u32,
     scratch: Vec<u8>,
+    /// Receives across the network waiting for the sender's WRITE after
+    /// our clear-to-send: by the key of their registered buffer, the
+    /// request, the sender and the segment.
+    awaiting: std::collections::HashMap<u64, (usize, u32, Segment)>,
     /// Eager messages over udp above the FIFO's slot.
     rings: ring::Rings,
     /// A ring message's bytes on their way to a receive.
@@ -305,6 +312,7 @@ impl Engine {
             comms,
             next_ctx: 4,
             scratch: Vec::new(),
+            awaiting: Default::default(),
             rings: ring::Rings::new(ring_seg, ring_to),
             ring_buf: Vec::new(),
             bad_msgs: 0,
@@ -697,6 +705,8 @@ impl Engine {
                 self.ring_buf = d;
             }
             Kind::Eager | Kind::Rts => self.arrive(src, env, data),
+            Kind::Cts => self.clear_to_send(src, &env),
+            Kind::Done => self.written(src, &env),
             Kind::Fin | Kind::SyncAck => {
                 let id = env.sreq as usize;
                 let ok = matches!(
@@ -713,6 +723,75 @@ impl Engine {
                 }
                 self.complete_send(Some(id));
             }
+        }
+    }
+
+    /// A receiver across the network registered its buffer for our
+    /// rendezvous send `env.sreq`: WRITE the staged data there, then DONE
+    /// (MBCF applies them in order); the send is complete, as MBCF copied
+    /// the data.
+    fn clear_to_send(&mut self, src: u32, env: &Env) {
+        let id = env.sreq as usize;
+        let ok = matches!(
+            self.reqs.get(&id),
+            Some(Req { kind: ReqKind::Send { dest, wait: SendWait::Fin }, done: false, .. })
+                if *dest == src
+        );
+        let Some(slot) = self.staged.get(&id).copied().filter(|_| ok) else {
+            self.bad_msgs += 1;
+            return;
+        };
+        let Some(data) = self
+            .staging
+            .bytes(&slot)
+            .and_then(|d| d.get(..env.len as usize))
+        else {
+            self.bad_msgs += 1;
+            return;
+        };
+        let at = RemoteAddr {
+            rank: src,
+            key: env.key,
+            addr: env.addr,
+        };
+        let n = data.len();
+        if let Err(e) = self.task.write(at, data, Options::default()) {
+            if let Some(r) = self.reqs.get_mut(&id) {
+                r.status.error = mbcf_err(e).class;
+            }
+        }
+        self.stats.write_msgs += 1;
+        self.stats.write_bytes += n as u64;
+        let mut done = Env::control(Kind::Done, 0);
+        done.key = env.key;
+        self.enqueue(src, done.encode(&[]), None);
+        self.staged.remove(&id);
+        self.staging.release(&self.task, slot);
+        self.complete_send(Some(id));
+    }
+
+    /// The sender wrote a receive's data into its registered buffer.
+    fn written(&mut self, src: u32, env: &Env) {
+        let Some((id, from, seg)) = self.awaiting.remove(&env.key) else {
+            self.bad_msgs += 1;
+            return;
+        };
+        if from != src {
+            // Not that sender's to finish: keep waiting for the right one.
+            self.awaiting.insert(env.key, (id, from, seg));
+            self.bad_msgs += 1;
+            return;
+        }
+        let _ = self.task.free(seg);
+        if let Some(Req {
+            kind: ReqKind::Recv(r),
+            done,
+            ..
+        }) = self.reqs.get_mut(&id)
+        {
+            r.buf.commit();
+            *done = true;
+            self.events += 1;
         }
     }
 
@@ -832,6 +911,32 @@ impl Engine {
                 self.stats.direct_bytes += n as u64;
                 let b = Env::control(Kind::Fin, env.sreq).encode(&[]);
                 self.enqueue(src, b, None);
+            }
+            // Across the network: the sender writes it straight into
+            // the receive buffer, registered for it.
+            Arrived::Rts { .. }
+                if n > 0
+                    && self.task.transport_to(src) != Some(sss_mbcf::TransportKind::Shm)
+                    && self.peers.get(src as usize).is_some() =>
+            {
+                match crate::buf::register_receive(&self.task, r.buf.slice(n)) {
+                    Ok(seg) => {
+                        let at = seg.info().at(0);
+                        let mut cts = Env::control(Kind::Cts, env.sreq);
+                        cts.key = at.key;
+                        cts.addr = at.addr;
+                        cts.len = n as u64;
+                        self.awaiting.insert(at.key, (id, src, seg));
+                        self.enqueue(src, cts.encode(&[]), None);
+                    }
+                    Err(e) => {
+                        status.error = mbcf_err(e).class;
+                        *done = true;
+                        self.events += 1;
+                        let b = Env::control(Kind::Fin, env.sreq).encode(&[]);
+                        self.enqueue(src, b, None);
+                    }
+                }
             }
             Arrived::Rts { key, addr } => {
                 let mut err_class = 0;

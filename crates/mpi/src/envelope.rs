@@ -25,6 +25,13 @@ pub(crate) enum Kind {
     /// offset `addr` of the sender's region, which holds `key` bytes
     /// placed once it is there.
     Ring = 5,
+    /// Receiver to sender, for a rendezvous across the network: write
+    /// `len` bytes at `key`/`addr` (the receive buffer, registered),
+    /// then send DONE naming `key`.
+    Cts = 6,
+    /// Sender to receiver: the data was written at `key` (after the WRITE,
+    /// in order).
+    Done = 7,
 }
 
 /// Flag: the sender waits for a [`Kind::SyncAck`].
@@ -85,6 +92,8 @@ impl Env {
             3 => Kind::Fin,
             4 => Kind::SyncAck,
             5 => Kind::Ring,
+            6 => Kind::Cts,
+            7 => Kind::Done,
             _ => return None,
         };
         let env = Env {

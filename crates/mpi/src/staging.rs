@@ -20,10 +20,12 @@ struct Chunk {
     live: usize,
 }
 
-/// Where a staged message is: chunk index and offset.
+/// Where a staged message is: chunk index, offset and length.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
     chunk: usize,
+    off: usize,
+    len: usize,
 }
 
 /// The staging segments of one task.
@@ -75,7 +77,20 @@ impl Staging {
             .map_err(|e| MpiErr::new(err::INTERN, format!("staging: {e}")))?;
         c.used += len;
         c.live += 1;
-        Ok((c.seg.info().at(off as u64), Slot { chunk: i }))
+        Ok((
+            c.seg.info().at(off as u64),
+            Slot {
+                chunk: i,
+                off,
+                len: data.len(),
+            },
+        ))
+    }
+
+    /// The staged bytes of `slot` (until it is released).
+    pub(crate) fn bytes(&self, slot: &Slot) -> Option<&[u8]> {
+        let c = self.chunks.get(slot.chunk)?.as_ref()?;
+        crate::buf::segment_bytes(&c.seg, slot.off, slot.len)
     }
 
     /// The message in `slot` was read: its chunk is reused once empty,

@@ -184,6 +184,29 @@ impl Task {
         Ok(s)
     }
 
+    /// [`Task::register`] without looking the range up in
+    /// `/proc/self/maps` (tens of microseconds): for memory the caller is
+    /// about to read or write itself anyway, such as a receive buffer.
+    ///
+    /// # Safety
+    /// As [`Task::register`], and the range must be mapped readable (and
+    /// writable for WRITE or ATOMIC) in this process.
+    #[allow(unsafe_code)]
+    pub unsafe fn register_mapped(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        perm: Perm,
+    ) -> Result<Segment, Error> {
+        if ptr.is_null() {
+            return Err(Error::Invalid("null pointer"));
+        }
+        let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
+        let s = segs.register_mapped(ptr as u64, len, perm);
+        self.inner.publish(&segs);
+        Ok(s)
+    }
+
     /// Frees a segment: its key stops working at once.
     pub fn free(&self, seg: Segment) -> Result<(), Error> {
         let mut segs = self.inner.segs.write().map_err(|_| Error::Shutdown)?;
