@@ -92,6 +92,16 @@ impl Task {
         if pred(v) {
             return v;
         }
+        if !matches!(self.inner.peer_ctls.get(partner as usize), Some(Some(_))) {
+            // Across the network: the default wait, with SS-Wait's spin.
+            // The daemon's sample that judges oversubscription here counts
+            // whatever ran at that instant (on hosts sharing a machine,
+            // the partner's own spinning), and its yields would leave the
+            // socket to the progress thread.
+            let done = || pred(word.load(Ordering::Acquire));
+            self.inner.spin_then_block(done, self.inner.cfg.sswait.spin);
+            return word.load(Ordering::Acquire);
+        }
         // What was held back for batching (a READ just issued) may be what
         // the partner waits for; the yield and block phases send nothing.
         if self.inner.maybe_held.load(Ordering::Acquire) {
@@ -303,11 +313,7 @@ impl Inner {
     /// and applies packets as it goes.
     fn spin_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
         if !matches!(self.peer_ctls.get(partner as usize), Some(Some(_))) {
-            // Across the network: spin for SS-Wait's spin (receiving for
-            // ourselves), then block for good. Its node's IDM page tells
-            // when the partner blocks, but only every sample: spinning
-            // on it for as long as it says "running" could spin through
-            // a long wait.
+            // Across the network (see `Task::sswait`).
             self.spin_then_block(done, tune.spin);
             return true;
         }
