@@ -187,3 +187,19 @@ pub(crate) fn register_receive(
     // WRITE.
     unsafe { task.register_mapped(out.as_mut_ptr(), out.len(), sss_mbcf::Perm::WRITE) }
 }
+
+/// A landing ring of `len` bytes (`engine/ring.rs`): private memory,
+/// backed only where senders write (no shared-memory space reserved, as
+/// `Task::alloc` would), registered for peers to WRITE. It is never
+/// freed: a WRITE still in flight when the library shuts down must land
+/// in memory that stays.
+pub(crate) fn ring_segment(
+    task: &sss_mbcf::Task,
+    len: usize,
+) -> Result<sss_mbcf::Segment, sss_mbcf::Error> {
+    let mem: *mut [u8] = Box::into_raw(vec![0u8; len].into_boxed_slice());
+    // SAFETY: the allocation is leaked, so it stays valid and writable
+    // for the life of the process; nothing else refers to it but the
+    // segment (read through `Segment::read_bytes`).
+    unsafe { task.register_mapped(mem.cast::<u8>(), len, sss_mbcf::Perm::WRITE) }
+}

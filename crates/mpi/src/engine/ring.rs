@@ -14,12 +14,13 @@
 //! with an 8-byte WRITE into the sender's segment. A sender that finds
 //! no room takes the rendezvous: nothing waits for ring space.
 //!
-//! Each task's ring segment holds [`RING`] bytes per task of the job;
-//! pages are only touched where senders write. Jobs of more than
+//! Each task's ring holds [`RING`] bytes per task of the job, in private
+//! memory registered as a segment (no shared-memory space reserved);
+//! pages are only backed where senders write. Jobs of more than
 //! [`RING_TASKS`] tasks, and peers on the same node, have no ring.
 
 use crate::envelope::Env;
-use sss_mbcf::{Perm, RemoteAddr, Segment, Task};
+use sss_mbcf::{RemoteAddr, Segment, Task};
 
 /// Bytes of a sender's region in a receiver's ring.
 pub(crate) const RING: u64 = 256 << 10;
@@ -61,8 +62,7 @@ impl Rings {
         if !any_udp || size > RING_TASKS {
             return None;
         }
-        task.alloc((u64::from(size) * RING) as usize, Perm::WRITE)
-            .ok()
+        crate::buf::ring_segment(task, (u64::from(size) * RING) as usize).ok()
     }
 
     /// Rings with `seg` ours and `remote` the start of our region in
