@@ -312,11 +312,7 @@ impl Inner {
     /// hand-over by half a microsecond); for a remote one it receives
     /// and applies packets as it goes.
     fn spin_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
-        if !matches!(self.peer_ctls.get(partner as usize), Some(Some(_))) {
-            // Across the network (see `Task::sswait`).
-            self.spin_then_block(done, tune.spin);
-            return true;
-        }
+        // A partner across the network never gets here (see `Task::sswait`).
         let end = Instant::now() + tune.spin;
         if self.maybe_held.load(Ordering::Acquire) {
             let mut net = self.lock_net();

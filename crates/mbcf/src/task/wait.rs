@@ -186,10 +186,17 @@ impl Inner {
     /// after a longer one. Without it, one late answer can lock two
     /// ping-ponging tasks into blocking for good: each wake-up takes longer
     /// than the other side's spin, so every answer comes after it blocked.
-    pub(super) fn wait_until(
+    pub(super) fn wait_until(&self, cond: impl FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        self.wait_with(cond, deadline, None)
+    }
+
+    /// [`Inner::wait_until`], spinning for `fixed` (not adapted) instead
+    /// of the adaptive budget when given.
+    fn wait_with(
         &self,
         mut cond: impl FnMut() -> bool,
         deadline: Option<Instant>,
+        fixed: Option<Duration>,
     ) -> bool {
         // Already true: nothing to wait for, nothing held back matters.
         if cond() {
@@ -216,14 +223,14 @@ impl Inner {
         if cond() {
             return true;
         }
-        let adaptive = !self.cfg.spin.is_zero();
         let mut start = None;
-        if adaptive {
+        if fixed.is_some() || !self.cfg.spin.is_zero() {
             let over = self.crowded();
-            let budget = if over {
-                self.cfg.sswait.yield_for
-            } else {
-                Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed))
+            let budget = match (fixed, over) {
+                (Some(b), true) => self.cfg.sswait.yield_for.min(b),
+                (Some(b), false) => b,
+                (None, true) => self.cfg.sswait.yield_for,
+                (None, false) => Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed)),
             };
             match self.spin_phase(&mut cond, budget, deadline, over) {
                 Ok(held) => return held,
@@ -232,7 +239,8 @@ impl Inner {
             self.blocked_waits.fetch_add(1, Ordering::Relaxed);
         }
         let held = self.block_phase(&mut cond, deadline);
-        if let Some(start) = start.filter(|_| held && !self.crowded()) {
+        let adapt = fixed.is_none() && held && !self.crowded();
+        if let Some(start) = start.filter(|_| adapt) {
             self.adapt_spin(self.answer_time(start));
         }
         held
@@ -362,29 +370,8 @@ impl Inner {
     /// blocks until `cond`: SS-Wait's spin on a partner across the
     /// network, whose state its node's IDM page gives only roughly. On an
     /// oversubscribed node it yields instead of spinning.
-    pub(super) fn spin_then_block(&self, mut cond: impl FnMut() -> bool, budget: Duration) {
-        if cond() {
-            return;
-        }
-        if self.maybe_held.load(Ordering::Acquire) {
-            let mut net = self.lock_net();
-            self.flush(&mut net);
-        }
-        if self.on_progress_thread() {
-            self.wait_until(cond, None);
-            return;
-        }
-        let over = self.crowded();
-        let budget = if over {
-            self.cfg.sswait.yield_for.min(budget)
-        } else {
-            budget
-        };
-        if self.spin_phase(&mut cond, budget, None, over).is_ok() {
-            return;
-        }
-        self.blocked_waits.fetch_add(1, Ordering::Relaxed);
-        self.block_phase(&mut cond, None);
+    pub(super) fn spin_then_block(&self, cond: impl FnMut() -> bool, budget: Duration) {
+        self.wait_with(cond, None, Some(budget));
     }
 
     /// Adapts the spin budget to a wait of `took` that had to block.
