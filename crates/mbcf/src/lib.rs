@@ -51,9 +51,9 @@ pub use sss_seal::Security;
 pub use sss_wire::{Notify, Status, TaskId};
 pub use sys::shm_dir;
 pub use task::{
-    default_payload, payload_for_mtu, Bind, Bootstrap, Fifo, Handler, Options, PeerMap, Reply,
-    Request, SignalContext, Sink, SsWaitTuning, Task, TaskConfig, TaskStats, ThreadBoot, Transport,
-    TransportKind, WaitPolicy, JUMBO_MTU,
+    default_payload, payload_for_mtu, Bind, Bootstrap, Fifo, FifoProbe, FifoSender, Handler,
+    Options, PeerMap, Reply, Request, SignalContext, Sink, SsWaitTuning, Task, TaskConfig,
+    TaskStats, ThreadBoot, Transport, TransportKind, WaitPolicy, JUMBO_MTU,
 };
 
 /// An address in another task: (rank, segment key, virtual address).

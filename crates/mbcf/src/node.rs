@@ -54,7 +54,7 @@ impl TaskView {
         if c.magic.load(Ordering::Acquire) != CTL_MAGIC {
             return Err(bad("control block not initialized"));
         }
-        if c.version != 1 {
+        if c.version != crate::shm::CTL_VERSION {
             return Err(bad("control block of another layout version"));
         }
         let n = c.node;
@@ -135,6 +135,12 @@ impl TaskView {
     /// Threads of the task blocked in a wait right now.
     pub fn blocked(&self) -> u32 {
         self.ctl().blocked.load(Ordering::SeqCst)
+    }
+
+    /// The task's event word: bumped when something lands in its memory
+    /// while a thread of it blocks (see `Ctl::waiters`).
+    pub fn events(&self) -> u32 {
+        self.ctl().events.load(Ordering::SeqCst)
     }
 
     /// The partner rank a thread of the task is SS-Waiting for, if any.

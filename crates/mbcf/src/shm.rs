@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// Magic of a control block ("SSCT").
 pub const CTL_MAGIC: u32 = 0x5353_4354;
 /// Layout version of [`Ctl`]: a peer's block of another layout is refused.
-pub const CTL_VERSION: u32 = 1;
+pub const CTL_VERSION: u32 = 2;
 /// Segments a control block publishes.
 pub const CTL_SEGMENTS: usize = 256;
 /// Slots of the inbound signal ring.
@@ -80,9 +80,22 @@ pub(crate) struct Ctl {
     /// waiters block on it (futex). Written by the progress thread and by
     /// same-node senders.
     pub events: AtomicU32,
-    /// Number of threads blocked on `events`; senders skip the wake
-    /// system call when it is zero.
+    /// Number of threads blocked on `events`; same-node senders neither
+    /// bump `events` nor wake when it is zero (a wait raises it, then
+    /// looks at its condition again, then sleeps). Alone on this line
+    /// with `events`, which a task writes only when it blocks: a sender's
+    /// look at it stays in its cache while the task spins.
     pub waiters: AtomicU32,
+    /// Threads of this node's tasks blocked in an SS-Wait on this task:
+    /// only then does a sender whose operation lands here pre-wake them
+    /// (see `Inner::prewake`), and this task wake them as its wait ends.
+    /// Written by those waiters around their sleep.
+    pub dependents: AtomicU32,
+    /// Padding to the next line.
+    pub _pad1: [u8; 52],
+    /// 1 while the progress thread sleeps in poll: senders that queue a
+    /// signal then ring the doorbell. Owner: the progress thread.
+    pub progress_asleep: AtomicU32,
     /// While a thread of the task is in an SS-Wait: one more than the
     /// partner's rank; 0 otherwise. Owner: the task. Same-node senders
     /// read it to wake the tasks waiting on the task they just wrote to.
@@ -91,13 +104,8 @@ pub(crate) struct Ctl {
     /// while the task is in an SS-Wait; the task clears it when a wait
     /// starts. Tells the task's own waiters that it is about to run.
     pub hit: AtomicU32,
-    /// Padding to the next line.
-    pub _pad1: [u8; 48],
-    /// 1 while the progress thread sleeps in poll: senders that queue a
-    /// signal then ring the doorbell. Owner: the progress thread.
-    pub progress_asleep: AtomicU32,
     /// Padding.
-    pub _pad2: [u8; 60],
+    pub _pad2: [u8; 52],
     /// Operations applied by same-node senders on this task's behalf.
     pub applied: AtomicU64,
     /// Operations refused by same-node senders' checks.
@@ -340,15 +348,67 @@ impl CtlMap {
             sys::futex_wake_all(&c.events);
         }
     }
+
+    /// After an operation landed: bumps the event word and wakes only
+    /// when a thread of the task blocks. The fence orders what landed
+    /// before the look at `waiters`; a blocking wait raises `waiters`
+    /// (SeqCst) before it looks at its condition a last time, so either
+    /// it sees what landed or we see it waiting. A locked write to this
+    /// line on every operation cost a cache-line transfer per message.
+    pub(crate) fn wake_waiting(&self) {
+        let c = self.ctl();
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if c.waiters.load(Ordering::SeqCst) > 0 {
+            c.events.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wake_all(&c.events);
+        }
+    }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Published {
     base: u64,
     len: u64,
     perm: Perm,
     shared: bool,
     id: u32,
+}
+
+/// A same-node peer's FIFO queue, opened once (`Peer::open_fifo`):
+/// its geometry read then and never again, its segment kept mapped.
+pub(crate) struct OpenFifo {
+    pub ring: Ring,
+    _map: Arc<Mapping>,
+    pub ctl: Arc<CtlMap>,
+    /// Where the queue's segment was in the peer's table, and as what.
+    index: usize,
+    key: u64,
+    seg: Published,
+}
+
+impl OpenFifo {
+    /// True while the peer publishes the queue's segment as it did when
+    /// the queue was opened (one entry of its table read: not freed, not
+    /// moved, still writable).
+    pub fn current(&self) -> bool {
+        matches!(self.ctl.entry(self.index, self.key), Ok(Some(p)) if p == self.seg)
+    }
+
+    /// Counts a push in the peer's control block and wakes its blocked
+    /// waiters, as an operation of the shm path does.
+    pub fn landed(&self, r: Result<(), Status>) -> Result<(), Status> {
+        let c = self.ctl.ctl();
+        match r {
+            Ok(()) => {
+                c.applied.fetch_add(1, Ordering::Relaxed);
+                self.ctl.wake_waiting();
+            }
+            Err(_) => {
+                c.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        r
+    }
 }
 
 /// What the shm path did with an operation.
@@ -463,6 +523,34 @@ impl Peer {
         Ok(Some((m, p.base)))
     }
 
+    /// Opens the peer's FIFO queue at (`key`, `addr`) for pushes straight
+    /// into its slots, checked as a push would be: `Ok(None)` when the
+    /// queue is not in shared memory or not in the peer's table (the
+    /// operation path decides those).
+    pub(crate) fn open_fifo(&mut self, key: u64, addr: u64) -> Result<Option<OpenFifo>, Status> {
+        let Ok(Some((index, seg))) = self.ctl.lookup(key) else {
+            return Ok(None);
+        };
+        if !seg.shared {
+            return Ok(None);
+        }
+        self.check(key, addr, FIFO_HEADER, Perm::WRITE)?;
+        let head = self.local(&seg, addr, FIFO_HEADER)?;
+        let ring = Ring::open(head, |total| {
+            self.check(key, addr, total, Perm::WRITE)?;
+            self.local(&seg, addr, total)
+        })?;
+        let map = self.maps.get(&seg.id).cloned().ok_or(Status::BadKey)?;
+        Ok(Some(OpenFifo {
+            ring,
+            _map: map,
+            ctl: self.ctl.clone(),
+            index,
+            key,
+            seg,
+        }))
+    }
+
     /// Checks (key, addr, len, perm) against the peer's table, as the
     /// receiver would.
     fn check(&mut self, key: u64, addr: u64, len: usize, need: Perm) -> Result<Published, Status> {
@@ -511,7 +599,7 @@ impl Peer {
         }
         self.count(&r);
         if r.is_ok() {
-            self.ctl.wake();
+            self.ctl.wake_waiting();
         }
         Direct::Done(r)
     }

@@ -145,6 +145,10 @@ pub(crate) struct Engine {
     seg: Segment,
     fifo: Fifo,
     peers: Vec<Peer>,
+    /// Same-node peers' FIFOs opened for pushes into their slots, once
+    /// `opened` says the first push tried.
+    senders: Vec<Option<sss_mbcf::FifoSender>>,
+    opened: Vec<bool>,
     /// Largest message sent eagerly to each task: [`EAGER_MAX`] (MBCF
     /// carries FIFO messages that long over udp too, in fragments it
     /// joins before they reach the queue).
@@ -168,6 +172,8 @@ pub(crate) struct Engine {
     pub comms: IdMap<Comm>,
     pub next_ctx: u32,
     scratch: Vec<u8>,
+    /// Envelope and data of a send made without a request.
+    send_buf: Vec<u8>,
     /// Receives across the network waiting for the sender's WRITE after
     /// our clear-to-send: by the key of their registered buffer, the
     /// request, the sender and the segment.
@@ -295,6 +301,8 @@ impl Engine {
             seg,
             fifo,
             peers,
+            senders: (0..n).map(|_| None).collect(),
+            opened: vec![false; n],
             eager,
             sent: vec![0; n],
             consumed: vec![0; n],
@@ -312,6 +320,7 @@ impl Engine {
             comms,
             next_ctx: 4,
             scratch: Vec::new(),
+            send_buf: Vec::new(),
             awaiting: Default::default(),
             rings: ring::Rings::new(ring_seg, ring_to),
             ring_buf: Vec::new(),
@@ -348,15 +357,26 @@ impl Engine {
         data: &[u8],
         sync: bool,
     ) -> Result<usize, MpiErr> {
-        let c = self.comm(comm)?.clone();
-        if tag < 0 {
-            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
-        }
-        if dest == crate::consts::PROC_NULL {
+        let Some((ctx, w)) = self.route(comm, dest, tag)? else {
             let id = self.handle();
             self.reqs
                 .insert(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
             return Ok(id);
+        };
+        let id = self.handle();
+        self.send_ctx(comm, ctx, w, tag, data, sync, id)?;
+        Ok(id)
+    }
+
+    /// The context and world rank a send to `dest` of `comm` with `tag`
+    /// goes to; `None` for `MPI_PROC_NULL`.
+    fn route(&self, comm: usize, dest: i32, tag: i32) -> Result<Option<(u32, u32)>, MpiErr> {
+        let c = self.comm(comm)?;
+        if tag < 0 {
+            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
+        }
+        if dest == crate::consts::PROC_NULL {
+            return Ok(None);
         }
         let w = usize::try_from(dest)
             .ok()
@@ -367,9 +387,54 @@ impl Engine {
                     format!("invalid rank {dest} (communicator of {} tasks)", c.size()),
                 )
             })?;
-        let id = self.handle();
-        self.send_ctx(comm, c.ctx, w, tag, data, sync, id)?;
-        Ok(id)
+        Ok(Some((c.ctx, w)))
+    }
+
+    /// A blocking standard send (`MPI_Send`) done at once when it can be:
+    /// eager, to another task, nothing queued for it and a credit free.
+    /// No request is made for it. False: nothing was sent, take the
+    /// general path ([`Engine::isend`], then wait).
+    pub(crate) fn send_now(
+        &mut self,
+        comm: usize,
+        dest: i32,
+        tag: i32,
+        data: &[u8],
+    ) -> Result<bool, MpiErr> {
+        let Some((ctx, w)) = self.route(comm, dest, tag)? else {
+            return Ok(true);
+        };
+        let i = w as usize;
+        if w == self.rank
+            || data.len() > self.eager[i]
+            || !self.outbox[i].is_empty()
+            || !self.credit_ok(w)
+        {
+            return Ok(false);
+        }
+        let env = Env {
+            kind: Kind::Eager,
+            flags: 0,
+            ctx,
+            tag,
+            len: data.len() as u64,
+            sreq: 0,
+            key: 0,
+            addr: 0,
+        };
+        let mut b = std::mem::take(&mut self.send_buf);
+        env.encode_into(data, &mut b);
+        self.stats.sent(data.len(), true);
+        self.sent[i] += 1;
+        let r = self.fifo_push_to(w, &b);
+        self.send_buf = b;
+        r.map_err(mbcf_err)?;
+        Ok(true)
+    }
+
+    /// Tells, without the engine, whether a message waits in the FIFO.
+    pub(crate) fn fifo_probe(&self) -> sss_mbcf::FifoProbe {
+        self.fifo.probe()
     }
 
     /// A send on context `ctx` to world rank `w` as request `id`.
@@ -477,11 +542,27 @@ impl Engine {
         self.sent[w as usize].saturating_sub(back) < CREDITS
     }
 
+    /// Pushes `bytes` into `w`'s FIFO: straight into its slots when it is
+    /// on this node (the queue opened at the first push), else as an
+    /// MBCF operation.
+    fn fifo_push_to(&mut self, w: u32, bytes: &[u8]) -> Result<(), sss_mbcf::Error> {
+        let i = w as usize;
+        if !self.opened[i] {
+            self.opened[i] = true;
+            self.senders[i] = self.task.fifo_sender(self.peers[i].fifo).ok().flatten();
+        }
+        match &self.senders[i] {
+            Some(s) => s.push(bytes),
+            None => self
+                .task
+                .fifo_push(self.peers[i].fifo, bytes, Options::default())
+                .map(drop),
+        }
+    }
+
     fn push(&mut self, w: u32, bytes: &[u8], completes: Option<usize>) {
         self.sent[w as usize] += 1;
-        let r = self
-            .task
-            .fifo_push(self.peers[w as usize].fifo, bytes, Options::default());
+        let r = self.fifo_push_to(w, bytes);
         if let Err(e) = r {
             if let Some(req) = completes.and_then(|id| self.reqs.get_mut(&id)) {
                 req.status.error = mbcf_err(e).class;

@@ -68,6 +68,13 @@ impl Env {
     /// The envelope followed by `data`.
     pub(crate) fn encode(&self, data: &[u8]) -> Vec<u8> {
         let mut b = Vec::with_capacity(ENV_LEN + data.len());
+        self.encode_into(data, &mut b);
+        b
+    }
+
+    /// [`Env::encode`] into `b` (cleared first), reusing its allocation.
+    pub(crate) fn encode_into(&self, data: &[u8], b: &mut Vec<u8>) {
+        b.clear();
         b.extend_from_slice(&[self.kind as u8, self.flags, 0, 0]);
         b.extend_from_slice(&self.ctx.to_le_bytes());
         b.extend_from_slice(&self.tag.to_le_bytes());
@@ -77,7 +84,6 @@ impl Env {
         b.extend_from_slice(&self.key.to_le_bytes());
         b.extend_from_slice(&self.addr.to_le_bytes());
         b.extend_from_slice(data);
-        b
     }
 
     /// The envelope of `msg` and its data; `None` for anything malformed

@@ -39,7 +39,7 @@ pub use boot::{Bootstrap, ThreadBoot};
 pub use config::{
     default_payload, payload_for_mtu, Bind, SsWaitTuning, TaskConfig, Transport, JUMBO_MTU,
 };
-pub use queue::Fifo;
+pub use queue::{Fifo, FifoProbe, FifoSender};
 pub use request::{Options, Reply, Request, Sink};
 pub use segments::PeerMap;
 pub use transport::TransportKind;

@@ -46,6 +46,21 @@ impl ShmLane {
     }
 }
 
+impl ShmLane {
+    /// The peer's FIFO queue at (`key`, `addr`), opened for pushes
+    /// straight into its slots (see [`crate::Task::fifo_sender`]).
+    pub(super) fn open_fifo(
+        &self,
+        key: u64,
+        addr: u64,
+    ) -> Result<Option<crate::shm::OpenFifo>, Status> {
+        self.peer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open_fifo(key, addr)
+    }
+}
+
 impl Lane for ShmLane {
     fn kind(&self) -> TransportKind {
         TransportKind::Shm

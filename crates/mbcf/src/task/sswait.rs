@@ -109,14 +109,18 @@ impl Task {
             self.inner.flush(&mut net);
         }
         let c = self.inner.ctl.ctl();
-        c.hit.store(0, Ordering::SeqCst);
+        // Plain stores: a fence here would wait for the message just sent
+        // to leave the store buffer. Others read them as hints; the
+        // exchange that matters (a dependent blocking, our wait ending)
+        // is ordered at the end.
+        c.hit.store(0, Ordering::Relaxed);
         c.waiting_for
-            .store(partner.saturating_add(1), Ordering::SeqCst);
+            .store(partner.saturating_add(1), Ordering::Release);
         let v = self.sswait_loop(word, partner, pred);
         c.waiting_for.store(0, Ordering::SeqCst);
         // Nobody on this node saw us about to run (the value came over
         // udp, or was there already): wake our own waiters now.
-        if c.hit.load(Ordering::SeqCst) == 0 {
+        if c.hit.load(Ordering::SeqCst) == 0 && c.dependents.load(Ordering::SeqCst) > 0 {
             self.inner.wake_dependents(self.inner.rank);
         }
         v
@@ -146,7 +150,10 @@ impl Task {
                         }
                         std::thread::yield_now();
                     }
-                    got || self.inner.block_until(done, Instant::now() + tune.block)
+                    got || {
+                        let _d = self.inner.dependent_of(partner);
+                        self.inner.block_until(done, Instant::now() + tune.block)
+                    }
                 }
             };
             if hit {
@@ -255,17 +262,21 @@ impl Inner {
                 return false;
             }
             let seq = c.events.load(Ordering::SeqCst);
+            let dep = self.dependent_of(partner);
             c.waiters.fetch_add(1, Ordering::SeqCst);
             self.begin_blocking();
             // Re-checked after announcing ourselves: a sender that set
             // the partner's `hit` before it could see `waiters` is seen
-            // here, one that sets it later wakes us.
+            // here, one that sets it later wakes us; a partner that left
+            // its wait before it could see `dependents` is seen here,
+            // one that leaves later wakes us.
             if !done() && self.partner_idle(partner) {
                 self.idle_blocks.fetch_add(1, Ordering::Relaxed);
                 sys::futex_wait(&c.events, seq, Some(deadline - now));
             }
             self.end_blocking();
             c.waiters.fetch_sub(1, Ordering::SeqCst);
+            drop(dep);
         }
     }
 
@@ -279,13 +290,29 @@ impl Inner {
             return;
         };
         let x = x.ctl();
-        if x.waiting_for.load(Ordering::Relaxed) == 0
+        // Nobody blocked on `rank`: nothing to pre-wake, and no write to
+        // its line (which it reads as it spins).
+        if x.dependents.load(Ordering::Relaxed) == 0
+            || x.waiting_for.load(Ordering::Relaxed) == 0
             || x.hit.load(Ordering::Relaxed) != 0
             || x.hit.swap(1, Ordering::SeqCst) != 0
         {
             return;
         }
         self.wake_dependents(rank);
+    }
+
+    /// Counts us among same-node `partner`'s dependents (threads blocked
+    /// in an SS-Wait on it) until the guard drops.
+    fn dependent_of(&self, partner: u32) -> Dependent<'_> {
+        let ctl = self
+            .peer_ctls
+            .get(partner as usize)
+            .and_then(|c| c.as_deref());
+        if let Some(c) = ctl {
+            c.ctl().dependents.fetch_add(1, Ordering::SeqCst);
+        }
+        Dependent(ctl)
     }
 
     /// Wakes this node's tasks blocked in an SS-Wait on `rank`.
@@ -347,6 +374,7 @@ impl Inner {
             k = k.wrapping_add(1);
             if k % 64 == 0 {
                 if Instant::now() >= end {
+                    let _d = self.dependent_of(partner);
                     return self.block_until(done, Instant::now() + tune.block);
                 }
                 if !local && self.partner_blocked(partner) {
@@ -357,6 +385,18 @@ impl Inner {
                 return false;
             }
             std::thread::yield_now();
+        }
+    }
+}
+
+/// A thread counted in a partner's `dependents` (see
+/// [`Inner::dependent_of`]).
+struct Dependent<'a>(Option<&'a crate::shm::CtlMap>);
+
+impl Drop for Dependent<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.0 {
+            c.ctl().dependents.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }

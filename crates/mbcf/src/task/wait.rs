@@ -350,10 +350,13 @@ impl Inner {
                 return false;
             }
             let seq = self.ctl.ctl().events.load(Ordering::SeqCst);
+            // Raised before the last look: same-node senders wake only
+            // waits they see (`CtlMap::wake_waiting`).
+            self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
             if cond() {
+                self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
                 return true;
             }
-            self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
             self.begin_blocking();
             // The timeout is a safety net only.
             let mut t = Duration::from_millis(20);
@@ -404,10 +407,12 @@ impl Inner {
             }
             let c = self.ctl.ctl();
             let seq = c.events.load(Ordering::SeqCst);
+            // Raised before the last look (see `block_phase`).
+            c.waiters.fetch_add(1, Ordering::SeqCst);
             if cond() {
+                c.waiters.fetch_sub(1, Ordering::SeqCst);
                 return true;
             }
-            c.waiters.fetch_add(1, Ordering::SeqCst);
             self.begin_blocking();
             sys::futex_wait(&c.events, seq, Some(deadline - now));
             self.end_blocking();

@@ -80,11 +80,21 @@ pub(super) fn finish(id: usize) -> Result<St, MpiErr> {
             .map(|r| r.peer)
             .ok_or_else(|| MpiErr::new(err::REQUEST, format!("invalid request {id:#x}")))
     })?;
-    wait_until(peer, |e| Ok(e.reqs.get(&id).is_none_or(|r| r.done)))?;
-    with(|e| {
-        e.take(id)
-            .ok_or_else(|| MpiErr::new(err::REQUEST, "request vanished"))
-    })
+    finish_from(id, peer)
+}
+
+/// [`finish`] for a request whose expected partner is known: the status
+/// is taken in the same look that sees it done.
+pub(super) fn finish_from(id: usize, peer: Option<u32>) -> Result<St, MpiErr> {
+    let mut out = None;
+    wait_until(peer, |e| {
+        if !e.reqs.contains_key(&id) {
+            return Err(MpiErr::new(err::REQUEST, "request vanished"));
+        }
+        out = e.take(id);
+        Ok(out.is_some())
+    })?;
+    out.ok_or_else(|| MpiErr::new(err::REQUEST, "request vanished"))
 }
 
 pub(super) fn status_error(st: &St, what: &str) -> Result<(), MpiErr> {
@@ -113,9 +123,20 @@ pub unsafe extern "C" fn MPI_Send(
     comm: Handle,
 ) -> c_int {
     call("MPI_Send", hv(comm), || {
-        // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
-        status_error(&finish(id)?, "MPI_Send")
+        // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`;
+        // the engine copies them before returning.
+        let data = unsafe { send_data(buf, count, dt) }?;
+        let id = with(|e| {
+            if e.send_now(hv(comm), dest, tag, &data)? {
+                return Ok(None);
+            }
+            let id = e.isend(hv(comm), dest, tag, &data, false)?;
+            Ok(Some((id, e.reqs.get(&id).and_then(|r| r.peer))))
+        })?;
+        match id {
+            None => Ok(()),
+            Some((id, peer)) => status_error(&finish_from(id, peer)?, "MPI_Send"),
+        }
     })
 }
 
@@ -155,8 +176,12 @@ pub unsafe extern "C" fn MPI_Recv(
 ) -> c_int {
     call("MPI_Recv", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_recv(buf, count, dt, source, tag, comm) }?;
-        let st = finish(id)?;
+        let dest = unsafe { recv_dest(buf, count, dt) }?;
+        let (id, peer) = with(|e| {
+            let id = e.irecv(hv(comm), source, tag, dest)?;
+            Ok((id, e.reqs.get(&id).and_then(|r| r.peer)))
+        })?;
+        let st = finish_from(id, peer)?;
         // SAFETY: the caller's contract.
         unsafe { put_status(status, &st) };
         status_error(&st, "MPI_Recv")
