@@ -349,6 +349,18 @@ impl CtlMap {
         }
     }
 
+    /// Counts an operation a same-node sender applied (`ok`) or refused
+    /// here, and wakes the task's blocked waiters after one applied.
+    pub(crate) fn landed(&self, ok: bool) {
+        let c = self.ctl();
+        if ok {
+            c.applied.fetch_add(1, Ordering::Relaxed);
+            self.wake_waiting();
+        } else {
+            c.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// After an operation landed: bumps the event word and wakes only
     /// when a thread of the task blocks. The fence orders what landed
     /// before the look at `waiters`; a blocking wait raises `waiters`
@@ -397,16 +409,7 @@ impl OpenFifo {
     /// Counts a push in the peer's control block and wakes its blocked
     /// waiters, as an operation of the shm path does.
     pub fn landed(&self, r: Result<(), Status>) -> Result<(), Status> {
-        let c = self.ctl.ctl();
-        match r {
-            Ok(()) => {
-                c.applied.fetch_add(1, Ordering::Relaxed);
-                self.ctl.wake_waiting();
-            }
-            Err(_) => {
-                c.rejected.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.ctl.landed(r.is_ok());
         r
     }
 }
@@ -584,23 +587,11 @@ impl Peer {
         c
     }
 
-    fn count(&self, r: &Result<crate::Reply, Status>) {
-        let c = self.ctl.ctl();
-        if r.is_ok() {
-            c.applied.fetch_add(1, Ordering::Relaxed);
-        } else {
-            c.rejected.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
     fn finish(&mut self, r: Result<crate::Reply, Status>) -> Direct {
         if std::mem::take(&mut self.ask_owner) && r.is_err() {
             return Direct::Fallback;
         }
-        self.count(&r);
-        if r.is_ok() {
-            self.ctl.wake_waiting();
-        }
+        self.ctl.landed(r.is_ok());
         Direct::Done(r)
     }
 

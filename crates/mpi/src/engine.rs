@@ -432,6 +432,11 @@ impl Engine {
         Ok(true)
     }
 
+    /// The task expected to complete request `id` (for SS-Wait).
+    pub(crate) fn partner(&self, id: usize) -> Option<u32> {
+        self.reqs.get(&id).and_then(|r| r.peer)
+    }
+
     /// Tells, without the engine, whether a message waits in the FIFO.
     pub(crate) fn fifo_probe(&self) -> sss_mbcf::FifoProbe {
         self.fifo.probe()

@@ -44,9 +44,7 @@ impl ShmLane {
             .unwrap_or_else(|e| e.into_inner())
             .map_segment(key, need)
     }
-}
 
-impl ShmLane {
     /// The peer's FIFO queue at (`key`, `addr`), opened for pushes
     /// straight into its slots (see [`crate::Task::fifo_sender`]).
     pub(super) fn open_fifo(

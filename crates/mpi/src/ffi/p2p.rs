@@ -131,7 +131,7 @@ pub unsafe extern "C" fn MPI_Send(
                 return Ok(None);
             }
             let id = e.isend(hv(comm), dest, tag, &data, false)?;
-            Ok(Some((id, e.reqs.get(&id).and_then(|r| r.peer))))
+            Ok(Some((id, e.partner(id))))
         })?;
         match id {
             None => Ok(()),
@@ -179,7 +179,7 @@ pub unsafe extern "C" fn MPI_Recv(
         let dest = unsafe { recv_dest(buf, count, dt) }?;
         let (id, peer) = with(|e| {
             let id = e.irecv(hv(comm), source, tag, dest)?;
-            Ok((id, e.reqs.get(&id).and_then(|r| r.peer)))
+            Ok((id, e.partner(id)))
         })?;
         let st = finish_from(id, peer)?;
         // SAFETY: the caller's contract.
