@@ -140,6 +140,13 @@ impl Shared {
             // are in the data.
             self.register_run(page, n, home)?;
         }
+        // Copy marks: the home of a lazy page notices (and, in trap mode,
+        // write-protects) only pages some task copied.
+        let mut marks = if proto.lazy() && home != self.rank && self.size > 1 {
+            self.mark_copies(page, n, home)?
+        } else {
+            Vec::new()
+        };
         let sc = proto == Protocol::Invalidate && tracked && self.size > 1;
         loop {
             let epoch = self.epoch.load(Ordering::Acquire);
@@ -163,6 +170,10 @@ impl Shared {
             };
             if data.len() != len {
                 return Err(Error::Invalid("short read from home"));
+            }
+            // Applied before the READ (issue order); waited for errors.
+            for r in marks.drain(..) {
+                r.wait_value()?;
             }
             let mut st = lock(&self.state);
             if self.epoch.load(Ordering::Acquire) != epoch {

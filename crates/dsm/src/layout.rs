@@ -16,6 +16,7 @@
 //! | `UPD_WANT` | update acknowledgements this task must receive | homes (forwards), the owner (direct) |
 //! | `UPD_ACK` | update acknowledgements received | bumped by copy holders |
 //! | `ARRIVED` | barriers this task has arrived at | the owner; a waiter that waited long READs it |
+//! | `MARKS` | copy marks set at this home (see below) | fetchers FETCH_ADD it after their marks |
 //! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
@@ -25,7 +26,12 @@
 //! per heap page (at `page * 8`): for `Update` pages homed at this task,
 //! the bit mask of tasks holding a copy. A holder sets its own bit (MBCF
 //! FETCH_ADD, once per page) before it reads the page; `set_protocol`
-//! clears the words of the pages the task homes.
+//! clears the words of the pages the task homes. For pages of the lazy
+//! protocols (`Ulrc`, `HomeUpdate`) the word counts the tasks that ever
+//! fetched a copy (each adds 1, once per page, then bumps `MARKS`, both
+//! applied before its READ): a page whose word is 0 has no copy to
+//! invalidate, so its home publishes no write notice for it and, in trap
+//! mode, leaves it writable.
 
 /// Barrier arrivals.
 pub const BAR_COUNT: usize = 0;
@@ -51,6 +57,9 @@ pub const UPD_WANT: usize = 72;
 pub const UPD_ACK: usize = 80;
 /// Barriers this task arrived at.
 pub const ARRIVED: usize = 88;
+/// Copy marks set at this home (lazy protocols), so that a release looks
+/// for newly copied pages only when this moved.
+pub const MARKS: usize = 96;
 
 /// Locks, at most this many.
 pub const MAX_LOCKS: usize = 256;

@@ -589,6 +589,8 @@ impl Dsm {
                 .saturating_sub(self.shared.packets0),
             notes: g(&c.notes),
             notices: g(&c.notices),
+            notices_skipped: g(&c.notices_skipped),
+            copy_marks: g(&c.copy_marks),
             invalidations: g(&c.invalidations),
             locks: g(&c.locks),
             barriers: g(&c.barriers),

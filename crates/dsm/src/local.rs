@@ -7,7 +7,11 @@
 //! mode with other tasks the run is registered for write-protect faults,
 //! and a fault there also opens the following pages written in the
 //! two previous intervals (one ioctl for the run instead of a fault a page).
+//! Pages of lazy ranges are protected only once another task has copied
+//! them (its copy mark at this home): writes nobody can see need no
+//! notice, so a task working on its own pages takes no faults.
 
+use crate::layout as L;
 use crate::protocol::Protocol;
 use crate::range::Placement;
 use crate::shared::{lock, page_of, Shared};
@@ -15,6 +19,7 @@ use crate::stats::bump;
 use crate::sys::PAGE;
 use crate::Error;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 /// Runs mapped at most (each is a kernel mapping; past this, pages are
 /// fetched and installed as before).
@@ -125,7 +130,8 @@ impl Shared {
             let wp = self
                 .uffd
                 .register_wp(addr, len)
-                .and_then(|()| self.uffd.protect(addr, len, true));
+                .map_err(Error::from)
+                .and_then(|()| self.protect_copied(lo, hi, r.protocol.lazy()));
             if let Err(e) = wp {
                 // Untracked stores would be lost to other tasks: put the
                 // reservation back and fetch as before.
@@ -169,6 +175,130 @@ impl Shared {
         Ok(())
     }
 
+    /// Write-protects the pages of `[lo, hi)`, just mapped: for a lazy
+    /// range only those another task copied (the rest were never written
+    /// here, and nobody needs to hear of their writes until a copy mark
+    /// shows up, see [`Shared::newly_copied`]).
+    fn protect_copied(&self, lo: u64, hi: u64, lazy: bool) -> Result<(), Error> {
+        if !lazy {
+            let addr = self.page_addr(lo)?;
+            return Ok(self.uffd.protect(addr, (hi - lo) as usize * PAGE, true)?);
+        }
+        let mut copied = Vec::new();
+        for p in lo..hi {
+            if self.dir_word(p)?.load(Ordering::SeqCst) != 0 {
+                copied.push(p);
+            }
+        }
+        self.protect_pages(&copied)?;
+        let mut st = lock(&self.state);
+        // What an earlier mapping of these pages watched is gone with it.
+        for p in lo..hi {
+            st.watched.remove(&p);
+        }
+        st.watched.extend(copied);
+        Ok(())
+    }
+
+    /// Write-protects `pages` (sorted), a run per ioctl.
+    fn protect_pages(&self, pages: &[u64]) -> Result<(), Error> {
+        let mut i = 0;
+        while i < pages.len() {
+            let mut j = i + 1;
+            while j < pages.len() && pages[j] == pages[j - 1] + 1 {
+                j += 1;
+            }
+            let addr = self.page_addr(pages[i])?;
+            self.uffd.protect(addr, (j - i) * PAGE, true)?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Whether a release must look for newly copied pages: another task
+    /// set a copy mark here since the last look (trap mode).
+    pub(crate) fn marks_moved(&self) -> bool {
+        if !self.traps() {
+            return false;
+        }
+        // As in `newly_copied`: this task's stores before the look.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.local_word(L::MARKS).load(Ordering::SeqCst) != lock(&self.state).marks_seen
+    }
+
+    /// Release (trap mode): mapped pages of lazy ranges that another task
+    /// copied since the last look. Their writes of this interval went
+    /// unrecorded (they were writable), so they count as written: the
+    /// caller publishes their notices. From now on they are protected
+    /// like every copied page.
+    pub(crate) fn newly_copied(&self) -> Result<Vec<u64>, Error> {
+        if !self.traps() {
+            return Ok(Vec::new());
+        }
+        // This task's stores before the look at the marks: a fetcher
+        // marks before it READs, so either its READ sees the stores or
+        // this look sees its mark (and its copy marks, applied before).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let marks = self.local_word(L::MARKS).load(Ordering::SeqCst);
+        if marks == lock(&self.state).marks_seen {
+            return Ok(Vec::new());
+        }
+        let runs: Vec<(u64, u64)> = lock(&self.mapped)
+            .runs
+            .iter()
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        let mut fresh = Vec::new();
+        {
+            let st = lock(&self.state);
+            for (s, e) in runs {
+                // A run lies in one allocation.
+                if !self.find_range(s).is_some_and(|r| r.protocol.lazy()) {
+                    continue;
+                }
+                for p in s..e {
+                    // The directory first: most words are 0, a cheap look.
+                    if self.dir_word(p)?.load(Ordering::SeqCst) != 0 && !st.watched.contains(&p) {
+                        fresh.push(p);
+                    }
+                }
+            }
+        }
+        self.protect_pages(&fresh)?;
+        let mut st = lock(&self.state);
+        st.watched.extend(fresh.iter().copied());
+        st.marks_seen = marks;
+        Ok(fresh)
+    }
+
+    /// After a protocol switch of `[first, end)` (trap mode, between
+    /// barriers): every mapped page of it is protected again and, for a
+    /// lazy protocol, watched, so none goes unrecorded whatever the old
+    /// protocol left writable.
+    pub(crate) fn reprotect_own(&self, first: u64, end: u64, lazy: bool) -> Result<(), Error> {
+        let runs: Vec<(u64, u64)> = lock(&self.mapped)
+            .runs
+            .range(..end)
+            .filter(|(_, &e)| e > first)
+            .map(|(&s, &e)| (s.max(first), e.min(end)))
+            .collect();
+        for &(lo, hi) in &runs {
+            let addr = self.page_addr(lo)?;
+            self.uffd.protect(addr, (hi - lo) as usize * PAGE, true)?;
+        }
+        let mut st = lock(&self.state);
+        for (lo, hi) in runs {
+            for p in lo..hi {
+                if lazy {
+                    st.watched.insert(p);
+                } else {
+                    st.watched.remove(&p);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A write-protect fault on mapped page `page` (never of the update
     /// protocols, see `map_own`): records it written this interval and
     /// opens it, with the pages after it that were written in one of the
@@ -176,9 +306,11 @@ impl Shared {
     pub(crate) fn own_write(&self, page: u64) -> Result<(), Error> {
         let addr = self.page_addr(page)?;
         let mut st = lock(&self.state);
-        let end = self
-            .find_range(page)
-            .map_or(page + 1, |r| r.start + r.pages);
+        let range = self.find_range(page);
+        let end = range.map_or(page + 1, |r| r.start + r.pages);
+        // Of a lazy range only watched pages are protected: opening
+        // another would record writes nobody needs to hear of.
+        let lazy = range.is_some_and(|r| r.protocol.lazy());
         // A store right after the last page opened is a sequential pass:
         // open a few pages ahead even without history.
         let ahead = if page > 0 && st.own_dirty.contains(&(page - 1)) {
@@ -191,6 +323,7 @@ impl Shared {
             && hi - page < MAX_OPEN
             && (st.own_prev.contains(&hi) || hi - page < ahead)
             && !st.own_dirty.contains(&hi)
+            && (!lazy || st.watched.contains(&hi))
             && self.is_mapped(hi)
         {
             hi += 1;
@@ -220,16 +353,7 @@ impl Shared {
             st.own_prev = older.union(&d).copied().collect();
             d.into_iter().collect()
         };
-        let mut i = 0;
-        while i < pages.len() {
-            let mut j = i + 1;
-            while j < pages.len() && pages[j] == pages[j - 1] + 1 {
-                j += 1;
-            }
-            let addr = self.page_addr(pages[i])?;
-            self.uffd.protect(addr, (j - i) * PAGE, true)?;
-            i = j;
-        }
+        self.protect_pages(&pages)?;
         Ok(pages)
     }
 }

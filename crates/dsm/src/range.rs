@@ -309,9 +309,12 @@ impl Shared {
         if self.traps() && matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
             self.unmap_own(pages.start, pages.end)?;
         }
-        if matches!(r.protocol, Protocol::Update | Protocol::Invalidate) {
-            // Nobody holds a copy any more: clear the holder bits of the
-            // pages homed here.
+        if self.traps() && !matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
+            self.reprotect_own(pages.start, pages.end, protocol.lazy())?;
+        }
+        if r.protocol != Protocol::UpdateDirect && r.protocol != Protocol::HomeOnly {
+            // Nobody holds a copy any more: clear the holder bits (copy
+            // marks) of the pages homed here.
             for p in pages.clone() {
                 let home = match r.placement {
                     // Pages this task claimed are in its cache; asking

@@ -29,7 +29,8 @@ pub(crate) struct State {
     pub(crate) published: u64,
     /// Present pages of `HomeOnly` ranges: dropped at every acquire.
     pub(crate) transient: HashSet<u64>,
-    /// `Update` pages whose holder bit this task set at the home.
+    /// Pages whose holder bit (`Update`, `Invalidate`) or copy mark
+    /// (lazy protocols) this task set at the home.
     pub(crate) registered: HashSet<u64>,
     /// Pages another task invalidated while this task was writing them:
     /// kept until this task's release has sent its diff, then dropped.
@@ -48,6 +49,12 @@ pub(crate) struct State {
     pub(crate) own_prev1: BTreeSet<u64>,
     /// Mapped home pages written in either of the two previous intervals.
     pub(crate) own_prev: BTreeSet<u64>,
+    /// Mapped home pages of lazy ranges that another task copied, so
+    /// write-protected between writes (trap mode); the others stay
+    /// writable and unrecorded until a copy mark shows up.
+    pub(crate) watched: HashSet<u64>,
+    /// This home's `MARKS` word when it last looked for newly copied pages.
+    pub(crate) marks_seen: u64,
 }
 
 /// Outgoing writes of the application thread (only it takes this lock).

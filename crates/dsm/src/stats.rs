@@ -36,6 +36,11 @@ pub struct Stats {
     pub notes: u64,
     /// Write notices published.
     pub notices: u64,
+    /// Write notices of pages homed here left out: no other task ever
+    /// copied the page (its copy marks are 0).
+    pub notices_skipped: u64,
+    /// Copy marks this task set at other homes (once per page fetched).
+    pub copy_marks: u64,
     /// Pages dropped by invalidation.
     pub invalidations: u64,
     /// Lock acquisitions.
@@ -70,7 +75,7 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fault_errors\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fault_errors\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -83,6 +88,8 @@ impl Stats {
             self.packets,
             self.notes,
             self.notices,
+            self.notices_skipped,
+            self.copy_marks,
             self.invalidations,
             self.locks,
             self.barriers,
@@ -110,6 +117,8 @@ pub(crate) struct Counters {
     pub(crate) bytes_sent: AtomicU64,
     pub(crate) notes: AtomicU64,
     pub(crate) notices: AtomicU64,
+    pub(crate) notices_skipped: AtomicU64,
+    pub(crate) copy_marks: AtomicU64,
     pub(crate) invalidations: AtomicU64,
     pub(crate) locks: AtomicU64,
     pub(crate) barriers: AtomicU64,

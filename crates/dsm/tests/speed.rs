@@ -39,6 +39,15 @@ fn load(p: *const u64) -> u64 {
     }
 }
 
+/// A plain store, as unmodified code makes (trap mode catches it).
+fn store(p: *mut u64, v: u64) {
+    // SAFETY: tests pass addresses inside allocations of the heap.
+    #[allow(unsafe_code)]
+    unsafe {
+        p.write_volatile(v)
+    }
+}
+
 /// Each task writes its own block of two arrays in turn (a Jacobi-like
 /// pattern), reads the other tasks' blocks after each barrier, and
 /// prints its counts.
@@ -70,6 +79,12 @@ fn run_task(scenario: &str) -> TaskResult {
     if variant == Some("rewrite") {
         return rewrite(dsm);
     }
+    if variant == Some("late") {
+        return late_copy(dsm);
+    }
+    // "edge": each task reads only the first page of the next task's
+    // block, as a stencil reads its neighbour's boundary row.
+    let edge = variant == Some("edge");
     let words = n * BLOCK * PAGE / 8;
     let arrays = [
         dsm.malloc_all(words * 8, Placement::Block)?.cast::<u64>(),
@@ -91,8 +106,13 @@ fn run_task(scenario: &str) -> TaskResult {
             dsm.note_write(a.wrapping_add(mine.start).cast(), mine.len() * 8)?;
         }
         dsm.barrier()?;
-        for i in (0..words).step_by(PAGE / 8) {
-            check(load(a.wrapping_add(i)) == s * 1000 + i as u64, "word")?;
+        if edge {
+            let i = (me + 1) % n * BLOCK * PAGE / 8;
+            check(load(a.wrapping_add(i)) == s * 1000 + i as u64, "edge word")?;
+        } else {
+            for i in (0..words).step_by(PAGE / 8) {
+                check(load(a.wrapping_add(i)) == s * 1000 + i as u64, "word")?;
+            }
         }
         dsm.barrier()?;
     }
@@ -180,6 +200,54 @@ fn a_later_store_is_not_undone_by_an_earlier_note() {
     ] {
         run(&["-n", "2"], &format!("{proto},note,rewrite"));
     }
+}
+
+/// Rank 0 writes a word of a page of its home that nobody copied yet (so
+/// writable, in trap mode, without a fault); rank 1 copies the page, and
+/// rank 0 writes the word again in the same interval, with no fault to
+/// record it. The barrier after must still tell rank 1 its copy is stale.
+/// Rank 0 waits a little before its second store so that rank 1's copy
+/// usually comes first; when it does not, rank 1 reads the second value
+/// at once, which is right too.
+fn late_copy(dsm: Dsm) -> TaskResult {
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let a = dsm
+        .malloc_all(n * BLOCK * PAGE, Placement::Block)?
+        .cast::<u64>();
+    let mut early = 0;
+    for round in 1..BLOCK as u64 {
+        // A page of rank 0's block not copied before.
+        let w = a.wrapping_add(round as usize * PAGE / 8);
+        if me == 0 {
+            store(w, round * 10 + 1);
+        }
+        dsm.barrier()?;
+        if me == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            store(w, round * 10 + 2);
+        } else if me == 1 {
+            let got = load(w);
+            check(
+                got == round * 10 + 1 || got == round * 10 + 2,
+                &format!("round {round}: first read {got}"),
+            )?;
+            early += u64::from(got == round * 10 + 1);
+        }
+        dsm.barrier()?;
+        let got = load(w);
+        check(
+            got == round * 10 + 2,
+            &format!(
+                "round {round}: read {got} after the barrier, want {}",
+                round * 10 + 2
+            ),
+        )?;
+        dsm.barrier()?;
+    }
+    let st = dsm.finalize()?;
+    println!("LATE early={early}");
+    println!("SPEED-OK rank={me} {}", st.to_json(me as u32));
+    Ok(())
 }
 
 /// The value of counter `name` in the JSON line of rank `rank`.
@@ -273,6 +341,67 @@ fn home_pages_need_no_twins_and_open_in_runs() {
                     "{scenario}: {reads} read faults\n{out}"
                 );
             }
+        }
+    }
+}
+
+/// Regression (issue 20, trap mode): a home published a write notice for
+/// every page it wrote at every release, and kept every page it homes
+/// write-protected, although no other task held a copy of most of them;
+/// now only pages another task copied (its copy mark at the home) are
+/// protected and noticed.
+#[test]
+fn only_copied_home_pages_are_noticed() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        for writes in ["trap", "note"] {
+            let scenario = format!("ulrc,{writes},edge");
+            let out = run(placement, &scenario);
+            for rank in 0..2 {
+                // One page of each array is copied: one notice a sweep
+                // (was BLOCK a sweep).
+                let notices = count(&out, rank, "notices");
+                assert!(notices <= SWEEPS, "{scenario}: {notices} notices\n{out}");
+                // Noted pages nobody copied are left out; trapped ones
+                // are never even recorded.
+                let skipped = count(&out, rank, "notices_skipped");
+                let want = if writes == "note" {
+                    (BLOCK as u64 - 1) * (SWEEPS - 2)
+                } else {
+                    0
+                };
+                assert!(skipped >= want, "{scenario}: {skipped} skipped\n{out}");
+                assert_eq!(count(&out, rank, "copy_marks"), 2, "{scenario}\n{out}");
+                if writes == "trap" {
+                    // A fault for each first touch of a block and one
+                    // for the copied page a sweep.
+                    let faults = count(&out, rank, "write_faults");
+                    assert!(faults <= SWEEPS + 4, "{scenario}: {faults} faults\n{out}");
+                }
+            }
+        }
+    }
+}
+
+/// Regression (issue 20): a page copied in the middle of an interval in
+/// which its home writes it without a fault (nobody had copied it) must
+/// still be noticed at the home's next release.
+#[test]
+fn a_page_copied_mid_interval_is_noticed() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        for proto in ["ulrc", "home_update"] {
+            run(placement, &format!("{proto},trap,late"));
         }
     }
 }

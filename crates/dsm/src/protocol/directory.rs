@@ -2,7 +2,9 @@
 //! task holding a copy (`Update`, `Invalidate`), and for `Invalidate` the
 //! busy bit that serializes writers of a page.
 
+use crate::layout as L;
 use crate::shared::{lock, Shared};
+use crate::stats::bump;
 use crate::sys;
 use crate::Error;
 use sss_mbcf::Options;
@@ -83,6 +85,45 @@ impl Shared {
         std::sync::atomic::fence(Ordering::SeqCst);
         lock(&self.state).registered.extend(todo);
         Ok(())
+    }
+
+    /// Copy marks for `n` pages of a lazy range from `first`, homed at
+    /// `home` (another task), not marked before: a FETCH_ADD of 1 on each
+    /// page's directory word, then one on the home's `MARKS`. Issued
+    /// before the READ of the pages, so the home applies them first (MBCF
+    /// applies one task's operations in issue order): a home that misses
+    /// the mark when it publishes notices wrote nothing this READ misses.
+    /// The caller waits for the requests returned after its READ.
+    pub(crate) fn mark_copies(
+        &self,
+        first: u64,
+        n: u64,
+        home: u32,
+    ) -> Result<Vec<sss_mbcf::Request>, Error> {
+        let todo: Vec<u64> = {
+            let st = lock(&self.state);
+            (first..first + n)
+                .filter(|p| !st.registered.contains(p))
+                .collect()
+        };
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dir = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?;
+        let mut reqs = todo
+            .iter()
+            .map(|&p| self.task.fetch_add(dir.at(p * 8), 1, Options::default()))
+            .collect::<Result<Vec<_>, _>>()?;
+        reqs.push(
+            self.task
+                .fetch_add(self.meta_at(home, L::MARKS)?, 1, Options::default())?,
+        );
+        bump(&self.stats.copy_marks, todo.len() as u64);
+        lock(&self.state).registered.extend(todo);
+        Ok(reqs)
     }
 
     /// [`Shared::wait_not_busy`] for `n` pages from `first` (homed at

@@ -21,6 +21,7 @@ impl Shared {
     pub(super) fn collect_runs(&self) -> Result<(Vec<Run>, Vec<u64>), Error> {
         let noted = std::mem::take(&mut lock(&self.out).noted);
         let mut own = self.take_own_dirty()?;
+        own.extend(self.newly_copied()?);
         let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
         for (o, l) in noted {
             if self.span_mapped(o, l) {

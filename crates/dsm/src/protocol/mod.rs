@@ -145,8 +145,18 @@ impl Shared {
         pages.dedup();
         let mut notices = Vec::new();
         let mut invalidate = Vec::new();
+        let mut skipped = 0;
+        // This task's stores (and its homes' fenced data) before the look
+        // at the copy marks: pairs with a fetcher's mark before its READ.
+        std::sync::atomic::fence(Ordering::SeqCst);
         for p in pages {
             match self.proto_of(p)? {
+                // A page of this home nobody copied: no copy to drop.
+                Protocol::Ulrc | Protocol::HomeUpdate
+                    if self.is_mapped(p) && self.dir_word(p)?.load(Ordering::SeqCst) == 0 =>
+                {
+                    skipped += 1
+                }
                 Protocol::Ulrc | Protocol::HomeUpdate => notices.push(p),
                 Protocol::Invalidate => invalidate.push(p),
                 _ => {}
@@ -172,6 +182,7 @@ impl Shared {
                 .store(st.published, Ordering::Release);
             bump(&self.stats.notices, notices.len() as u64);
         }
+        bump(&self.stats.notices_skipped, skipped);
         // Diffs are out: pages invalidated while being written go now.
         let mut st = lock(&self.state);
         if !st.stale.is_empty() {
@@ -196,9 +207,11 @@ impl Shared {
                 && out.direct.is_empty()
                 && self.local_word(L::UPD_HOME).load(Ordering::Acquire) >= out.forwarded
         };
+        if !quiet_out || self.marks_moved() {
+            return false;
+        }
         let st = lock(&self.state);
-        quiet_out
-            && st.dirty.is_empty()
+        st.dirty.is_empty()
             && st.own_dirty.is_empty()
             && st.stale.is_empty()
             && self.local_word(L::UPD_ACK).load(Ordering::Acquire)
