@@ -951,6 +951,23 @@ extern uint64_t sss_rcop_span;
 void sss_rcop_note(const void *addr, size_t len);
 
 /**
+ * Back-off, in code compiled with `sss cc -fsss-opt=bo`: loops that note
+ * tick sss_rcop_ticks and call sss_rcop_backoff() every 256th iteration;
+ * it looks (at most every 0.2 ms) at this task's retransmission counter,
+ * as the IDM shows it, and while it grew by the threshold since the last
+ * look (the network is saturated) yields, then naps 0.1 ms at a time
+ * (at most 0.7 ms in all). Counted as `backoffs` with SSS_STATS=json.
+ */
+extern uint64_t sss_rcop_ticks;
+void sss_rcop_backoff(void);
+
+/**
+ * Sets the retransmissions between two looks that make sss_rcop_backoff()
+ * back off (default 1; 0: at every look, to test the mechanism).
+ */
+void sss_rcop_backoff_threshold(uint64_t retransmissions);
+
+/**
  * For loops `dst[p[d]++] = v` that `sss cc` notes by bucket: a copy of
  * the @p n cursors of @p width bytes (4 or 8) at @p p, taken at loop
  * entry, or NULL when nothing needs noting (trap mode, no heap) or @p n

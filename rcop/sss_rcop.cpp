@@ -12,17 +12,23 @@
 // len). At O1 and above this runs before the loop vectorizer (dead
 // stores are gone by then, loops still simple); at O0, last.
 //
-// SSS_RCOP_OPT selects the optimization: `no` (the seeds' NO row: one
-// note per dynamic store) or `ia` (the default: coalescing). Under `ia`
-// a store's bytes over whole loops become one range note at the exit of
-// the widest loop where they are exactly one range (see plan()); a
-// store covered by another's range needs none; cursor loops are noted
-// by bucket (see Cursor). First in the pipeline, SSS_PROTOCOL
+// SSS_RCOP_OPT selects the optimizations: `no` (the seeds' NO row: one
+// note per dynamic store), `ia` (the default: coalescing), `bo`
+// (back-off), `all`, or a comma-separated list. Under `ia` a store's
+// bytes over whole loops become one range note at the exit of the
+// widest loop where they are exactly one range (see plan()); a store
+// covered by another's range needs none; cursor loops are noted by
+// bucket (see Cursor); the other stores of one base between two
+// barriers are noted once per run of bytes (see join()). Under `bo`
+// loops that note tick a counter and call sss_rcop_backoff now and then
+// (see backoffChecks()). First in the pipeline, SSS_PROTOCOL
 // annotations select the protocol of a G_MALLOC (RcopProtocols).
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/MemoryBuiltins.h"
+#include "llvm/Analysis/PostDominators.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -31,6 +37,7 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
@@ -71,10 +78,24 @@ struct Point {
   Value *Len; // i64
 };
 
-bool coalescing() {
+// SSS_RCOP_OPT, as `sss cc` checked it: `no`, `ia`, `bo`, `all` or a
+// comma-separated list of them.
+bool option(const char *Name) {
   const char *S = getenv("SSS_RCOP_OPT");
-  return !(S && std::string(S) == "no");
+  StringRef Opt = S && *S ? S : "ia";
+  SmallVector<StringRef, 4> Parts;
+  Opt.split(Parts, ',');
+  for (StringRef P : Parts)
+    if (P == Name || (P == "all" && StringRef(Name) != "no"))
+      return true;
+  return false;
 }
+
+// Coalescing and redundant-write elimination: unless `no` alone.
+bool coalescing() { return option("ia") || !option("no"); }
+
+// Back-off checks at the latches of loops that note (`bo`).
+bool backingOff() { return option("bo"); }
 
 // A range note planned at the exit of a loop: start address and length
 // in bytes, as SCEVs valid there. A loop whose trip count is unknown
@@ -122,27 +143,43 @@ const SCEV *wholeIterations(Loop *L, ScalarEvolution &SE) {
                        SE.getOne(BTC->getType()));
 }
 
+// Whether I is a call that may synchronize: one that may write memory
+// and is not known `nosync` (an UNLOCK, a BARRIER, anything opaque).
+bool maySync(const Instruction &I) {
+  auto *CB = dyn_cast<CallBase>(&I);
+  if (!CB || isa<DbgInfoIntrinsic>(CB))
+    return false;
+  if (auto *II = dyn_cast<IntrinsicInst>(CB)) {
+    // Memory intrinsics are stores (noted by themselves); the rest
+    // that touch memory are treated as calls.
+    if (isa<MemIntrinsic>(II) || II->isAssumeLikeIntrinsic() || II->isLifetimeStartOrEnd() ||
+        !II->mayHaveSideEffects())
+      return false;
+  }
+  return !CB->onlyReadsMemory() && !CB->hasFnAttr(Attribute::NoSync);
+}
+
 // Whether no call in L can synchronize: a note placed at L's exit must
 // not slip past a release inside the loop (an UNLOCK, a BARRIER), or the
 // bytes written before it would miss that release.
 bool syncFree(Loop *L) {
   for (BasicBlock *BB : L->blocks())
-    for (Instruction &I : *BB) {
-      auto *CB = dyn_cast<CallBase>(&I);
-      if (!CB || isa<DbgInfoIntrinsic>(CB))
-        continue;
-      if (auto *II = dyn_cast<IntrinsicInst>(CB)) {
-        // Memory intrinsics are stores (noted by themselves); the rest
-        // that touch memory are treated as calls.
-        if (isa<MemIntrinsic>(II) || II->isAssumeLikeIntrinsic() ||
-            II->isLifetimeStartOrEnd() || !II->mayHaveSideEffects())
-          continue;
-      }
-      if (CB->onlyReadsMemory() || CB->hasFnAttr(Attribute::NoSync))
-        continue;
-      return false;
-    }
+    for (Instruction &I : *BB)
+      if (maySync(I))
+        return false;
   return true;
+}
+
+// Whether a note must not move from before I to after it: I may
+// synchronize (a call as above, an atomic or a fence: ordered accesses
+// the program may build its own synchronization on), or may not hand
+// control to the next instruction (a call that may not return or may
+// unwind: the note would be skipped).
+bool barrier(const Instruction &I) {
+  if (isa<DbgInfoIntrinsic>(I))
+    return false;
+  return maySync(I) || I.isAtomic() || isa<FenceInst>(I) ||
+         !isGuaranteedToTransferExecutionToSuccessor(&I);
 }
 
 // Whether A and B are the same value (SCEVs are uniqued; the predicate
@@ -431,16 +468,225 @@ std::optional<Cursor> cursor(StoreInst *S, LoopInfo &LI, const DataLayout &DL) {
 
 // Counts for SSS_RCOP_STATS, over every function of the module.
 struct Counts {
-  unsigned Each = 0, Skipped = 0, Coalesced = 0, RangeNotes = 0, Covered = 0, Cursors = 0;
+  unsigned Each = 0, Skipped = 0, Coalesced = 0, RangeNotes = 0, Covered = 0, Cursors = 0,
+           Joined = 0, JoinedNotes = 0, Checks = 0;
 };
 Counts Total;
+
+// The block that runs next after B on every path from it, with nothing
+// on the way that may synchronize or leave: B's immediate
+// post-dominator C, when B dominates C (B's addresses are available
+// there), both lie in the same iteration of the same innermost loop (C
+// is not its header), and every block between them stays in that loop,
+// returns nowhere, holds no barrier() and takes part in no cycle. A
+// note delayed from B to C then runs exactly when B's stores ran, with
+// no synchronization in between. Null otherwise.
+BasicBlock *follower(BasicBlock *B, DominatorTree &DT, PostDominatorTree &PDT, LoopInfo &LI) {
+  DomTreeNode *N = PDT.getNode(B);
+  if (!N || !N->getIDom())
+    return nullptr;
+  BasicBlock *C = N->getIDom()->getBlock();
+  if (!C || C == B || !DT.dominates(B, C))
+    return nullptr;
+  Loop *L = LI.getLoopFor(B);
+  if (LI.getLoopFor(C) != L || (L && C == L->getHeader()))
+    return nullptr;
+  auto Plain = [](BasicBlock *X) {
+    return isa<BranchInst>(X->getTerminator()) || isa<SwitchInst>(X->getTerminator());
+  };
+  if (!Plain(B))
+    return nullptr;
+  // Depth first over the blocks between B and C.
+  DenseMap<BasicBlock *, bool> Done; // false while on the stack
+  SmallVector<std::pair<BasicBlock *, unsigned>, 16> Stack;
+  auto Enter = [&](BasicBlock *X) {
+    if (X == C)
+      return true;
+    auto It = Done.find(X);
+    if (It != Done.end())
+      return It->second; // on the stack: a cycle
+    if (X == B || Done.size() > 64 || LI.getLoopFor(X) != L || (L && X == L->getHeader()) ||
+        !Plain(X))
+      return false;
+    for (Instruction &I : *X)
+      if (barrier(I))
+        return false;
+    Done[X] = false;
+    Stack.push_back({X, 0});
+    return true;
+  };
+  for (BasicBlock *S : successors(B)) {
+    if (!Enter(S))
+      return nullptr;
+    while (!Stack.empty()) {
+      BasicBlock *X = Stack.back().first;
+      unsigned Next = Stack.back().second++;
+      if (Next < X->getTerminator()->getNumSuccessors()) {
+        if (!Enter(X->getTerminator()->getSuccessor(Next)))
+          return nullptr;
+      } else {
+        Done[X] = true;
+        Stack.pop_back();
+      }
+    }
+  }
+  return C;
+}
+
+// A note for straight-line stores: Len bytes from Ptr, after At.
+struct Joint {
+  Instruction *At;
+  Value *Ptr;
+  uint64_t Len;
+};
+
+// Redundant-write elimination outside loops (the seeds': a location
+// written several times between two synchronizations is noted once).
+// The function is cut into chains of blocks that run one after the
+// other (follower()), and each chain into segments at every barrier();
+// within a segment, stores and memory intrinsics of constant length at
+// constant distances from each other (ScalarEvolution: the same base,
+// so two pointers that may alias but are not provably at a constant
+// distance stay apart, and a pointer reloaded between stores is a new
+// base) are noted as one range per run of overlapping or adjacent
+// bytes, after the run's last store: every byte written, none that was
+// not, and no barrier between any of the stores and the note. Returns
+// the points still noted one by one; the joint notes go to Out.
+std::vector<Point> join(Function &F, std::vector<Point> &Points, LoopInfo &LI,
+                        ScalarEvolution &SE, DominatorTree &DT, PostDominatorTree &PDT,
+                        std::vector<Joint> &Out) {
+  DenseMap<Instruction *, size_t> Member;
+  for (size_t i = 0; i < Points.size(); i++) {
+    Instruction *I = Points[i].I;
+    auto *Len = dyn_cast<ConstantInt>(Points[i].Len);
+    bool Simple = isa<StoreInst>(I) ? cast<StoreInst>(I)->isSimple()
+                  : isa<MemIntrinsic>(I) ? !cast<MemIntrinsic>(I)->isVolatile()
+                                          : false;
+    if (Simple && Len && !Len->isZero() && Len->getValue().getActiveBits() < 40)
+      Member[I] = i;
+  }
+  std::vector<bool> Joined(Points.size(), false);
+  // The stores of one segment, in program order.
+  auto Group = [&](std::vector<size_t> &Seg) {
+    std::vector<bool> Taken(Seg.size(), false);
+    for (size_t i = 0; i < Seg.size(); i++) {
+      if (Taken[i])
+        continue;
+      Value *P0 = Points[Seg[i]].Ptr;
+      const SCEV *Base = SE.getSCEV(P0);
+      std::vector<std::pair<int64_t, size_t>> Ms{{0, i}}; // offset, position
+      for (size_t j = i + 1; j < Seg.size(); j++) {
+        Value *Pj = Points[Seg[j]].Ptr;
+        if (Taken[j] || Pj->getType() != P0->getType())
+          continue;
+        if (auto *D = dyn_cast<SCEVConstant>(SE.getMinusSCEV(SE.getSCEV(Pj), Base))) {
+          Ms.push_back({D->getAPInt().getSExtValue(), j});
+          Taken[j] = true;
+        }
+      }
+      std::sort(Ms.begin(), Ms.end());
+      auto Size = [&](size_t Pos) {
+        return (int64_t)cast<ConstantInt>(Points[Seg[Pos]].Len)->getZExtValue();
+      };
+      for (size_t a = 0; a < Ms.size();) {
+        int64_t End = Ms[a].first + Size(Ms[a].second);
+        size_t Last = Ms[a].second, b = a + 1;
+        for (; b < Ms.size() && Ms[b].first <= End; b++) {
+          End = std::max(End, Ms[b].first + Size(Ms[b].second));
+          Last = std::max(Last, Ms[b].second);
+        }
+        if (b - a > 1) {
+          // The run starts at its first member's address.
+          Out.push_back({Points[Seg[Last]].I, Points[Seg[Ms[a].second]].Ptr,
+                         (uint64_t)(End - Ms[a].first)});
+          for (size_t k = a; k < b; k++)
+            Joined[Seg[Ms[k].second]] = true;
+          Total.Joined += b - a;
+          Total.JoinedNotes++;
+        }
+        a = b;
+      }
+    }
+    Seg.clear();
+  };
+  SmallPtrSet<BasicBlock *, 32> Chained;
+  ReversePostOrderTraversal<Function *> RPOT(&F);
+  for (BasicBlock *B : RPOT) {
+    if (!Chained.insert(B).second)
+      continue;
+    std::vector<BasicBlock *> Chain{B};
+    while (BasicBlock *C = follower(Chain.back(), DT, PDT, LI)) {
+      if (!Chained.insert(C).second)
+        break;
+      Chain.push_back(C);
+    }
+    std::vector<size_t> Seg;
+    for (BasicBlock *X : Chain)
+      for (Instruction &I : *X) {
+        if (barrier(I))
+          Group(Seg);
+        auto It = Member.find(&I);
+        if (It != Member.end())
+          Seg.push_back(It->second);
+      }
+    Group(Seg);
+  }
+  std::vector<Point> Rest;
+  for (size_t i = 0; i < Points.size(); i++)
+    if (!Joined[i])
+      Rest.push_back(Points[i]);
+  return Rest;
+}
 
 // The attribute that marks a function already instrumented.
 constexpr const char *Done = "sss-rcop-done";
 
+// Back-off (seed 000 §4.3: code that sleeps for a moment on its own when
+// the network is saturated): at each latch of a loop that notes in its
+// own blocks (a note per iteration, or a range note at an inner loop's
+// exit), a tick of sss_rcop_ticks and, every 256th, a call of
+// sss_rcop_backoff, which looks at the task's retransmissions and
+// yields while they grow. A load, an add, a store and a rarely taken
+// branch per iteration of loops that already call out to note.
+void backoffChecks(Function &F) {
+  Module &M = *F.getParent();
+  LLVMContext &C = M.getContext();
+  Type *I64 = Type::getInt64Ty(C);
+  auto *Ticks = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_ticks", I64));
+  FunctionCallee Back = M.getOrInsertFunction("sss_rcop_backoff", Type::getVoidTy(C));
+  DominatorTree DT(F);
+  LoopInfo LI(DT);
+  std::vector<BasicBlock *> Latches;
+  for (Loop *L : LI.getLoopsInPreorder()) {
+    bool Notes = false;
+    for (BasicBlock *BB : L->blocks())
+      if (LI.getLoopFor(BB) == L)
+        for (Instruction &I : *BB)
+          if (auto *CI = dyn_cast<CallInst>(&I))
+            if (Function *Fn = CI->getCalledFunction())
+              Notes |= Fn->getName() == "sss_rcop_note" || Fn->getName() == "sss_rcop_cursor_end";
+    if (Notes)
+      for (BasicBlock *Latch : L->getBlocks())
+        if (L->isLoopLatch(Latch))
+          Latches.push_back(Latch);
+  }
+  for (BasicBlock *Latch : Latches) {
+    IRBuilder<> B(Latch->getTerminator());
+    LoadInst *T = B.CreateAlignedLoad(I64, Ticks, Align(8), "sss.ticks");
+    T->setAtomic(AtomicOrdering::Monotonic);
+    Value *T1 = B.CreateAdd(T, B.getInt64(1));
+    B.CreateAlignedStore(T1, Ticks, Align(8))->setAtomic(AtomicOrdering::Monotonic);
+    Value *Due = B.CreateICmpEQ(B.CreateAnd(T1, B.getInt64(255)), B.getInt64(0));
+    Instruction *Then = SplitBlockAndInsertIfThen(Due, Latch->getTerminator(), false,
+                                                  MDBuilder(C).createBranchWeights(1, 255));
+    IRBuilder<>(Then).CreateCall(Back);
+    Total.Checks++;
+  }
+}
+
 // Instruments F: range notes at loop exits where stores coalesce (when
 // Coalesce), a note after every other store that may reach the heap.
-void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
+void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool Backoff) {
   Module &M = *F.getParent();
   LLVMContext &C = M.getContext();
   const DataLayout &DL = M.getDataLayout();
@@ -594,6 +840,10 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
     }
     Points.push_back(Pt);
   }
+  // Straight-line stores, planned while the analyses still hold.
+  std::vector<Joint> Joints;
+  if (Coalesce)
+    Points = join(F, Points, *LI, *SE, *DT, FAM.getResult<PostDominatorTreeAnalysis>(F), Joints);
   // One note per loop exit and range: stores that coalesce to the same
   // range (a block written twice in one nest) are noted once.
   std::vector<Range> Unique;
@@ -660,6 +910,12 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce) {
     addNote(B, Pt.Ptr, Pt.Len);
   }
   Total.Each += Points.size();
+  for (Joint &J : Joints) {
+    IRBuilder<> B(J.At->getNextNode());
+    addNote(B, J.Ptr, ConstantInt::get(I64, J.Len));
+  }
+  if (Backoff)
+    backoffChecks(F);
 }
 
 // The runtime itself is never instrumented.
@@ -772,7 +1028,7 @@ struct RcopLoops : PassInfoMixin<RcopLoops> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
     if (F.hasFnAttribute(Done) || isRuntime(*F.getParent()))
       return PreservedAnalyses::all();
-    instrument(F, FAM, coalescing());
+    instrument(F, FAM, coalescing(), backingOff());
     return PreservedAnalyses::none();
   }
 };
@@ -788,7 +1044,7 @@ struct Rcop : PassInfoMixin<Rcop> {
     for (Function &F : M) {
       if (F.isDeclaration() || F.hasFnAttribute(Done))
         continue;
-      instrument(F, FAM, coalescing());
+      instrument(F, FAM, coalescing(), backingOff());
       FAM.invalidate(F, PreservedAnalyses::none());
       Changed = true;
     }
@@ -801,6 +1057,11 @@ struct Rcop : PassInfoMixin<Rcop> {
                                : std::string())
              << (Total.Cursors ? ", " + std::to_string(Total.Cursors) + " cursor loops"
                                : std::string())
+             << (Total.Joined ? ", " + std::to_string(Total.Joined) + " straight-line stores in " +
+                                    std::to_string(Total.JoinedNotes) + " joint notes"
+                              : std::string())
+             << (Total.Checks ? ", " + std::to_string(Total.Checks) + " back-off checks"
+                              : std::string())
              << "\n";
     return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }

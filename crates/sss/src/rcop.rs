@@ -9,8 +9,8 @@
 //! this program, with the `llvm-config` of the same LLVM. `SSS_CC` /
 //! `SSS_CXX` choose the compilers (default `clang-16`, `clang++-16`),
 //! `SSS_LLVM_CONFIG` the `llvm-config`. `SSS_RCOP_STATS=1` makes the pass
-//! report what it instrumented. `-fsss-opt=no|ia` (default `ia`) selects
-//! the optimization (see `docs/rcop.md`).
+//! report what it instrumented. `-fsss-opt=no|ia|bo|all` (default `ia`;
+//! a list such as `ia,bo`) selects the optimizations (see `docs/rcop.md`).
 
 use crate::mpicc::{locate_lib, WrapArgs};
 use std::path::{Path, PathBuf};
@@ -104,6 +104,21 @@ fn command(
     (cmd, show)
 }
 
+/// Checks a `-fsss-opt=` value: `no`, `ia`, `bo` or `all`, or a
+/// comma-separated list of them (`no,bo`: one note per store, with
+/// back-off; `bo` alone keeps the default `ia`).
+fn check_opt(opt: &str) -> Result<(), String> {
+    let parts: Vec<&str> = opt.split(',').collect();
+    if parts.iter().any(|p| !["no", "ia", "bo", "all"].contains(p))
+        || (parts.contains(&"no") && parts.iter().any(|p| ["ia", "all"].contains(p)))
+    {
+        return Err(format!(
+            "-fsss-opt={opt}: expected no, ia, bo, all or a list of them (no excludes ia and all)"
+        ));
+    }
+    Ok(())
+}
+
 /// Runs `sss cc` (`cxx`: `sss c++`); the compiler's exit status.
 pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
     let compiler = if cxx {
@@ -122,9 +137,7 @@ pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
         .rev()
         .find_map(|a| a.strip_prefix("-fsss-opt="))
         .unwrap_or("ia");
-    if !["no", "ia"].contains(&opt) {
-        return Err(format!("-fsss-opt={opt}: expected no or ia"));
-    }
+    check_opt(opt)?;
     if show {
         println!("SSS_RCOP_OPT={opt} {}", cmd.join(" "));
         return Ok(0);
@@ -153,5 +166,15 @@ mod tests {
         );
         let (c, _) = command("clang-16", p, &a(&["-c", "x.c"]), inc, lib);
         assert_eq!(c.join(" "), "clang-16 -fpass-plugin=/p.so -I/i -c x.c");
+    }
+
+    #[test]
+    fn opt_lists_combine_back_off_with_either_row() {
+        for good in ["no", "ia", "bo", "all", "ia,bo", "no,bo"] {
+            assert!(check_opt(good).is_ok(), "{good}");
+        }
+        for bad in ["", "mb", "ia,", "no,ia", "no,all", "IA"] {
+            assert!(check_opt(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -505,3 +505,262 @@ fn a_cursor_loop_is_noted_by_bucket() {
         }
     }
 }
+
+/// `f.c` compiled by `sss cc -O2` with `rcop` to IR: for function `func`,
+/// in order, `store`, `note N` (a call of sss_rcop_note of N bytes, or
+/// `note ?` for a length computed at run time) and `call NAME` for any
+/// other call.
+fn events(dir: &Path, src: &str, rcop: &str, func: &str) -> Vec<String> {
+    let c = dir.join("f.c");
+    std::fs::write(&c, src).unwrap();
+    let ll = dir.join("f.ll");
+    ok(Command::new(sss())
+        .args(["cc", "-O2", rcop, "-S", "-emit-llvm", "-o"])
+        .arg(&ll)
+        .arg(&c));
+    let ir = std::fs::read_to_string(&ll).unwrap();
+    let body = ir
+        .split(&format!("@{func}("))
+        .nth(1)
+        .and_then(|r| r.split("\n}\n").next())
+        .unwrap_or_else(|| panic!("no {func} in:\n{ir}"));
+    let mut ev = Vec::new();
+    for line in body.lines().map(str::trim) {
+        if line.starts_with("store ") {
+            ev.push("store".to_string());
+        } else if let Some(rest) = line.split("call void @sss_rcop_note(").nth(1) {
+            let len = rest
+                .rsplit("i64 ")
+                .next()
+                .unwrap()
+                .trim_end_matches(|c| c != ')');
+            let len = len.trim_end_matches(')');
+            ev.push(match len.parse::<u64>() {
+                Ok(n) => format!("note {n}"),
+                Err(_) => "note ?".to_string(),
+            });
+        } else if let Some(rest) = line.split(" @").nth(1).filter(|_| line.contains("call ")) {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            if !name.starts_with("llvm.") {
+                ev.push(format!("call {name}"));
+            }
+        }
+    }
+    ev
+}
+
+fn ev(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Redundant-write elimination outside loops: the stores of one base
+/// between two possible synchronizations are noted once per run of
+/// adjacent bytes, after the last of them; never across a call that may
+/// synchronize, never for a store that did not run, never merged
+/// between pointers not provably at a constant distance.
+#[test]
+fn straight_line_stores_of_one_base_are_noted_once_between_synchronizations() {
+    if !have_llvm() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("rw");
+    let s = "struct S { long a, b, c, d; }; void unlock(void);";
+    let f = |body: &str| format!("{s} {body}");
+    // Three adjacent fields: one note of 24 bytes after the last store;
+    // under `no`, one note per store.
+    let three = f("void f(struct S *p) { p->a = 1; p->b = 2; p->c = 3; }");
+    assert_eq!(
+        events(&dir, &three, "-fsss-opt=ia", "f"),
+        ev(&["store", "store", "store", "note 24"])
+    );
+    assert_eq!(
+        events(&dir, &three, "-fsss-opt=no", "f"),
+        ev(&["store", "note 8", "store", "note 8", "store", "note 8"])
+    );
+    // The same location twice (a load between keeps both stores): once.
+    let twice = f("void f(struct S *p, long *r) { p->a = 1; long t = *r; p->a = t + 1; }");
+    assert_eq!(
+        events(&dir, &twice, "-fsss-opt=ia", "f"),
+        ev(&["store", "store", "note 8"])
+    );
+    // A store, a call that may synchronize, a store: a note before the
+    // call, another after.
+    let sync = f("void f(struct S *p) { p->a = 1; unlock(); p->b = 2; }");
+    assert_eq!(
+        events(&dir, &sync, "-fsss-opt=ia", "f"),
+        ev(&["store", "note 8", "call unlock", "store", "note 8"])
+    );
+    // A store on one branch only is noted on that branch; the stores
+    // before and after the branch, adjacent, are noted together after it.
+    let branch = f("void f(struct S *p, int c) { p->a = 1; if (c) p->c = 2; p->b = 3; }");
+    let e = events(&dir, &branch, "-fsss-opt=ia", "f");
+    assert_eq!(
+        e.iter().filter(|x| x.starts_with("note")).count(),
+        2,
+        "{e:?}"
+    );
+    assert!(e.contains(&"note 16".to_string()), "{e:?}");
+    assert_eq!(e.last().map(String::as_str), Some("note 16"), "{e:?}");
+    // An early return: the store before it is noted before it.
+    let early = f("void f(struct S *p, int c) { p->a = 1; if (c) return; p->b = 2; }");
+    assert_eq!(
+        events(&dir, &early, "-fsss-opt=ia", "f"),
+        ev(&["store", "note 8", "store", "note 8"])
+    );
+    // Two pointers that may be the same: each base noted by itself (p's
+    // two elements together).
+    let alias = "void f(long *p, long *q) { p[0] = 1; q[0] = 2; p[1] = 3; }";
+    assert_eq!(
+        events(&dir, alias, "-fsss-opt=ia", "f"),
+        ev(&["store", "store", "note 8", "store", "note 16"])
+    );
+    // A pointer reloaded between the stores (the first store may change
+    // it): two bases, two notes.
+    let reload = "void f(void **pp) { ((void **)*pp)[0] = 0; ((void **)*pp)[1] = 0; }";
+    assert_eq!(
+        events(&dir, reload, "-fsss-opt=ia", "f"),
+        ev(&["store", "note 8", "store", "note 8"])
+    );
+    // Not adjacent: a note per run.
+    let gap = f("void f(struct S *p) { p->a = 1; p->c = 2; }");
+    assert_eq!(
+        events(&dir, &gap, "-fsss-opt=ia", "f"),
+        ev(&["store", "note 8", "store", "note 8"])
+    );
+    // A memcpy and the byte after it: one note.
+    let copy = "void f(char *p, const char *s) { __builtin_memcpy(p, s, 16); p[16] = 0; }";
+    assert_eq!(
+        events(&dir, copy, "-fsss-opt=ia", "f"),
+        ev(&["store", "note 17"])
+    );
+    // Across a branch that stores elsewhere and calls nothing: the
+    // stores before and after it, one note after.
+    let diamond = f("void f(struct S *p, int c, double *x) { p->a = 1; \
+                     if (c) x[0] = 2; else x[1] = 3; p->b = 2; }");
+    let e = events(&dir, &diamond, "-fsss-opt=ia", "f");
+    assert_eq!(e.last().map(String::as_str), Some("note 16"), "{e:?}");
+    assert_eq!(e.iter().filter(|x| *x == "note 16").count(), 1, "{e:?}");
+    // A loop that may synchronize between two stores: not joined.
+    let looped = "void unlock(void); void f(long *p, int n) { p[0] = 1; \
+                  for (int i = 0; i < n; i++) unlock(); p[1] = 2; }";
+    let e = events(&dir, looped, "-fsss-opt=ia", "f");
+    assert_eq!(e.iter().filter(|x| *x == "note 8").count(), 2, "{e:?}");
+    // In a loop that synchronizes on every iteration, the fields one
+    // iteration writes: one note per iteration, before the call.
+    let iter = "void unlock(void); struct P { double x, y; }; void f(struct P *p, int n) { \
+                for (int i = 0; i < n; i++) { p[i].x = i; p[i].y = 2 * i; unlock(); } }";
+    let e = events(&dir, iter, "-fsss-opt=ia", "f");
+    let note = e.iter().position(|x| x == "note 16").expect("one note");
+    let call = e.iter().position(|x| x == "call unlock").unwrap();
+    assert!(note < call, "{e:?}");
+}
+
+/// `-fsss-opt=bo`: loops that note get a back-off check at their latch
+/// (a tick and, now and then, a call of sss_rcop_backoff); loops noted
+/// by a range at their exit and code built without `bo` get none.
+#[test]
+fn back_off_checks_go_into_loops_that_note() {
+    if !have_llvm() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("bo-ir");
+    let checks = |src: &str, rcop: &str| -> u32 {
+        let c = dir.join("f.c");
+        std::fs::write(&c, src).unwrap();
+        let out = ok(Command::new(sss())
+            .args(["cc", "-O2", rcop, "-c", "-o"])
+            .arg(dir.join("f.o"))
+            .arg(&c)
+            .env("SSS_RCOP_STATS", "1"));
+        out.split(" back-off checks")
+            .next()
+            .filter(|h| h.len() < out.len())
+            .and_then(|h| h.rsplit(' ').next())
+            .map_or(0, |n| n.parse().unwrap())
+    };
+    let strided = "void f(double *a, int n) { for (int i = 0; i < n; i++) a[2 * i] = 1.0; }";
+    assert_eq!(checks(strided, "-fsss-opt=ia,bo"), 1);
+    assert_eq!(checks(strided, "-fsss-opt=all"), 1);
+    assert_eq!(checks(strided, "-fsss-opt=no,bo"), 1);
+    assert_eq!(checks(strided, "-fsss-opt=ia"), 0);
+    let e = events(&dir, strided, "-fsss-opt=bo", "f");
+    assert!(e.contains(&"call sss_rcop_backoff".to_string()), "{e:?}");
+    // One range note after the loop: nothing in the loop to check.
+    let rows = "void f(double *a, int n) { for (int i = 0; i < n; i++) a[i] = 1.0; }";
+    assert_eq!(checks(rows, "-fsss-opt=bo"), 0);
+}
+
+/// The back-off runs: forced (every look at the retransmissions counts
+/// as saturated) rank 0 backs off; on one node (no datagrams, so no
+/// retransmissions) nobody does; with a fifth of the datagrams dropped
+/// across two hosts some task does. The result is right every time.
+#[test]
+fn back_off_yields_only_when_retransmissions_grow() {
+    if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("bo-run");
+    let c = dir.join("backoff.c");
+    std::fs::write(
+        &c,
+        ok(Command::new("m4")
+            .arg(root().join("parmacs/sss.m4"))
+            .arg(root().join("crates/sss/tests/rcop/backoff.c.in"))),
+    )
+    .unwrap();
+    let exe = dir.join("backoff");
+    ok(Command::new(sss())
+        .args(["cc", "-O2", "-fsss-opt=ia,bo"])
+        .arg(format!("-I{}", root().join("parmacs").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&c)
+        .arg(root().join("parmacs/sss_parmacs.c")));
+    // Each task's back-offs, by rank.
+    let backoffs = |place: &[&str], args: &[&str], drop: &str| -> Vec<(u32, u64)> {
+        let out = ok(Command::new(sss())
+            .arg("run")
+            .args(place)
+            .arg(&exe)
+            .args(args)
+            .env("SSS_DSM_WRITES", "note")
+            .env("SSS_DSM_PROTOCOL", "ulrc")
+            .env("SSS_STATS", "json")
+            .env("SSS_FAULT_DROP", drop)
+            .env("SSS_NO_DAEMON", "1"));
+        assert!(out.contains("BACKOFF OK"), "{place:?} {args:?}:\n{out}");
+        let num = |line: &str, key: &str| -> u64 {
+            line.split(&format!("\"{key}\":"))
+                .nth(1)
+                .and_then(|r| r.split([',', '}']).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no {key} in {line}"))
+        };
+        let v: Vec<(u32, u64)> = out
+            .lines()
+            .filter(|l| l.starts_with("{\"rcop\""))
+            .map(|l| (num(l, "rank") as u32, num(l, "backoffs")))
+            .collect();
+        assert_eq!(v.len(), 2, "{out}");
+        v
+    };
+    let forced = backoffs(&["-n", "2"], &["2", "force"], "0");
+    assert!(
+        forced.iter().any(|&(r, b)| r == 0 && b > 0),
+        "forced: {forced:?}"
+    );
+    let quiet = backoffs(&["-n", "2"], &["2"], "0");
+    assert!(quiet.iter().all(|&(_, b)| b == 0), "quiet: {quiet:?}");
+    let lossy = backoffs(
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+        &["2"],
+        "0.2",
+    );
+    assert!(lossy.iter().any(|&(_, b)| b > 0), "lossy: {lossy:?}");
+}

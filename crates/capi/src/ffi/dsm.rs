@@ -128,7 +128,7 @@ pub unsafe extern "C" fn sss_dsm_init(
         }
         if note {
             // SAFETY: put_handle just stored the handle there.
-            super::rcop::register(unsafe { *p }, base, len);
+            super::rcop::register(unsafe { *p }, base, len, t.task());
         }
         Ok(())
     })

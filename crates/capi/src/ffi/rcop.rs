@@ -6,8 +6,12 @@
 //! before any heap exists the span is 0, so no store calls out.
 
 use super::dsm::{sss_dsm_note_write, DsmObj};
+use sss_mbcf::node::TaskView;
+use sss_mbcf::Task;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// First byte of the heap stores are noted for.
 #[no_mangle]
@@ -19,11 +23,21 @@ pub static sss_rcop_span: AtomicU64 = AtomicU64::new(0);
 
 static CURRENT: AtomicPtr<DsmObj> = AtomicPtr::new(std::ptr::null_mut());
 
-/// `dsm` (note mode) now receives the notes of instrumented stores.
-pub(crate) fn register(dsm: *mut DsmObj, base: usize, len: usize) {
+/// `dsm` (note mode, on `task`) now receives the notes of instrumented
+/// stores; back-off watches `task`'s retransmissions.
+pub(crate) fn register(dsm: *mut DsmObj, base: usize, len: usize, task: &Task) {
     CURRENT.store(dsm, Ordering::Release);
     sss_rcop_lo.store(base as u64, Ordering::Release);
     sss_rcop_span.store(len as u64, Ordering::Release);
+    // The task's control block as the IDM reads it (no lock of the task,
+    // no reference that would keep it alive); none: no back-off.
+    let view = task
+        .ctl_tag(task.rank())
+        .and_then(|tag| TaskView::open(task.job(), task.rank(), tag).ok());
+    if let Some(v) = &view {
+        SEEN.store(v.retransmissions(), Ordering::Relaxed);
+    }
+    *VIEW.lock().unwrap_or_else(|e| e.into_inner()) = view;
 }
 
 /// `dsm` is going away: stores are no longer noted through it.
@@ -38,6 +52,7 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
         .is_ok()
     {
         sss_rcop_span.store(0, Ordering::Release);
+        *VIEW.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -50,9 +65,96 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 /// statistics, when compiled code noted anything.
 pub(crate) fn report(rank: u32) {
     let n = CALLS.swap(0, Ordering::Relaxed);
-    if n > 0 && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
-        eprintln!("{{\"rcop\":{{\"rank\":{rank},\"notes\":{n}}}}}");
+    let b = BACKOFFS.swap(0, Ordering::Relaxed);
+    if (n > 0 || b > 0) && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
+        eprintln!("{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b}}}}}");
     }
+}
+
+/// Iterations of loops that note, ticked by code compiled with
+/// `-fsss-opt=bo`, which calls [`sss_rcop_backoff`] every 256th.
+#[no_mangle]
+pub static sss_rcop_ticks: AtomicU64 = AtomicU64::new(0);
+
+/// This task's control block, whose retransmission counter its progress
+/// thread keeps (what the node's IDM page shows).
+static VIEW: Mutex<Option<TaskView>> = Mutex::new(None);
+
+/// Retransmissions at the last look.
+static SEEN: AtomicU64 = AtomicU64::new(0);
+
+/// Growth of the retransmissions between two looks that means the
+/// network is saturated (0: every look; see `sss_rcop_backoff_threshold`).
+static THRESHOLD: AtomicU64 = AtomicU64::new(1);
+
+/// When the next look is due, in ns since [`epoch`].
+static NEXT_LOOK: AtomicU64 = AtomicU64::new(0);
+
+/// Times [`sss_rcop_backoff`] yielded or slept (`backoffs` in the
+/// `{"rcop":...}` line).
+static BACKOFFS: AtomicU64 = AtomicU64::new(0);
+
+/// Looks at the counter at most this often: a look is a few loads, but
+/// the progress thread updates the counter once per round anyway.
+const LOOK_EVERY: Duration = Duration::from_micros(200);
+
+/// Naps of one back-off beyond its first yield, while retransmissions
+/// still grow, and their length: at most about 0.7 ms away.
+const NAPS: u32 = 7;
+const NAP: Duration = Duration::from_micros(100);
+
+fn epoch() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Back-off (seed 000 §4.3), called by code compiled with `-fsss-opt=bo`
+/// now and then from loops that note: when this task's retransmissions
+/// grew by the threshold since the last look (the network drops what it
+/// sends), steps aside, a yield and then naps of 0.1 ms, while they keep
+/// growing, so that the retransmissions and other tasks' traffic get
+/// through. Cheap when nothing is due: a clock read.
+#[no_mangle]
+pub extern "C" fn sss_rcop_backoff() {
+    let now = epoch();
+    if now < NEXT_LOOK.load(Ordering::Relaxed) {
+        return;
+    }
+    NEXT_LOOK.store(now + LOOK_EVERY.as_nanos() as u64, Ordering::Relaxed);
+    // Another thread looking decides for both.
+    let Ok(view) = VIEW.try_lock() else {
+        return;
+    };
+    let Some(v) = view.as_ref() else {
+        return;
+    };
+    let grew = || {
+        let r = v.retransmissions();
+        r.wrapping_sub(SEEN.swap(r, Ordering::Relaxed))
+    };
+    let threshold = THRESHOLD.load(Ordering::Relaxed);
+    if grew() < threshold {
+        return;
+    }
+    for nap in 0..=NAPS {
+        BACKOFFS.fetch_add(1, Ordering::Relaxed);
+        if nap == 0 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(NAP);
+        }
+        if grew() < threshold.max(1) {
+            break;
+        }
+    }
+}
+
+/// Sets how many retransmissions between two looks (0.2 ms or more
+/// apart) make [`sss_rcop_backoff`] back off; 0: at every look (a test
+/// of the mechanism). The default is 1.
+#[no_mangle]
+pub extern "C" fn sss_rcop_backoff_threshold(retransmissions: u64) {
+    THRESHOLD.store(retransmissions, Ordering::Relaxed);
 }
 
 /// Notes `len` bytes written at `addr` (a store the inline test placed in
