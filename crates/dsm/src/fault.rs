@@ -133,7 +133,17 @@ impl Shared {
         {
             n += 1;
         }
-        lock(&self.state).ra_end = page + n;
+        {
+            let mut st = lock(&self.state);
+            st.ra_end = page + n;
+            // Read again after an acquire dropped it: fetched again at
+            // the next acquire that drops it.
+            for p in page..page + n {
+                if st.dropped.remove(&p) {
+                    st.hot.insert(p);
+                }
+            }
+        }
         if tracked {
             // Before reading the pages: updates (invalidations) the home
             // (a writer) applies after this reach this task; earlier ones
@@ -218,6 +228,86 @@ impl Shared {
 }
 
 impl Shared {
+    /// Fetches `pages` (just dropped at an acquire, of lazy ranges, not
+    /// present, sorted or not) again from their homes, every READ at once,
+    /// and installs them, so the reads that follow do not fault. Pages
+    /// installed meanwhile by a fault are left as they are; after an
+    /// invalidation meanwhile nothing is installed (the faults fetch).
+    pub(crate) fn refresh(&self, mut pages: Vec<u64>) -> Result<(), Error> {
+        if pages.is_empty() {
+            return Ok(());
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let mut asks = Vec::new();
+        let mut i = 0;
+        while i < pages.len() {
+            let home = self.home_of(pages[i])?;
+            let mut j = i + 1;
+            while j < pages.len()
+                && j - i < MAX_AHEAD as usize
+                && pages[j] == pages[j - 1] + 1
+                && self.home_of(pages[j])? == home
+            {
+                j += 1;
+            }
+            let (first, n) = (pages[i], (j - i) as u64);
+            let off = first * PAGE as u64;
+            let len = n as usize * PAGE;
+            let read = if home == self.rank {
+                None
+            } else {
+                // Marked before: a copy dropped by a notice was fetched.
+                // A protocol switch since cleared the marks: mark again.
+                let marks = self.mark_copies(first, n, home)?;
+                let at = self
+                    .homes
+                    .get(home as usize)
+                    .ok_or(Error::Invalid("no such home"))?
+                    .at(off);
+                Some((marks, self.task.read(at, len, Options::default())?))
+            };
+            asks.push((first, n, read));
+            i = j;
+        }
+        let wp = self.traps();
+        for (first, n, read) in asks {
+            let off = first * PAGE as u64;
+            let len = n as usize * PAGE;
+            let data = match read {
+                Some((marks, r)) => {
+                    let d = r.wait_data()?;
+                    for m in marks {
+                        m.wait_value()?;
+                    }
+                    d
+                }
+                None => self.home_read(off, len)?,
+            };
+            if data.len() != len {
+                return Err(Error::Invalid("short read from home"));
+            }
+            let mut st = lock(&self.state);
+            if self.epoch.load(Ordering::Acquire) != epoch {
+                continue;
+            }
+            for k in 0..n {
+                let p = first + k;
+                if st.present.contains(&p) {
+                    continue;
+                }
+                let chunk = &data[k as usize * PAGE..(k as usize + 1) * PAGE];
+                if self.uffd.copy(self.page_addr(p)?, chunk, wp)? {
+                    st.present.insert(p);
+                    bump(&self.stats.pages_fetched, 1);
+                    bump(&self.stats.pages_refreshed, 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether stores are trapped: in trap mode with more than one task.
     /// A task alone keeps its copies writable (nobody else reads the
     /// homes; a dropped page is written home first, see `discard`), so a

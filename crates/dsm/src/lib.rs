@@ -576,6 +576,7 @@ impl Dsm {
             write_faults: g(&c.write_faults),
             pages_fetched: g(&c.pages_fetched),
             pages_prefetched: g(&c.pages_prefetched),
+            pages_refreshed: g(&c.pages_refreshed),
             diffs: g(&c.diffs),
             twins: g(&c.twins),
             mapped_pages: g(&c.mapped_pages),

@@ -55,7 +55,15 @@ pub(crate) struct State {
     pub(crate) watched: HashSet<u64>,
     /// This home's `MARKS` word when it last looked for newly copied pages.
     pub(crate) marks_seen: u64,
+    /// Copies dropped (bounded: cleared when it grows past `MAX_DROPPED`).
+    pub(crate) dropped: HashSet<u64>,
+    /// Copies fetched again after being dropped: an acquire that drops
+    /// one fetches it again at once (`Shared::refresh`).
+    pub(crate) hot: HashSet<u64>,
 }
+
+/// Dropped copies remembered at most (to tell hot pages).
+pub(crate) const MAX_DROPPED: usize = 1 << 16;
 
 /// Outgoing writes of the application thread (only it takes this lock).
 #[derive(Default)]

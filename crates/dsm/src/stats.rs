@@ -17,6 +17,9 @@ pub struct Stats {
     pub pages_fetched: u64,
     /// Of those, fetched ahead by prefetch.
     pub pages_prefetched: u64,
+    /// Of those, copies fetched again at the acquire that dropped them
+    /// (read again after an earlier drop).
+    pub pages_refreshed: u64,
     /// Pages diffed against their twin.
     pub diffs: u64,
     /// Twins kept (page copies taken at a page's first trapped write of
@@ -75,11 +78,12 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fault_errors\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fault_errors\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
             self.pages_prefetched,
+            self.pages_refreshed,
             self.diffs,
             self.twins,
             self.mapped_pages,
@@ -110,6 +114,7 @@ pub(crate) struct Counters {
     pub(crate) write_faults: AtomicU64,
     pub(crate) pages_fetched: AtomicU64,
     pub(crate) pages_prefetched: AtomicU64,
+    pub(crate) pages_refreshed: AtomicU64,
     pub(crate) diffs: AtomicU64,
     pub(crate) twins: AtomicU64,
     pub(crate) mapped_pages: AtomicU64,

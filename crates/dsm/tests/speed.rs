@@ -377,6 +377,16 @@ fn only_copied_home_pages_are_noticed() {
                 };
                 assert!(skipped >= want, "{scenario}: {skipped} skipped\n{out}");
                 assert_eq!(count(&out, rank, "copy_marks"), 2, "{scenario}\n{out}");
+                // Regression: the boundary page, dropped at every other
+                // barrier, faulted again each time; once read again after
+                // a drop it is fetched again at the acquire that drops it.
+                let reads = count(&out, rank, "read_faults");
+                assert!(reads <= 6, "{scenario}: {reads} read faults\n{out}");
+                let refreshed = count(&out, rank, "pages_refreshed");
+                assert!(
+                    refreshed >= SWEEPS - 4,
+                    "{scenario}: {refreshed} refreshed\n{out}"
+                );
                 if writes == "trap" {
                     // A fault for each first touch of a block and one
                     // for the copied page a sweep.

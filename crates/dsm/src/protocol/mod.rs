@@ -12,7 +12,7 @@ mod lrc;
 mod update;
 
 use crate::layout as L;
-use crate::shared::{lock, page_of, Shared, State};
+use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED};
 use crate::stats::bump;
 use crate::sys::PAGE;
 use crate::Error;
@@ -20,6 +20,12 @@ use eager::Via;
 use lrc::Run;
 use sss_mbcf::Options;
 use std::sync::atomic::Ordering;
+
+/// Write notices read with each task's count in one round trip at an
+/// acquire (more take another READ).
+const NOTICE_PEEK: usize = 128;
+/// Copies fetched again at one acquire, at most.
+const MAX_REFRESH: usize = 256;
 
 #[cfg(doc)]
 use crate::Dsm;
@@ -221,26 +227,88 @@ impl Shared {
     /// Acquire: pulls every other task's new write notices (when a range
     /// with notices is known here) and drops this task's copies of those
     /// pages, and drops every cached `HomeOnly` page, so the next read
-    /// faults.
+    /// faults. Copies that were dropped before and read again (a
+    /// stencil's boundary rows) are fetched again at once instead, while
+    /// their homes are likely still at the same synchronization.
     pub(crate) fn acquire(&self) -> Result<(), Error> {
         // Writes of this task not yet released would be lost with the page.
         self.release()?;
         let mut drop_all = false;
         let mut pages = Vec::new();
         let lazy = lock(&self.place).lazy;
+        if lazy {
+            drop_all = self.pull_notices(&mut pages)?;
+        }
+        let refresh = {
+            let mut st = lock(&self.state);
+            if drop_all {
+                pages = st.present.iter().copied().collect();
+            }
+            pages.extend(st.transient.iter().copied());
+            let refresh: Vec<u64> = pages
+                .iter()
+                .copied()
+                .filter(|p| st.hot.contains(p) && st.present.contains(p))
+                .take(MAX_REFRESH)
+                .collect();
+            // Only copies of lazy ranges outside the adopted window: the
+            // others are fetched at their fault as before.
+            let refresh = refresh
+                .into_iter()
+                .filter(|&p| {
+                    !self.window.get().is_some_and(|w| w.holds(p * PAGE as u64))
+                        && self.find_range(p).is_some_and(|r| r.protocol.lazy())
+                })
+                .collect();
+            self.discard(&mut st, &pages)?;
+            refresh
+        };
+        self.refresh(refresh)
+    }
+
+    /// Appends the write notices other tasks published since the last
+    /// look to `pages`; true when a task published more than its log
+    /// holds since (drop every copy). Each task's count and the entries
+    /// after the last one seen travel in one round trip, every task's
+    /// at once: the count is read first, and the owner writes entries
+    /// before it publishes the count, so entries below it are complete.
+    fn pull_notices(&self, pages: &mut Vec<u64>) -> Result<bool, Error> {
+        let mut asks = Vec::new();
         for r in 0..self.size {
-            if r == self.rank || !lazy {
+            if r == self.rank {
                 continue;
             }
-            let count = self.fetch_add(self.meta_at(r, L::NOTICES)?, 0)?;
             let seen = lock(&self.state).seen[r as usize];
+            let count = self
+                .task
+                .fetch_add(self.meta_at(r, L::NOTICES)?, 0, Options::default())?;
+            let slot = (seen % L::LOG_CAP as u64) as usize;
+            let n = NOTICE_PEEK.min(L::LOG_CAP - slot);
+            let log = self.task.read(
+                self.meta_at(r, L::LOG + slot * 8)?,
+                n * 8,
+                Options::default(),
+            )?;
+            asks.push((r, seen, count, log));
+        }
+        let mut drop_all = false;
+        for (r, seen, count, log) in asks {
+            let count = count.wait_value()?;
+            let peek = log.wait_data()?;
             if count <= seen {
                 continue;
             }
             if count - seen > L::LOG_CAP as u64 {
                 drop_all = true;
             } else {
-                let mut i = seen;
+                let have = (peek.len() / 8) as u64;
+                let got = (count - seen).min(have) as usize;
+                pages.extend(
+                    peek[..got * 8]
+                        .chunks_exact(8)
+                        .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes)),
+                );
+                let mut i = seen + got as u64;
                 while i < count {
                     let slot = (i % L::LOG_CAP as u64) as usize;
                     let n = ((count - i) as usize).min(L::LOG_CAP - slot).min(8192);
@@ -255,12 +323,7 @@ impl Shared {
             }
             lock(&self.state).seen[r as usize] = count;
         }
-        let mut st = lock(&self.state);
-        if drop_all {
-            pages = st.present.iter().copied().collect();
-        }
-        pages.extend(st.transient.iter().copied());
-        self.discard(&mut st, &pages)
+        Ok(drop_all)
     }
 
     /// Drops present pages among `pages` (state lock held).
@@ -269,6 +332,10 @@ impl Shared {
         for &p in pages {
             if st.present.remove(&p) {
                 st.transient.remove(&p);
+                if st.dropped.len() >= MAX_DROPPED {
+                    st.dropped.clear();
+                }
+                st.dropped.insert(p);
                 let addr = self.page_addr(p)?;
                 if self.solo() {
                     // Its stores were neither trapped nor noted: they go
