@@ -7,11 +7,13 @@
 //! mode with other tasks the run is registered for write-protect faults,
 //! and a fault there also opens the following pages written in the
 //! two previous intervals (one ioctl for the run instead of a fault a page).
-//! Pages of lazy ranges are protected only once another task has copied
-//! them (its copy mark at this home): writes nobody can see need no
+//! Pages of lazy and (up to 63 tasks) `Invalidate` ranges are protected
+//! only once another task has copied them (its copy mark or holder bit at
+//! this home): writes nobody can see need no
 //! notice, so a task working on its own pages takes no faults.
 
 use crate::layout as L;
+use crate::protocol::directory::{BUSY, SC_MAX};
 use crate::protocol::Protocol;
 use crate::range::Placement;
 use crate::shared::{lock, page_of, Shared};
@@ -131,7 +133,7 @@ impl Shared {
                 .uffd
                 .register_wp(addr, len)
                 .map_err(Error::from)
-                .and_then(|()| self.protect_copied(lo, hi, r.protocol.lazy()));
+                .and_then(|()| self.protect_copied(lo, hi, self.copies_marked(r.protocol)));
             if let Err(e) = wp {
                 // Untracked stores would be lost to other tasks: put the
                 // reservation back and fetch as before.
@@ -175,18 +177,26 @@ impl Shared {
         Ok(())
     }
 
-    /// Write-protects the pages of `[lo, hi)`, just mapped: for a lazy
-    /// range only those another task copied (the rest were never written
+    /// Whether the copies of `protocol`'s pages are marked at their home
+    /// (copy marks of the lazy protocols; `Invalidate`'s holder bits, kept
+    /// up to 63 tasks), so that trap mode can leave pages nobody copied
+    /// writable.
+    pub(crate) fn copies_marked(&self, protocol: Protocol) -> bool {
+        protocol.lazy() || (protocol == Protocol::Invalidate && self.size <= SC_MAX)
+    }
+
+    /// Write-protects the pages of `[lo, hi)`, just mapped: for a range
+    /// whose copies are marked only those another task copied (the rest were never written
     /// here, and nobody needs to hear of their writes until a copy mark
     /// shows up, see [`Shared::newly_copied`]).
-    fn protect_copied(&self, lo: u64, hi: u64, lazy: bool) -> Result<(), Error> {
-        if !lazy {
+    fn protect_copied(&self, lo: u64, hi: u64, marked: bool) -> Result<(), Error> {
+        if !marked {
             let addr = self.page_addr(lo)?;
             return Ok(self.uffd.protect(addr, (hi - lo) as usize * PAGE, true)?);
         }
         let mut copied = Vec::new();
         for p in lo..hi {
-            if self.dir_word(p)?.load(Ordering::SeqCst) != 0 {
+            if self.dir_word(p)?.load(Ordering::SeqCst) & !BUSY != 0 {
                 copied.push(p);
             }
         }
@@ -226,8 +236,8 @@ impl Shared {
         self.local_word(L::MARKS).load(Ordering::SeqCst) != lock(&self.state).marks_seen
     }
 
-    /// Release (trap mode): mapped pages of lazy ranges that another task
-    /// copied since the last look. Their writes of this interval went
+    /// Release (trap mode): mapped pages of ranges whose copies are marked
+    /// that another task copied since the last look. Their writes of this interval went
     /// unrecorded (they were writable), so they count as written: the
     /// caller publishes their notices. From now on they are protected
     /// like every copied page.
@@ -253,12 +263,17 @@ impl Shared {
             let st = lock(&self.state);
             for (s, e) in runs {
                 // A run lies in one allocation.
-                if !self.find_range(s).is_some_and(|r| r.protocol.lazy()) {
+                if !self
+                    .find_range(s)
+                    .is_some_and(|r| self.copies_marked(r.protocol))
+                {
                     continue;
                 }
                 for p in s..e {
                     // The directory first: most words are 0, a cheap look.
-                    if self.dir_word(p)?.load(Ordering::SeqCst) != 0 && !st.watched.contains(&p) {
+                    if self.dir_word(p)?.load(Ordering::SeqCst) & !BUSY != 0
+                        && !st.watched.contains(&p)
+                    {
                         fresh.push(p);
                     }
                 }
@@ -273,9 +288,9 @@ impl Shared {
 
     /// After a protocol switch of `[first, end)` (trap mode, between
     /// barriers): every mapped page of it is protected again and, for a
-    /// lazy protocol, watched, so none goes unrecorded whatever the old
-    /// protocol left writable.
-    pub(crate) fn reprotect_own(&self, first: u64, end: u64, lazy: bool) -> Result<(), Error> {
+    /// protocol whose copies are marked, watched, so none goes unrecorded
+    /// whatever the old protocol left writable.
+    pub(crate) fn reprotect_own(&self, first: u64, end: u64, marked: bool) -> Result<(), Error> {
         let runs: Vec<(u64, u64)> = lock(&self.mapped)
             .runs
             .range(..end)
@@ -289,7 +304,7 @@ impl Shared {
         let mut st = lock(&self.state);
         for (lo, hi) in runs {
             for p in lo..hi {
-                if lazy {
+                if marked {
                     st.watched.insert(p);
                 } else {
                     st.watched.remove(&p);
@@ -308,9 +323,9 @@ impl Shared {
         let mut st = lock(&self.state);
         let range = self.find_range(page);
         let end = range.map_or(page + 1, |r| r.start + r.pages);
-        // Of a lazy range only watched pages are protected: opening
-        // another would record writes nobody needs to hear of.
-        let lazy = range.is_some_and(|r| r.protocol.lazy());
+        // Where copies are marked only watched pages are protected:
+        // opening another would record writes nobody needs to hear of.
+        let marked = range.is_some_and(|r| self.copies_marked(r.protocol));
         // A store right after the last page opened is a sequential pass:
         // open a few pages ahead even without history.
         let ahead = if page > 0 && st.own_dirty.contains(&(page - 1)) {
@@ -323,7 +338,7 @@ impl Shared {
             && hi - page < MAX_OPEN
             && (st.own_prev.contains(&hi) || hi - page < ahead)
             && !st.own_dirty.contains(&hi)
-            && (!lazy || st.watched.contains(&hi))
+            && (!marked || st.watched.contains(&hi))
             && self.is_mapped(hi)
         {
             hi += 1;

@@ -310,7 +310,7 @@ impl Shared {
             self.unmap_own(pages.start, pages.end)?;
         }
         if self.traps() && !matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
-            self.reprotect_own(pages.start, pages.end, protocol.lazy())?;
+            self.reprotect_own(pages.start, pages.end, self.copies_marked(protocol))?;
         }
         if r.protocol != Protocol::UpdateDirect && r.protocol != Protocol::HomeOnly {
             // Nobody holds a copy any more: clear the holder bits (copy

@@ -16,7 +16,7 @@ pub(crate) const MAX_HOLDERS: u32 = 64;
 /// Top bit of an `Invalidate` page's directory word: a writer is changing
 /// the page (its holders are being invalidated, then its home written).
 /// Fetchers wait while it is set; writers take it in turn.
-pub(super) const BUSY: u64 = 1 << 63;
+pub(crate) const BUSY: u64 = 1 << 63;
 
 /// `Invalidate` is sequentially consistent through the directory with at
 /// most this many tasks (the busy bit takes the last holder bit).
@@ -44,6 +44,9 @@ impl Shared {
                 .at(page * 8);
             // The bit is clear (only this task sets or clears it).
             self.fetch_add(at, bit)?;
+            // After the bit (issue order): a home that sees `MARKS` move
+            // looks for newly held pages (`Shared::newly_copied`).
+            self.fetch_add(self.meta_at(home, L::MARKS)?, 1)?;
         }
         std::sync::atomic::fence(Ordering::SeqCst);
         lock(&self.state).registered.insert(page);
@@ -75,10 +78,17 @@ impl Shared {
             .get(home as usize)
             .ok_or(Error::Invalid("no such home"))?;
         let bit = 1u64 << self.rank;
-        let reqs = todo
+        let mut reqs = todo
             .iter()
             .map(|&p| self.task.fetch_add(dir.at(p * 8), bit, Options::default()))
             .collect::<Result<Vec<_>, _>>()?;
+        if !todo.is_empty() {
+            // After the bits, as in `register`.
+            reqs.push(
+                self.task
+                    .fetch_add(self.meta_at(home, L::MARKS)?, 1, Options::default())?,
+            );
+        }
         for r in reqs {
             r.wait_value()?;
         }
