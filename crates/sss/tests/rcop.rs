@@ -698,7 +698,8 @@ fn back_off_checks_go_into_loops_that_note() {
 /// The back-off runs: forced (every look at the retransmissions counts
 /// as saturated) rank 0 backs off; on one node (no datagrams, so no
 /// retransmissions) nobody does; with a fifth of the datagrams dropped
-/// across two hosts some task does. The result is right every time.
+/// across two hosts some task does. The result, including a record each
+/// task writes field by field (one joint note), is right every time.
 #[test]
 fn back_off_yields_only_when_retransmissions_grow() {
     if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
@@ -715,13 +716,17 @@ fn back_off_yields_only_when_retransmissions_grow() {
     )
     .unwrap();
     let exe = dir.join("backoff");
-    ok(Command::new(sss())
+    let report = ok(Command::new(sss())
         .args(["cc", "-O2", "-fsss-opt=ia,bo"])
         .arg(format!("-I{}", root().join("parmacs").display()))
         .arg("-o")
         .arg(&exe)
         .arg(&c)
-        .arg(root().join("parmacs/sss_parmacs.c")));
+        .arg(root().join("parmacs/sss_parmacs.c"))
+        .env("SSS_RCOP_STATS", "1"));
+    // The record's fields (and main's settings) go in joint notes.
+    let line = report.lines().find(|l| l.contains("backoff.c")).unwrap();
+    assert!(line.contains("joint notes"), "{line}");
     // Each task's back-offs, by rank.
     let backoffs = |place: &[&str], args: &[&str], drop: &str| -> Vec<(u32, u64)> {
         let out = ok(Command::new(sss())
