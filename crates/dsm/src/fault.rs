@@ -140,7 +140,7 @@ impl Shared {
             // the next acquire that drops it.
             for p in page..page + n {
                 if st.dropped.remove(&p) {
-                    st.hot.insert(p);
+                    st.hot.insert(p, 0);
                 }
             }
         }

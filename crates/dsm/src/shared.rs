@@ -57,10 +57,15 @@ pub(crate) struct State {
     pub(crate) marks_seen: u64,
     /// Copies dropped (bounded: cleared when it grows past `MAX_DROPPED`).
     pub(crate) dropped: HashSet<u64>,
-    /// Copies fetched again after being dropped: an acquire that drops
-    /// one fetches it again at once (`Shared::refresh`).
-    pub(crate) hot: HashSet<u64>,
+    /// Copies fetched again after being dropped, with the acquires since
+    /// that fetched them again at once (`Shared::refresh`) in a row.
+    pub(crate) hot: HashMap<u64, u32>,
 }
+
+/// Acquires in a row that fetch a hot copy again: a refreshed page never
+/// faults, so whether it is still read is unknown; past this it is
+/// dropped as other copies are, and a read then makes it hot again.
+pub(crate) const MAX_STREAK: u32 = 8;
 
 /// Dropped copies remembered at most (to tell hot pages).
 pub(crate) const MAX_DROPPED: usize = 1 << 16;

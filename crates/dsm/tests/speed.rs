@@ -82,6 +82,9 @@ fn run_task(scenario: &str) -> TaskResult {
     if variant == Some("late") {
         return late_copy(dsm);
     }
+    if variant == Some("fade") {
+        return fade(dsm);
+    }
     // "edge": each task reads only the first page of the next task's
     // block, as a stencil reads its neighbour's boundary row.
     let edge = variant == Some("edge");
@@ -246,6 +249,28 @@ fn late_copy(dsm: Dsm) -> TaskResult {
     }
     let st = dsm.finalize()?;
     println!("LATE early={early}");
+    println!("SPEED-OK rank={me} {}", st.to_json(me as u32));
+    Ok(())
+}
+
+/// Rank 0 writes a word of its first page in every one of 40 intervals;
+/// rank 1 reads it in the first 4 only.
+fn fade(dsm: Dsm) -> TaskResult {
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let a = dsm
+        .malloc_all(n * BLOCK * PAGE, Placement::Block)?
+        .cast::<u64>();
+    for round in 1..=40u64 {
+        if me == 0 {
+            dsm.store(a, round)?;
+        }
+        dsm.barrier()?;
+        if me == 1 && round <= 4 {
+            check(load(a) == round, "faded word")?;
+        }
+        dsm.barrier()?;
+    }
+    let st = dsm.finalize()?;
     println!("SPEED-OK rank={me} {}", st.to_json(me as u32));
     Ok(())
 }
@@ -421,5 +446,24 @@ fn a_page_copied_mid_interval_is_noticed() {
         for proto in ["ulrc", "home_update", "invalidate"] {
             run(placement, &format!("{proto},trap,late"));
         }
+    }
+}
+
+/// A copy fetched again at every acquire that drops it is never seen
+/// to be read again: a page its task stopped reading is fetched again
+/// only so many times in a row (8), not at every acquire for ever.
+#[test]
+fn a_copy_no_longer_read_is_not_fetched_for_ever() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for writes in ["note", "trap"] {
+        let scenario = format!("ulrc,{writes},fade");
+        let out = run(&["-n", "2"], &scenario);
+        let refreshed = count(&out, 1, "pages_refreshed");
+        assert!(
+            (1..=8).contains(&refreshed),
+            "{scenario}: {refreshed} refreshed\n{out}"
+        );
     }
 }

@@ -12,7 +12,7 @@ mod lrc;
 mod update;
 
 use crate::layout as L;
-use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED};
+use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED, MAX_STREAK};
 use crate::stats::bump;
 use crate::sys::PAGE;
 use crate::Error;
@@ -245,12 +245,22 @@ impl Shared {
                 pages = st.present.iter().copied().collect();
             }
             pages.extend(st.transient.iter().copied());
-            let refresh: Vec<u64> = pages
-                .iter()
-                .copied()
-                .filter(|p| st.hot.contains(p) && st.present.contains(p))
-                .take(MAX_REFRESH)
-                .collect();
+            pages.sort_unstable();
+            pages.dedup();
+            let mut refresh = Vec::new();
+            for &p in &pages {
+                if refresh.len() >= MAX_REFRESH || !st.present.contains(&p) {
+                    continue;
+                }
+                if let Some(streak) = st.hot.get_mut(&p) {
+                    *streak += 1;
+                    if *streak > MAX_STREAK {
+                        st.hot.remove(&p);
+                    } else {
+                        refresh.push(p);
+                    }
+                }
+            }
             // Only copies of lazy ranges outside the adopted window: the
             // others are fetched at their fault as before.
             let refresh = refresh
