@@ -552,6 +552,7 @@ struct Joint {
 // bytes, after the run's last store: every byte written, none that was
 // not, and no barrier between any of the stores and the note. Returns
 // the points still noted one by one; the joint notes go to Out.
+constexpr size_t Window = 64;
 std::vector<Point> join(Function &F, std::vector<Point> &Points, LoopInfo &LI,
                         ScalarEvolution &SE, DominatorTree &DT, PostDominatorTree &PDT,
                         std::vector<Joint> &Out) {
@@ -575,7 +576,10 @@ std::vector<Point> join(Function &F, std::vector<Point> &Points, LoopInfo &LI,
       Value *P0 = Points[Seg[i]].Ptr;
       const SCEV *Base = SE.getSCEV(P0);
       std::vector<std::pair<int64_t, size_t>> Ms{{0, i}}; // offset, position
-      for (size_t j = i + 1; j < Seg.size(); j++) {
+      // Partners are looked for among the next Window stores only: a
+      // long segment of stores at unknown distances would otherwise cost
+      // a ScalarEvolution subtraction per pair.
+      for (size_t j = i + 1; j < Seg.size() && j <= i + Window; j++) {
         Value *Pj = Points[Seg[j]].Ptr;
         if (Taken[j] || Pj->getType() != P0->getType())
           continue;
