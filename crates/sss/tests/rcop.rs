@@ -695,18 +695,11 @@ fn back_off_checks_go_into_loops_that_note() {
     assert_eq!(checks(rows, "-fsss-opt=bo"), 0);
 }
 
-/// The back-off runs: forced (every look at the retransmissions counts
-/// as saturated) rank 0 backs off; on one node (no datagrams, so no
-/// retransmissions) nobody does; with a fifth of the datagrams dropped
-/// across two hosts some task does. The result, including a record each
-/// task writes field by field (one joint note), is right every time.
-#[test]
-fn back_off_yields_only_when_retransmissions_grow() {
-    if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
-        return;
-    }
+/// `tests/rcop/backoff.c.in` built with `sss cc -fsss-opt=ia,bo` in a
+/// scratch directory named `name`.
+fn backoff_program(name: &str) -> (Scratch, PathBuf) {
     build_libsss();
-    let dir = scratch("bo-run");
+    let dir = scratch(name);
     let c = dir.join("backoff.c");
     std::fs::write(
         &c,
@@ -727,45 +720,73 @@ fn back_off_yields_only_when_retransmissions_grow() {
     // The record's fields (and main's settings) go in joint notes.
     let line = report.lines().find(|l| l.contains("backoff.c")).unwrap();
     assert!(line.contains("joint notes"), "{line}");
-    // Each task's back-offs, by rank.
-    let backoffs = |place: &[&str], args: &[&str], drop: &str| -> Vec<(u32, u64)> {
-        let out = ok(Command::new(sss())
-            .arg("run")
-            .args(place)
-            .arg(&exe)
-            .args(args)
-            .env("SSS_DSM_WRITES", "note")
-            .env("SSS_DSM_PROTOCOL", "ulrc")
-            .env("SSS_STATS", "json")
-            .env("SSS_FAULT_DROP", drop)
-            .env("SSS_NO_DAEMON", "1"));
-        assert!(out.contains("BACKOFF OK"), "{place:?} {args:?}:\n{out}");
-        let num = |line: &str, key: &str| -> u64 {
-            line.split(&format!("\"{key}\":"))
-                .nth(1)
-                .and_then(|r| r.split([',', '}']).next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no {key} in {line}"))
-        };
-        let v: Vec<(u32, u64)> = out
-            .lines()
-            .filter(|l| l.starts_with("{\"rcop\""))
-            .map(|l| (num(l, "rank") as u32, num(l, "backoffs")))
-            .collect();
-        assert_eq!(v.len(), 2, "{out}");
-        v
+    (dir, exe)
+}
+
+/// Runs the back-off program on 2 tasks placed by `place`, with `args`
+/// and `SSS_FAULT_DROP=drop`; checks its result (the array and the
+/// records each task writes field by field, one joint note); each task's
+/// back-offs, by rank.
+fn backoffs(exe: &Path, place: &[&str], args: &[&str], drop: &str) -> Vec<(u32, u64)> {
+    let out = ok(Command::new(sss())
+        .arg("run")
+        .args(place)
+        .arg(exe)
+        .args(args)
+        .env("SSS_DSM_WRITES", "note")
+        .env("SSS_DSM_PROTOCOL", "ulrc")
+        .env("SSS_STATS", "json")
+        .env("SSS_FAULT_DROP", drop)
+        .env("SSS_NO_DAEMON", "1"));
+    assert!(out.contains("BACKOFF OK"), "{place:?} {args:?}:\n{out}");
+    let num = |line: &str, key: &str| -> u64 {
+        line.split(&format!("\"{key}\":"))
+            .nth(1)
+            .and_then(|r| r.split([',', '}']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {line}"))
     };
-    let forced = backoffs(&["-n", "2"], &["2", "force"], "0");
+    let v: Vec<(u32, u64)> = out
+        .lines()
+        .filter(|l| l.starts_with("{\"rcop\""))
+        .map(|l| (num(l, "rank") as u32, num(l, "backoffs")))
+        .collect();
+    assert_eq!(v.len(), 2, "{out}");
+    v
+}
+
+/// Back-off when the counter grows: forced (every look at the
+/// retransmissions counts as saturated, `sss_rcop_backoff_threshold(0)`)
+/// rank 0 backs off; with a fifth of the datagrams dropped across two
+/// hosts (retransmissions) some task does. The result stays right.
+#[test]
+fn back_off_yields_when_retransmissions_grow() {
+    if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
+        return;
+    }
+    let (_dir, exe) = backoff_program("bo-run");
+    let forced = backoffs(&exe, &["-n", "2"], &["2", "force"], "0");
     assert!(
         forced.iter().any(|&(r, b)| r == 0 && b > 0),
         "forced: {forced:?}"
     );
-    let quiet = backoffs(&["-n", "2"], &["2"], "0");
-    assert!(quiet.iter().all(|&(_, b)| b == 0), "quiet: {quiet:?}");
     let lossy = backoffs(
+        &exe,
         &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
         &["2"],
         "0.2",
     );
     assert!(lossy.iter().any(|&(_, b)| b > 0), "lossy: {lossy:?}");
+}
+
+/// No back-off on a quiet run: on one node (no datagrams, so no
+/// retransmissions) no task yields.
+#[test]
+fn back_off_stays_quiet_without_retransmissions() {
+    if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
+        return;
+    }
+    let (_dir, exe) = backoff_program("bo-quiet");
+    let quiet = backoffs(&exe, &["-n", "2"], &["2"], "0");
+    assert!(quiet.iter().all(|&(_, b)| b == 0), "quiet: {quiet:?}");
 }
