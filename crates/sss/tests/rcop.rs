@@ -1,10 +1,12 @@
 //! `sss cc`: the RCOP pass notes the stores an unmodified program makes
 //! to the DSM heap. What it instruments is checked on small C functions
 //! (stack and global stores left alone; heap stores, memcpy and atomics
-//! noted; at -O0 and -O2), and the PARMACS LU and radix, with their
-//! `ST`/`NOTE_RANGE` macros turned off (`SSS_PM_NO_NOTES`), must give the
-//! pthreads build's checksum in note mode on 1, 2 and 4 tasks and on two
-//! hosts, where the same program built with plain `cc` gives a wrong one.
+//! noted; at -O0 and -O2; straight-line stores noted once between
+//! synchronizations, in the IR; back-off checks and back-offs), and the
+//! PARMACS LU and radix, with their `ST`/`NOTE_RANGE` macros turned off
+//! (`SSS_PM_NO_NOTES`), must give the pthreads build's checksum in note
+//! mode on 1, 2 and 4 tasks and on two hosts, where the same program
+//! built with plain `cc` gives a wrong one.
 //! Skipped with a message when clang-16 or llvm-16-dev is missing (the
 //! README's commands install them).
 
