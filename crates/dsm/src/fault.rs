@@ -183,7 +183,7 @@ impl Shared {
             }
             // Applied before the READ (issue order); waited for errors.
             for r in marks.drain(..) {
-                r.wait_value()?;
+                r.wait()?;
             }
             let mut st = lock(&self.state);
             if self.epoch.load(Ordering::Acquire) != epoch {
@@ -279,7 +279,7 @@ impl Shared {
                 Some((marks, r)) => {
                     let d = r.wait_data()?;
                     for m in marks {
-                        m.wait_value()?;
+                        m.wait()?;
                     }
                     d
                 }

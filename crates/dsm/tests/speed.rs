@@ -360,9 +360,13 @@ fn home_pages_need_no_twins_and_open_in_runs() {
                 // invalidate, a registration round trip a page) each
                 // sweep; read-ahead fetches a sequential pass in runs of
                 // 1, 1, 2, 4, ... pages (registrations pipelined).
+                // A page first copied while its home left it writable
+                // counts as written at the home's next release: under
+                // invalidate that drops copies read ahead but not yet
+                // read (one more pass of faults, now and then).
                 let reads = count(&out, rank, "read_faults");
                 assert!(
-                    reads <= SWEEPS * 8,
+                    reads <= SWEEPS * 8 + 8,
                     "{scenario}: {reads} read faults\n{out}"
                 );
             }

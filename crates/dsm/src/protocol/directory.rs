@@ -98,12 +98,16 @@ impl Shared {
     }
 
     /// Copy marks for `n` pages of a lazy range from `first`, homed at
-    /// `home` (another task), not marked before: a FETCH_ADD of 1 on each
-    /// page's directory word, then one on the home's `MARKS`. Issued
-    /// before the READ of the pages, so the home applies them first (MBCF
-    /// applies one task's operations in issue order): a home that misses
-    /// the mark when it publishes notices wrote nothing this READ misses.
-    /// The caller waits for the requests returned after its READ.
+    /// `home` (another task), not marked before: their directory words
+    /// set to 1 by one WRITE per run of such pages, the last of which
+    /// also adds 1 to the home's `MARKS` (its notify). Issued before the
+    /// READ of the pages, so the home applies them first (MBCF applies
+    /// one task's operations in issue order), and the atomic add (a
+    /// locked instruction, a full barrier on x86) orders the marks'
+    /// stores before the READ's loads: a home that misses the mark when
+    /// it publishes notices (it stores, fences, then loads the marks)
+    /// wrote nothing this READ misses. The caller waits for the requests
+    /// returned after its READ (errors surface there or at a fence).
     pub(crate) fn mark_copies(
         &self,
         first: u64,
@@ -123,14 +127,22 @@ impl Shared {
             .dirs
             .get(home as usize)
             .ok_or(Error::Invalid("no such home"))?;
-        let mut reqs = todo
-            .iter()
-            .map(|&p| self.task.fetch_add(dir.at(p * 8), 1, Options::default()))
-            .collect::<Result<Vec<_>, _>>()?;
-        reqs.push(
-            self.task
-                .fetch_add(self.meta_at(home, L::MARKS)?, 1, Options::default())?,
-        );
+        let mut reqs = Vec::new();
+        let mut i = 0;
+        while i < todo.len() {
+            let mut j = i + 1;
+            while j < todo.len() && todo[j] == todo[j - 1] + 1 {
+                j += 1;
+            }
+            let ones: Vec<u8> = (i..j).flat_map(|_| 1u64.to_le_bytes()).collect();
+            let opts = if j == todo.len() {
+                Options::notify(self.meta_at(home, L::MARKS)?)
+            } else {
+                Options::default()
+            };
+            reqs.push(self.task.write(dir.at(todo[i] * 8), &ones, opts)?);
+            i = j;
+        }
         bump(&self.stats.copy_marks, todo.len() as u64);
         lock(&self.state).registered.extend(todo);
         Ok(reqs)
