@@ -232,7 +232,7 @@ pub(crate) enum Reduction {
 }
 
 impl Reduction {
-    fn commute(&self) -> bool {
+    pub(crate) fn commute(&self) -> bool {
         match self {
             Reduction::Pre { .. } => true,
             Reduction::User { op, .. } => op.commute,

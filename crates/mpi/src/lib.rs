@@ -18,7 +18,8 @@
 //! - `staging` — the memory rendezvous sends are READ from;
 //! - `runtime` — the process-wide state and waiting (SS-Wait);
 //! - `stats` — what `SSS_STATS` prints at finalize;
-//! - `coll` — collectives and communicator constructors;
+//! - `coll` — collectives and communicator constructors; `nbc` —
+//!   nonblocking collectives as schedules the progress engine advances;
 //! - `topo` — Cartesian topologies; `graph` — graph and distributed
 //!   graph topologies, neighbourhood collectives;
 //! - `attr` — keyvals, attributes and object names; `info` — `MPI_Info`;
@@ -42,6 +43,7 @@ mod handles;
 mod idmap;
 mod info;
 mod inter;
+mod nbc;
 mod objects;
 mod rma_blocks;
 mod runtime;

@@ -141,13 +141,19 @@ pub(crate) fn wait_until(
         return wait_shared(partner, cond);
     }
     loop {
+        crate::nbc::progress();
         let step = with(|e| {
             e.progress();
-            Ok((!cond(e)?).then(|| (e.task.clone(), e.fifo_probe())))
+            Ok((!cond(e)?).then(|| (e.task.clone(), e.fifo_probe(), e.events)))
         })?;
-        let Some((task, probe)) = step else {
+        let Some((task, probe, events)) = step else {
             return Ok(());
         };
+        // What completed since the schedules last looked may let one of
+        // them move: it would wait for no further message.
+        if !crate::nbc::settled(events) {
+            continue;
+        }
         let me = task.rank();
         // A message in the FIFO is what most waits wait for: looked at
         // without the lock on every turn; the rest `progress` may act on
@@ -187,6 +193,8 @@ fn wait_shared(
 ) -> Result<(), MpiErr> {
     let mut seat = Seat(false);
     loop {
+        // News (an event moved) wakes this loop to advance them again.
+        crate::nbc::progress();
         let step = with(|e| {
             e.progress();
             // Read under the lock: news of what completes after this

@@ -69,6 +69,23 @@ fn nonblocking_collectives() {
     run_everywhere(&exe, &[], &places, |n| format!("nbc: ok {n} tasks"));
 }
 
+/// Nonblocking collectives progress while their task waits for
+/// something else (a receive its peer sends only after completing the
+/// collective), many at once on several communicators complete in any
+/// order, and every one gives what its blocking form gives.
+#[test]
+fn nonblocking_collectives_progress() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbcprog.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    places.push((
+        "3 tasks, two nodes",
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+    ));
+    run_everywhere(&exe, &[], &places, |n| format!("nbcprog: ok {n} tasks"));
+}
+
 #[test]
 fn cxx_and_static_library() {
     let dir = scratch();

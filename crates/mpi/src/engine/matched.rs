@@ -77,6 +77,26 @@ impl Engine {
         id
     }
 
+    /// A request a nonblocking collective completes with
+    /// [`Engine::nbc_complete`].
+    pub(crate) fn nbc_request(&mut self, comm: usize) -> usize {
+        let id = self.handle();
+        let mut r = super::done_req(comm, 0, 0);
+        r.done = false;
+        self.reqs.insert(id, r);
+        id
+    }
+
+    /// Completes a nonblocking collective's request with error class
+    /// `error` (0: success).
+    pub(crate) fn nbc_complete(&mut self, id: usize, error: i32) {
+        if let Some(r) = self.reqs.get_mut(&id) {
+            r.done = true;
+            r.status.error = error;
+            self.events += 1;
+        }
+    }
+
     /// The status of request `id` if it is complete, leaving it there.
     pub(crate) fn peek(&self, id: usize) -> Result<Option<St>, MpiErr> {
         match self.reqs.get(&id) {

@@ -310,7 +310,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
 }
 
 /// `count * tasks` as a count.
-fn times(count: c_int, tasks: u32) -> Result<c_int, MpiErr> {
+pub(super) fn times(count: c_int, tasks: u32) -> Result<c_int, MpiErr> {
     count
         .checked_mul(tasks as c_int)
         .ok_or_else(|| MpiErr::new(err::COUNT, format!("count {count} too large")))

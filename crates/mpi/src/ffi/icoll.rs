@@ -1,11 +1,13 @@
-//! Nonblocking collectives, simply: the call records the blocking
-//! collective and returns a request; the collective runs when that
-//! request (or a later one of the same thread) is waited on or tested,
-//! or before the next blocking collective of the thread, always in the
-//! order the thread issued them, so every task runs its collectives in
-//! the same order. Each thread's collectives form their own sequence:
-//! under `MPI_THREAD_MULTIPLE`, threads of different tasks may issue
-//! theirs in different interleavings.
+//! Nonblocking collectives. On an intracommunicator each is a schedule
+//! (`crate::nbc`, planned by `iplan`) that every progressing MPI call
+//! advances. On an intercommunicator the call records the blocking
+//! collective and returns a request; it runs when that request (or a
+//! later one of the same thread) is waited on or tested, or before the
+//! next blocking collective of the thread, always in the order the
+//! thread issued them, so every task runs them in the same order. Each
+//! thread's recorded collectives form their own sequence: under
+//! `MPI_THREAD_MULTIPLE`, threads of different tasks may issue theirs in
+//! different interleavings.
 
 use super::coll::*;
 use super::collv::*;
@@ -153,8 +155,28 @@ unsafe fn defer(name: &str, comm: Handle, req: *mut Handle, f: Job) -> c_int {
     })
 }
 
+/// Starts the schedule `plan` made as the collective on `comm`; the
+/// request in `req`.
+///
+/// # Safety
+/// `req` is a writable handle.
+unsafe fn schedule(
+    name: &str,
+    comm: Handle,
+    req: *mut Handle,
+    plan: impl FnOnce() -> Result<super::iplan::Plan, crate::engine::MpiErr>,
+) -> c_int {
+    call(name, hv(comm), || {
+        let (sched, finish) = plan()?;
+        let id = crate::nbc::start(hv(comm), sched, finish)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(req, mk(id), "request") }
+    })
+}
+
 macro_rules! nonblocking {
-    ($(#[$doc:meta])* $name:ident / $pname:ident => $blocking:ident ($($arg:ident : $ty:ty),*) on $comm:ident) => {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $blocking:ident ($($arg:ident : $ty:ty),*) on $comm:ident
+        by $plan:ident $(($($extra:expr),*))?) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -162,6 +184,14 @@ macro_rules! nonblocking {
         /// `req` is writable.
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty,)* req: *mut Handle) -> c_int {
+            if !crate::inter::is_inter(hv($comm)) {
+                // SAFETY: the caller's contract.
+                return unsafe {
+                    schedule(stringify!($name), $comm, req, || {
+                        super::iplan::$plan($($arg,)* $($($extra),*)?)
+                    })
+                };
+            }
             $(let $arg = Arg($arg);)*
             #[allow(unused_unsafe)]
             let job: Job = Box::new(move || {
@@ -178,87 +208,87 @@ macro_rules! nonblocking {
 
 nonblocking!(
     /// `MPI_Ibarrier`.
-    MPI_Ibarrier / PMPI_Ibarrier => MPI_Barrier(comm: Handle) on comm
+    MPI_Ibarrier / PMPI_Ibarrier => MPI_Barrier(comm: Handle) on comm by ibarrier
 );
 nonblocking!(
     /// `MPI_Ibcast`.
-    MPI_Ibcast / PMPI_Ibcast => MPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) on comm
+    MPI_Ibcast / PMPI_Ibcast => MPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) on comm by ibcast
 );
 nonblocking!(
     /// `MPI_Ireduce`.
     MPI_Ireduce / PMPI_Ireduce => MPI_Reduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
-        root: c_int, comm: Handle) on comm
+        root: c_int, comm: Handle) on comm by ireduce
 );
 nonblocking!(
     /// `MPI_Iallreduce`.
     MPI_Iallreduce / PMPI_Iallreduce => MPI_Allreduce(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
-        comm: Handle) on comm
+        comm: Handle) on comm by iallreduce
 );
 nonblocking!(
     /// `MPI_Igather`.
     MPI_Igather / PMPI_Igather => MPI_Gather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
-        rt: Handle, root: c_int, comm: Handle) on comm
+        rt: Handle, root: c_int, comm: Handle) on comm by igather
 );
 nonblocking!(
     /// `MPI_Igatherv`.
     MPI_Igatherv / PMPI_Igatherv => MPI_Gatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
-        rcs: *const c_int, ds: *const c_int, rt: Handle, root: c_int, comm: Handle) on comm
+        rcs: *const c_int, ds: *const c_int, rt: Handle, root: c_int, comm: Handle) on comm by igatherv
 );
 nonblocking!(
     /// `MPI_Iscatter`.
     MPI_Iscatter / PMPI_Iscatter => MPI_Scatter(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
-        rt: Handle, root: c_int, comm: Handle) on comm
+        rt: Handle, root: c_int, comm: Handle) on comm by iscatter
 );
 nonblocking!(
     /// `MPI_Iscatterv`.
     MPI_Iscatterv / PMPI_Iscatterv => MPI_Scatterv(s: *const c_void, scs: *const c_int, ds: *const c_int, st: Handle,
-        r: *mut c_void, rc: c_int, rt: Handle, root: c_int, comm: Handle) on comm
+        r: *mut c_void, rc: c_int, rt: Handle, root: c_int, comm: Handle) on comm by iscatterv
 );
 nonblocking!(
     /// `MPI_Iallgather`.
     MPI_Iallgather / PMPI_Iallgather => MPI_Allgather(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
-        rt: Handle, comm: Handle) on comm
+        rt: Handle, comm: Handle) on comm by iallgather
 );
 nonblocking!(
     /// `MPI_Iallgatherv`.
     MPI_Iallgatherv / PMPI_Iallgatherv => MPI_Allgatherv(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void,
-        rcs: *const c_int, ds: *const c_int, rt: Handle, comm: Handle) on comm
+        rcs: *const c_int, ds: *const c_int, rt: Handle, comm: Handle) on comm by iallgatherv
 );
 nonblocking!(
     /// `MPI_Ialltoall`.
     MPI_Ialltoall / PMPI_Ialltoall => MPI_Alltoall(s: *const c_void, sc: c_int, st: Handle, r: *mut c_void, rc: c_int,
-        rt: Handle, comm: Handle) on comm
+        rt: Handle, comm: Handle) on comm by ialltoall
 );
 nonblocking!(
     /// `MPI_Ialltoallv`.
     MPI_Ialltoallv / PMPI_Ialltoallv => MPI_Alltoallv(s: *const c_void, scs: *const c_int, sds: *const c_int, st: Handle,
-        r: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Handle, comm: Handle) on comm
+        r: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Handle, comm: Handle) on comm by ialltoallv
 );
 nonblocking!(
     /// `MPI_Ireduce_scatter_block`.
     MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block => MPI_Reduce_scatter_block(s: *const c_void, r: *mut c_void, rc: c_int,
-        dt: Handle, op: Handle, comm: Handle) on comm
+        dt: Handle, op: Handle, comm: Handle) on comm by ireduce_scatter_block
 );
 nonblocking!(
     /// `MPI_Ireduce_scatter`.
     MPI_Ireduce_scatter / PMPI_Ireduce_scatter => MPI_Reduce_scatter(s: *const c_void, r: *mut c_void, rcs: *const c_int,
-        dt: Handle, op: Handle, comm: Handle) on comm
+        dt: Handle, op: Handle, comm: Handle) on comm by ireduce_scatter
 );
 nonblocking!(
     /// `MPI_Iscan`.
     MPI_Iscan / PMPI_Iscan => MPI_Scan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
-        comm: Handle) on comm
+        comm: Handle) on comm by iscan(false)
 );
 nonblocking!(
     /// `MPI_Iexscan`.
     MPI_Iexscan / PMPI_Iexscan => MPI_Exscan(s: *const c_void, r: *mut c_void, count: c_int, dt: Handle, op: Handle,
-        comm: Handle) on comm
+        comm: Handle) on comm by iscan(true)
 );
 nonblocking!(
     /// `MPI_Ialltoallw`.
     MPI_Ialltoallw / PMPI_Ialltoallw => MPI_Alltoallw(s: *const c_void, scs: *const c_int, sds: *const c_int,
         sts: *const Handle, r: *mut c_void, rcs: *const c_int, rds: *const c_int, rts: *const Handle,
-        comm: Handle) on comm
+        comm: Handle) on comm by ialltoallw
 );
 
 /// Handles a job owns (their values are ids, not addresses).
@@ -287,6 +317,15 @@ pub(crate) unsafe fn ialltoallw_owned(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if !crate::inter::is_inter(hv(comm)) {
+        // The schedule reads the datatypes only now.
+        // SAFETY: the caller's contract.
+        return unsafe {
+            schedule("MPI_Ialltoallw", comm, req, || {
+                super::iplan::ialltoallw(s, scs, sds, sts.as_ptr(), r, rcs, rds, rts.as_ptr(), comm)
+            })
+        };
+    }
     let (s, scs, sds, r, rcs, rds, c) = (
         Arg(s),
         Arg(scs),

@@ -71,6 +71,7 @@ mod icoll;
 mod info;
 mod init;
 mod intercomm;
+mod iplan;
 mod misc;
 mod mprobe;
 mod p2p;
@@ -467,7 +468,7 @@ unsafe fn blocks_w<'a>(
 /// Whether a deferred collective or a persistent request may still
 /// name a datatype or operation being freed.
 fn handles_in_use() -> bool {
-    icoll::pending() || requests::persistent()
+    icoll::pending() || crate::nbc::active() || requests::persistent()
 }
 
 /// Drops freed datatypes and operations once nothing can name them.

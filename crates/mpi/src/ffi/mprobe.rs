@@ -39,6 +39,8 @@ pub unsafe extern "C" fn MPI_Improbe(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Improbe", hv(comm), || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         let got = mprobe_once(source, tag, comm)?;
         // SAFETY: the caller's contract.
         unsafe {

@@ -344,6 +344,8 @@ pub unsafe extern "C" fn MPI_Test(
     let id = unsafe { req_id(req) };
     let comm = req_comm(id.as_ref().ok().copied().flatten());
     call("MPI_Test", comm, || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         let st = match id? {
             None => Some(empty_status()),
             Some(id) => with(|e| {
@@ -469,6 +471,8 @@ pub unsafe extern "C" fn MPI_Testall(
     statuses: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Testall", h::COMM_WORLD, || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         // SAFETY: the caller's contract.
         let ids = unsafe { ids(count, reqs) }?;
         let all = with(|e| {
@@ -543,6 +547,8 @@ pub unsafe extern "C" fn MPI_Iprobe(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Iprobe", hv(comm), || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         let st = with(|e| e.probe(hv(comm), source, tag))?;
         // SAFETY: the caller's contract.
         unsafe {

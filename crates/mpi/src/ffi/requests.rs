@@ -613,6 +613,8 @@ pub unsafe extern "C" fn MPI_Testsome(
     statuses: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Testsome", h::COMM_WORLD, || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         // SAFETY: the caller's contract.
         let ids = unsafe { ids(count, reqs) }?;
         with(|e| {
@@ -638,6 +640,8 @@ pub unsafe extern "C" fn MPI_Testany(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Testany", h::COMM_WORLD, || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         // SAFETY: the caller's contract.
         let ids = unsafe { ids(count, reqs) }?;
         let hit = with(|e| {
@@ -684,6 +688,8 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Request_get_status", h::COMM_WORLD, || {
+        // Nonblocking collectives move on in every polling call.
+        crate::nbc::progress();
         let st = match resolve(hv(req)) {
             None => Some(empty_status()),
             Some(id) => with(|e| {

@@ -118,6 +118,22 @@ program fapi
   end do
   if (sums(1) /= size * (size - 1) / 2) errs = errs + 1
 
+  ! Rank 0 blocks in a receive that rank 1 sends only once its Iallreduce
+  ! completed: the collective progresses inside the receive.
+  if (size > 1) then
+    vals = [rank + 1, -1]
+    call MPI_Iallreduce(vals(1), sums(2), 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, reqs(1), ierr)
+    if (rank == 0) then
+      call MPI_Recv(vals(2), 1, MPI_INTEGER, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+      call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+      if (vals(2) /= 42) errs = errs + 1
+    else
+      call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+      if (rank == 1) call MPI_Send(42, 1, MPI_INTEGER, 0, 5, MPI_COMM_WORLD, ierr)
+    end if
+    if (sums(2) /= size * (size + 1) / 2) errs = errs + 1
+  end if
+
   call MPI_Op_create(maxabs, .true., op, ierr)
   a = [-rank, rank, -7]
   call MPI_Allreduce(a, b, 3, MPI_INTEGER, op, MPI_COMM_WORLD, ierr)

@@ -1,0 +1,365 @@
+//! Nonblocking collectives on intracommunicators as schedules: rounds of
+//! sends and receives on the communicator's collective context, each
+//! followed by local steps (copies, reductions) once its messages
+//! completed. Every MPI call that makes progress (waits, tests, probes,
+//! blocking point-to-point and collectives) advances every schedule as
+//! far as it can without waiting, so a collective completes while its
+//! task waits for something else.
+//!
+//! Each collective gets a tag of its own from a sequence per
+//! communicator context: every task issues the collectives of a
+//! communicator in the same order, so the k-th matches the k-th
+//! everywhere, never a blocking collective's messages (small tags) or
+//! another outstanding one's, whatever order they progress in.
+
+use crate::coll::Reduction;
+use crate::consts::err;
+use crate::engine::{Dest, Engine, MpiErr};
+use crate::runtime::with;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+pub(crate) mod algo;
+
+/// Tags of nonblocking collectives: above every tag the blocking
+/// collectives and windows use on the collective context.
+const TAG_BASE: i32 = 1 << 30;
+
+/// One action of a round. Ranks are the communicator's; `buf` indexes
+/// the schedule's buffers, `at`/`len` bytes in it.
+#[derive(Debug, Clone)]
+pub(crate) enum Act {
+    Send {
+        to: u32,
+        buf: usize,
+        at: usize,
+        len: usize,
+    },
+    Recv {
+        from: u32,
+        buf: usize,
+        at: usize,
+        len: usize,
+    },
+    /// After the messages: `bufs[inout] = bufs[inv] (op) bufs[inout]`.
+    Fold { inv: usize, inout: usize },
+    /// After the messages: `bufs[inout] = bufs[inout] (op) bufs[inv]`
+    /// (rank order when the lower ranks' part is in `inout`).
+    FoldBack { inv: usize, inout: usize },
+    /// After the messages: bytes from one buffer into another.
+    Copy {
+        from: usize,
+        at: usize,
+        to: usize,
+        to_at: usize,
+        len: usize,
+    },
+}
+
+impl Act {
+    fn is_msg(&self) -> bool {
+        matches!(self, Act::Send { .. } | Act::Recv { .. })
+    }
+}
+
+/// A collective as rounds over buffers it owns.
+#[derive(Default)]
+pub(crate) struct Sched {
+    pub(crate) bufs: Vec<Vec<u8>>,
+    rounds: VecDeque<Vec<Act>>,
+    red: Option<Reduction>,
+}
+
+impl Sched {
+    pub(crate) fn new(bufs: Vec<Vec<u8>>, red: Option<Reduction>) -> Sched {
+        Sched {
+            bufs,
+            rounds: VecDeque::new(),
+            red,
+        }
+    }
+
+    /// Appends a round (nothing for an empty one).
+    pub(crate) fn add(&mut self, acts: Vec<Act>) {
+        if !acts.is_empty() {
+            self.rounds.push_back(acts);
+        }
+    }
+
+    /// Runs the local actions of a round whose messages completed.
+    fn local(&mut self, acts: &[Act]) -> Result<(), MpiErr> {
+        for a in acts {
+            match *a {
+                Act::Fold { inv, inout } => {
+                    let mut io = std::mem::take(&mut self.bufs[inout]);
+                    let r = self.reduction()?.apply(&self.bufs[inv], &mut io);
+                    self.bufs[inout] = io;
+                    r?;
+                }
+                Act::FoldBack { inv, inout } => {
+                    // inv := inout (op) inv, then the buffers trade places.
+                    let mut io = std::mem::take(&mut self.bufs[inv]);
+                    let r = self.reduction()?.apply(&self.bufs[inout], &mut io);
+                    self.bufs[inv] = io;
+                    r?;
+                    self.bufs.swap(inv, inout);
+                }
+                Act::Copy {
+                    from,
+                    at,
+                    to,
+                    to_at,
+                    len,
+                } => {
+                    let src = self.bufs[from][at..at + len].to_vec();
+                    self.bufs[to][to_at..to_at + len].copy_from_slice(&src);
+                }
+                Act::Send { .. } | Act::Recv { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn reduction(&self) -> Result<&Reduction, MpiErr> {
+        self.red
+            .as_ref()
+            .ok_or_else(|| MpiErr::new(err::INTERN, "a reduction step without an operation"))
+    }
+}
+
+/// What a finished schedule does with its buffers: writes the results
+/// into the program's memory.
+pub(crate) type Finish = Box<dyn FnOnce(&mut [Vec<u8>]) + Send>;
+
+/// Where a receive's bytes go: buffer, offset, length.
+type Landing = (usize, usize, usize);
+
+/// A schedule under way.
+struct Running {
+    /// The request the program holds.
+    req: usize,
+    comm: usize,
+    ctx: u32,
+    tag: i32,
+    group: Arc<Vec<u32>>,
+    sched: Sched,
+    /// Messages of the current round in flight: request, and for a
+    /// receive where its bytes go (buffer, offset, length).
+    inflight: Vec<(usize, Option<Landing>)>,
+    /// The current round's local actions, run once `inflight` is done.
+    after: Vec<Act>,
+    finish: Option<Finish>,
+    /// The first error class met.
+    error: i32,
+}
+
+static ACTIVE: Mutex<Vec<Running>> = Mutex::new(Vec::new());
+/// How many schedules run: progress checks this word, not the lock.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The engine's event count when the last pass over the schedules
+/// began.
+static SEEN: AtomicU64 = AtomicU64::new(0);
+/// The next sequence number of each communicator context.
+static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
+
+/// Whether any schedule runs.
+pub(crate) fn active() -> bool {
+    COUNT.load(Ordering::Acquire) > 0
+}
+
+fn list() -> MutexGuard<'static, Vec<Running>> {
+    ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts `sched` as a collective on intracommunicator `comm`; the
+/// request that completes when it finished and `finish` ran.
+pub(crate) fn start(comm: usize, sched: Sched, finish: Finish) -> Result<usize, MpiErr> {
+    let (req, ctx, group) = with(|e| {
+        let c = e.comm(comm)?;
+        let (ctx, group) = (c.ctx + 1, c.group.clone());
+        Ok((e.nbc_request(comm), ctx, group))
+    })?;
+    let seq = {
+        let mut g = SEQ.lock().unwrap_or_else(|e| e.into_inner());
+        let n = g.get_or_insert_with(HashMap::new).entry(ctx).or_insert(0);
+        let s = *n;
+        *n = (s + 1) % (1 << 29);
+        s
+    };
+    list().push(Running {
+        req,
+        comm,
+        ctx,
+        tag: TAG_BASE + seq as i32,
+        group,
+        sched,
+        inflight: Vec::new(),
+        after: Vec::new(),
+        finish: Some(finish),
+        error: 0,
+    });
+    COUNT.fetch_add(1, Ordering::AcqRel);
+    // Its first messages leave now.
+    progress();
+    Ok(req)
+}
+
+/// Advances every schedule as far as it goes without waiting; whether
+/// one moved. A thread that finds another advancing leaves it to that
+/// one (and to the news its completions send).
+pub(crate) fn progress() -> bool {
+    if !active() {
+        return false;
+    }
+    let mut list = match ACTIVE.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return false,
+    };
+    // Every completion counted up to here is seen by the pass below.
+    let start = with(|e| Ok(e.events)).unwrap_or(u64::MAX);
+    let mut moved = false;
+    let mut i = 0;
+    while i < list.len() {
+        let (m, done) = advance(&mut list[i]);
+        moved |= m;
+        if done {
+            let r = list.remove(i);
+            COUNT.fetch_sub(1, Ordering::AcqRel);
+            let _ = with(|e| {
+                e.nbc_complete(r.req, r.error);
+                Ok(())
+            });
+        } else {
+            i += 1;
+        }
+    }
+    SEEN.store(start, Ordering::Release);
+    moved
+}
+
+/// Whether every schedule has looked at the completions counted by
+/// `events` (the engine's event count): a wait may then sleep until a
+/// message arrives.
+pub(crate) fn settled(events: u64) -> bool {
+    !active() || SEEN.load(Ordering::Acquire) == events
+}
+
+/// Moves one schedule on: whether it moved, and whether it finished
+/// (its results written).
+fn advance(r: &mut Running) -> (bool, bool) {
+    let mut moved = false;
+    loop {
+        if !r.inflight.is_empty() {
+            match collect(r) {
+                Ok(true) => {}
+                Ok(false) => return (moved, false),
+                Err(e) => r.error = e.class,
+            }
+        }
+        if r.error == 0 {
+            let after = std::mem::take(&mut r.after);
+            if let Err(e) = r.sched.local(&after) {
+                r.error = e.class;
+            }
+        }
+        let next = if r.error == 0 {
+            r.sched.rounds.pop_front()
+        } else {
+            None
+        };
+        let Some(round) = next else {
+            if r.error == 0 {
+                if let Some(f) = r.finish.take() {
+                    f(&mut r.sched.bufs);
+                }
+            }
+            return (true, true);
+        };
+        moved = true;
+        let (msgs, after): (Vec<Act>, Vec<Act>) = round.into_iter().partition(Act::is_msg);
+        r.after = after;
+        if let Err(e) = post(r, &msgs) {
+            r.error = e.class;
+        }
+    }
+}
+
+/// Posts a round's messages: receives first, so a message to ourselves
+/// finds its receive.
+fn post(r: &mut Running, msgs: &[Act]) -> Result<(), MpiErr> {
+    let (comm, ctx, tag) = (r.comm, r.ctx, r.tag);
+    let group = r.group.clone();
+    let bufs = &r.sched.bufs;
+    let inflight = &mut r.inflight;
+    with(|e| {
+        for a in msgs.iter().filter(|a| matches!(a, Act::Recv { .. })) {
+            if let Act::Recv { from, buf, at, len } = *a {
+                let id = e.handle();
+                let dest = Dest::Own {
+                    cap: len,
+                    data: Vec::new(),
+                };
+                let w = world(&group, from)?;
+                e.recv_ctx(comm, ctx, group.clone(), Some(w), Some(tag), dest, id);
+                inflight.push((id, Some((buf, at, len))));
+            }
+        }
+        for a in msgs {
+            if let Act::Send { to, buf, at, len } = *a {
+                let id = e.handle();
+                let data = &bufs[buf][at..at + len];
+                e.send_ctx(comm, ctx, world(&group, to)?, tag, data, false, id)?;
+                e.stats.coll_msgs += 1;
+                e.stats.coll_bytes += len as u64;
+                inflight.push((id, None));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn world(group: &[u32], rank: u32) -> Result<u32, MpiErr> {
+    group
+        .get(rank as usize)
+        .copied()
+        .ok_or_else(|| MpiErr::new(err::INTERN, "a schedule names a rank past its group"))
+}
+
+/// Whether the round's messages completed (their bytes then in place).
+fn collect(r: &mut Running) -> Result<bool, MpiErr> {
+    let inflight = std::mem::take(&mut r.inflight);
+    let bufs = &mut r.sched.bufs;
+    let out = with(|e: &mut Engine| {
+        e.progress();
+        if !inflight
+            .iter()
+            .all(|(id, _)| e.reqs.get(id).is_none_or(|q| q.done))
+        {
+            return Ok(None);
+        }
+        let mut first = 0;
+        for &(id, to) in &inflight {
+            let data = e.take_data(id);
+            let st = e.take(id).unwrap_or_default();
+            if st.error != 0 && first == 0 {
+                first = st.error;
+            }
+            if let Some((buf, at, len)) = to {
+                let n = data.len().min(len);
+                bufs[buf][at..at + n].copy_from_slice(&data[..n]);
+            }
+        }
+        Ok(Some(first))
+    });
+    match out {
+        Ok(None) => {
+            r.inflight = inflight;
+            Ok(false)
+        }
+        Ok(Some(0)) => Ok(true),
+        Ok(Some(c)) => Err(MpiErr::new(c, "a message of the collective failed")),
+        Err(e) => Err(e),
+    }
+}

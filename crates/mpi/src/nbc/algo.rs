@@ -1,0 +1,520 @@
+//! The rounds of each nonblocking collective: the algorithms of the
+//! blocking ones (`crate::coll`), cut where those wait. `n` tasks, this
+//! one `rank`; buffer indices into the schedule's buffers.
+
+use super::{Act, Sched};
+use crate::coll::Block;
+
+/// Dissemination barrier.
+pub(crate) fn barrier(s: &mut Sched, n: u32, rank: u32) {
+    let mut k = 1;
+    while k < n {
+        s.add(vec![
+            Act::Send {
+                to: (rank + k) % n,
+                buf: 0,
+                at: 0,
+                len: 0,
+            },
+            Act::Recv {
+                from: (rank + n - k) % n,
+                buf: 0,
+                at: 0,
+                len: 0,
+            },
+        ]);
+        k *= 2;
+    }
+}
+
+/// Binomial broadcast of buffer `buf` from `root`.
+pub(crate) fn bcast(s: &mut Sched, n: u32, rank: u32, buf: usize, root: u32) {
+    let len = s.bufs[buf].len();
+    let vr = (rank + n - root) % n;
+    let real = |v: u32| (v + root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask != 0 {
+            s.add(vec![Act::Recv {
+                from: real(vr - mask),
+                buf,
+                at: 0,
+                len,
+            }]);
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    let mut sends = Vec::new();
+    while mask > 0 {
+        if vr + mask < n {
+            sends.push(Act::Send {
+                to: real(vr + mask),
+                buf,
+                at: 0,
+                len,
+            });
+        }
+        mask >>= 1;
+    }
+    s.add(sends);
+}
+
+/// Binomial reduction of buffer `acc` to `root` (`tmp`: as long, for
+/// what arrives); combines in rank order only from root 0 when the
+/// operation does not commute.
+fn reduce_tree(s: &mut Sched, n: u32, rank: u32, acc: usize, tmp: usize, root: u32, commute: bool) {
+    let len = s.bufs[acc].len();
+    let vr = (rank + n - root) % n;
+    let real = |v: u32| (v + root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask == 0 {
+            let src = vr | mask;
+            if src < n {
+                let fold = if commute {
+                    Act::Fold {
+                        inv: tmp,
+                        inout: acc,
+                    }
+                } else {
+                    Act::FoldBack {
+                        inv: tmp,
+                        inout: acc,
+                    }
+                };
+                s.add(vec![
+                    Act::Recv {
+                        from: real(src),
+                        buf: tmp,
+                        at: 0,
+                        len,
+                    },
+                    fold,
+                ]);
+            }
+        } else {
+            s.add(vec![Act::Send {
+                to: real(vr & !mask),
+                buf: acc,
+                at: 0,
+                len,
+            }]);
+            break;
+        }
+        mask <<= 1;
+    }
+}
+
+/// Reduction of buffer 0 to `root` (buffer 1 as long, scratch); the
+/// result in buffer 0 at the root.
+pub(crate) fn reduce(s: &mut Sched, n: u32, rank: u32, root: u32, commute: bool) {
+    if commute || root == 0 {
+        return reduce_tree(s, n, rank, 0, 1, root, commute);
+    }
+    // The tree keeps rank order only from task 0: reduce there, then
+    // move the result to the root.
+    reduce_tree(s, n, rank, 0, 1, 0, commute);
+    let len = s.bufs[0].len();
+    if rank == 0 {
+        s.add(vec![Act::Send {
+            to: root,
+            buf: 0,
+            at: 0,
+            len,
+        }]);
+    } else if rank == root {
+        s.add(vec![Act::Recv {
+            from: 0,
+            buf: 0,
+            at: 0,
+            len,
+        }]);
+    }
+}
+
+/// Reduction of buffer 0 (buffer 1 scratch), the result in buffer 0
+/// everywhere.
+pub(crate) fn allreduce(s: &mut Sched, n: u32, rank: u32, commute: bool) {
+    reduce_tree(s, n, rank, 0, 1, 0, commute);
+    bcast(s, n, rank, 0, 0);
+}
+
+/// Each task's buffer `mine` into block p of buffer `all` at `root`
+/// (the root's own block already in place).
+pub(crate) fn gatherv(
+    s: &mut Sched,
+    n: u32,
+    rank: u32,
+    mine: usize,
+    all: usize,
+    blocks: &[Block],
+    root: u32,
+) {
+    if rank != root {
+        let len = s.bufs[mine].len();
+        s.add(vec![Act::Send {
+            to: root,
+            buf: mine,
+            at: 0,
+            len,
+        }]);
+        return;
+    }
+    s.add(
+        (0..n)
+            .filter(|&p| p != root)
+            .map(|p| Act::Recv {
+                from: p,
+                buf: all,
+                at: blocks[p as usize].0,
+                len: blocks[p as usize].1,
+            })
+            .collect(),
+    );
+}
+
+/// Block p of buffer `all` at `root` into buffer `mine` of task p (the
+/// root's own block copied by the caller).
+pub(crate) fn scatterv(
+    s: &mut Sched,
+    n: u32,
+    rank: u32,
+    all: usize,
+    blocks: &[Block],
+    mine: usize,
+    root: u32,
+) {
+    if rank != root {
+        let len = s.bufs[mine].len();
+        s.add(vec![Act::Recv {
+            from: root,
+            buf: mine,
+            at: 0,
+            len,
+        }]);
+        return;
+    }
+    s.add(
+        (0..n)
+            .filter(|&p| p != root)
+            .map(|p| Act::Send {
+                to: p,
+                buf: all,
+                at: blocks[p as usize].0,
+                len: blocks[p as usize].1,
+            })
+            .collect(),
+    );
+}
+
+/// Allgather(v): every task's buffer 0 into its block of buffer 1
+/// everywhere, gathered at task 0, packed into buffer 2 (as long as the
+/// blocks together), broadcast and unpacked, so bytes between the
+/// blocks stay as they were.
+pub(crate) fn allgatherv(s: &mut Sched, n: u32, rank: u32, blocks: &[Block]) {
+    gatherv(s, n, rank, 0, 1, blocks, 0);
+    let mut at = 0;
+    let mut pack = Vec::new();
+    let mut unpack = Vec::new();
+    for &(o, l) in blocks {
+        pack.push(Act::Copy {
+            from: 1,
+            at: o,
+            to: 2,
+            to_at: at,
+            len: l,
+        });
+        unpack.push(Act::Copy {
+            from: 2,
+            at,
+            to: 1,
+            to_at: o,
+            len: l,
+        });
+        at += l;
+    }
+    if rank == 0 {
+        s.add(pack);
+    }
+    bcast(s, n, rank, 2, 0);
+    if rank != 0 {
+        s.add(unpack);
+    }
+}
+
+/// Pairwise all-to-all: block p of buffer 0 to task p, its block into
+/// block p of buffer 1 (our own block copied by the caller).
+pub(crate) fn alltoallv(s: &mut Sched, n: u32, rank: u32, sblocks: &[Block], rblocks: &[Block]) {
+    let peers: Vec<u32> = (1..n).map(|k| (rank + k) % n).collect();
+    let mut acts: Vec<Act> = peers
+        .iter()
+        .map(|&p| Act::Recv {
+            from: p,
+            buf: 1,
+            at: rblocks[p as usize].0,
+            len: rblocks[p as usize].1,
+        })
+        .collect();
+    acts.extend(peers.iter().map(|&p| Act::Send {
+        to: p,
+        buf: 0,
+        at: sblocks[p as usize].0,
+        len: sblocks[p as usize].1,
+    }));
+    s.add(acts);
+}
+
+/// Scan over buffer 0 (buffers 1 and 2 as long, scratch): a chain, each
+/// task passing its inclusive prefix on; buffer 0 ends with the
+/// inclusive (or, `exclusive`, the exclusive) prefix, unchanged at task 0.
+pub(crate) fn scan(s: &mut Sched, n: u32, rank: u32, exclusive: bool) {
+    let len = s.bufs[0].len();
+    let copy = |from, to| Act::Copy {
+        from,
+        at: 0,
+        to,
+        to_at: 0,
+        len,
+    };
+    if rank > 0 {
+        s.add(vec![
+            Act::Recv {
+                from: rank - 1,
+                buf: 1,
+                at: 0,
+                len,
+            },
+            copy(0, 2),
+            // Prefix first: inclusive = prefix (op) ours.
+            Act::Fold { inv: 1, inout: 2 },
+            copy(if exclusive { 1 } else { 2 }, 0),
+        ]);
+        if rank + 1 < n {
+            s.add(vec![Act::Send {
+                to: rank + 1,
+                buf: 2,
+                at: 0,
+                len,
+            }]);
+        }
+    } else if n > 1 {
+        s.add(vec![Act::Send {
+            to: 1,
+            buf: 0,
+            at: 0,
+            len,
+        }]);
+    }
+}
+
+/// Reduce-scatter: buffer 0 reduced at task 0 (buffer 1 scratch), then
+/// block p of it into buffer 2 of task p.
+pub(crate) fn reduce_scatter(s: &mut Sched, n: u32, rank: u32, blocks: &[Block], commute: bool) {
+    reduce_tree(s, n, rank, 0, 1, 0, commute);
+    scatterv(s, n, rank, 0, blocks, 2, 0);
+    if rank == 0 {
+        let (at, len) = blocks[0];
+        s.add(vec![Act::Copy {
+            from: 0,
+            at,
+            to: 2,
+            to_at: 0,
+            len,
+        }]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every task's schedule run against the others in one process:
+    //! sends land in a queue per (sender, receiver) pair, a round ends
+    //! when its receives found their messages.
+
+    use super::super::{Act, Sched};
+    use super::*;
+    use crate::coll::Reduction;
+    use crate::types::{Num, Op};
+    use std::collections::{HashMap, VecDeque};
+
+    fn sum() -> Option<Reduction> {
+        Some(Reduction::Pre {
+            op: Op::Sum,
+            num: Num::I64,
+            size: 8,
+        })
+    }
+
+    fn words(v: &[i64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    fn ints(b: &[u8]) -> Vec<i64> {
+        b.chunks_exact(8)
+            .map(|c| i64::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    /// Runs the schedules to the end, in an order where each task moves
+    /// as far as it can before the next: a deadlock fails.
+    fn run(mut s: Vec<Sched>) -> Vec<Sched> {
+        let mut q: HashMap<(u32, u32), VecDeque<Vec<u8>>> = HashMap::new();
+        let mut sent = vec![false; s.len()];
+        loop {
+            let mut moved = false;
+            for (me, sc) in s.iter_mut().enumerate() {
+                let me = me as u32;
+                while let Some(round) = sc.rounds.front().cloned() {
+                    if !sent[me as usize] {
+                        for a in &round {
+                            if let Act::Send { to, buf, at, len } = *a {
+                                let d = sc.bufs[buf][at..at + len].to_vec();
+                                q.entry((me, to)).or_default().push_back(d);
+                            }
+                        }
+                        sent[me as usize] = true;
+                        moved = true;
+                    }
+                    let ready = round.iter().all(|a| match *a {
+                        Act::Recv { from, .. } => q.get(&(from, me)).is_some_and(|m| !m.is_empty()),
+                        _ => true,
+                    });
+                    if !ready {
+                        break;
+                    }
+                    for a in &round {
+                        if let Act::Recv { from, buf, at, len } = *a {
+                            let d = q.get_mut(&(from, me)).unwrap().pop_front().unwrap();
+                            assert_eq!(d.len(), len, "message length");
+                            sc.bufs[buf][at..at + len].copy_from_slice(&d);
+                        }
+                    }
+                    sc.local(&round).unwrap();
+                    sc.rounds.pop_front();
+                    sent[me as usize] = false;
+                    moved = true;
+                }
+            }
+            if s.iter().all(|sc| sc.rounds.is_empty()) {
+                assert!(q.values().all(VecDeque::is_empty), "messages left over");
+                return s;
+            }
+            assert!(moved, "the schedules wait for each other");
+        }
+    }
+
+    #[test]
+    fn barrier_bcast_reduce_allreduce_scan_on_1_to_9_tasks() {
+        for n in 1..=9u32 {
+            let mut b = Vec::new();
+            for r in 0..n {
+                let mut s = Sched::new(vec![Vec::new()], None);
+                barrier(&mut s, n, r);
+                b.push(s);
+            }
+            run(b);
+            for root in 0..n {
+                let mut v = Vec::new();
+                for r in 0..n {
+                    let mut s = Sched::new(vec![words(&[r as i64 * 10, 1])], None);
+                    bcast(&mut s, n, r, 0, root);
+                    v.push(s);
+                }
+                for s in run(v) {
+                    assert_eq!(ints(&s.bufs[0]), [root as i64 * 10, 1]);
+                }
+                let mut v = Vec::new();
+                for r in 0..n {
+                    let mut s = Sched::new(vec![words(&[r as i64, 2]), vec![0; 16]], sum());
+                    reduce(&mut s, n, r, root, root % 2 == 0);
+                    v.push(s);
+                }
+                let out = run(v);
+                let want = i64::from(n * (n - 1) / 2);
+                assert_eq!(ints(&out[root as usize].bufs[0]), [want, 2 * i64::from(n)]);
+            }
+            let mut v = Vec::new();
+            let mut w = Vec::new();
+            for r in 0..n {
+                let mut s = Sched::new(vec![words(&[r as i64 + 1]), vec![0; 8]], sum());
+                allreduce(&mut s, n, r, false);
+                v.push(s);
+                let mut s = Sched::new(vec![words(&[r as i64 + 1]), vec![0; 8], vec![0; 8]], sum());
+                scan(&mut s, n, r, r % 2 == 1);
+                w.push(s);
+            }
+            for s in run(v) {
+                assert_eq!(ints(&s.bufs[0]), [i64::from(n * (n + 1) / 2)]);
+            }
+            for (r, s) in run(w).iter().enumerate() {
+                let r = r as i64;
+                let want = if r % 2 == 1 {
+                    r * (r + 1) / 2
+                } else {
+                    (r + 1) * (r + 2) / 2
+                };
+                assert_eq!(ints(&s.bufs[0]), [want]);
+            }
+        }
+    }
+
+    #[test]
+    fn gathers_scatters_all_to_all_and_reduce_scatter_on_1_to_7_tasks() {
+        for n in 1..=7u32 {
+            // Task p's block: p + 1 words at 8 * (p * (p + 1) / 2 + p).
+            let blocks: Vec<(usize, usize)> = (0..n as usize)
+                .map(|p| (8 * (p * (p + 1) / 2 + p), 8 * (p + 1)))
+                .collect();
+            let total = blocks.last().map_or(0, |b| b.0 + b.1);
+            let packed = blocks.iter().map(|b| b.1).sum::<usize>();
+            let mut v = Vec::new();
+            for r in 0..n {
+                let mine = words(&vec![r as i64; r as usize + 1]);
+                let mut all = vec![0xee; total];
+                let (o, l) = blocks[r as usize];
+                all[o..o + l].copy_from_slice(&mine);
+                let mut s = Sched::new(vec![mine, all, vec![0; packed]], None);
+                allgatherv(&mut s, n, r, &blocks);
+                v.push(s);
+            }
+            for s in run(v) {
+                for (p, &(o, l)) in blocks.iter().enumerate() {
+                    assert_eq!(ints(&s.bufs[1][o..o + l]), vec![p as i64; p + 1]);
+                }
+                // Bytes between the blocks stay.
+                assert!(blocks
+                    .iter()
+                    .all(|&(o, _)| o == 0 || s.bufs[1][o - 1] == 0xee));
+            }
+            // All-to-all: task r sends r * 100 + p to task p.
+            let eq: Vec<(usize, usize)> = (0..n as usize).map(|p| (8 * p, 8)).collect();
+            let mut v = Vec::new();
+            for r in 0..n {
+                let send: Vec<i64> = (0..n).map(|p| i64::from(r * 100 + p)).collect();
+                let mut recv = vec![0; 8 * n as usize];
+                recv[8 * r as usize..8 * r as usize + 8]
+                    .copy_from_slice(&words(&[i64::from(r * 101)]));
+                let mut s = Sched::new(vec![words(&send), recv], None);
+                alltoallv(&mut s, n, r, &eq, &eq);
+                v.push(s);
+            }
+            for (r, s) in run(v).iter().enumerate() {
+                let want: Vec<i64> = (0..n as usize).map(|p| (p * 100 + r) as i64).collect();
+                assert_eq!(ints(&s.bufs[1]), want);
+            }
+            // Reduce-scatter of n words, one each.
+            let mut v = Vec::new();
+            for r in 0..n {
+                let c: Vec<i64> = (0..n).map(|p| i64::from(r + p)).collect();
+                let mut s = Sched::new(vec![words(&c), vec![0; 8 * n as usize], vec![0; 8]], sum());
+                reduce_scatter(&mut s, n, r, &eq, true);
+                v.push(s);
+            }
+            for (r, s) in run(v).iter().enumerate() {
+                let n = i64::from(n);
+                assert_eq!(ints(&s.bufs[2]), [n * r as i64 + n * (n - 1) / 2]);
+            }
+        }
+    }
+}
