@@ -372,7 +372,7 @@ pub const SETTINGS: &[Known] = &[
     k(
         "SSS_RCOP_OPT",
         "ia",
-        "no, ia",
+        "no, ia, bo, all, or a list such as ia,bo",
         "the RCOP pass's optimization (sss cc sets it from -fsss-opt=)",
         Launcher,
     ),
