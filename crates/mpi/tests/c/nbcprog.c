@@ -136,8 +136,14 @@ static void many_outstanding(void) {
     MPI_Waitall(6, r2, MPI_STATUSES_IGNORE);
     for (int i = 0; i < 6; i++) CHECK(r2[i] == MPI_REQUEST_NULL);
     (void)hn;
+    /* Freed while a collective on it is outstanding: that one completes. */
+    MPI_Request last;
+    int lv = -1;
+    MPI_Iallreduce(&one, &lv, 1, MPI_INT, MPI_SUM, dup, &last);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
+    MPI_Wait(&last, MPI_STATUS_IGNORE);
+    CHECK(lv == size * (size + 1) / 2);
 }
 
 #define N 3
