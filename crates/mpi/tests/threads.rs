@@ -38,3 +38,12 @@ fn threads_block_in_mpi_without_stopping_each_other() {
         });
     }
 }
+
+/// Nonblocking collectives progress inside a receive another thread of
+/// the task blocks in (`tests/c/nbcthreads.c`).
+#[test]
+fn nonblocking_collectives_progress_under_thread_multiple() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbcthreads.c", false);
+    run_everywhere(&exe, &[], PLACES, |n| format!("nbcthreads: ok {n} tasks"));
+}
