@@ -5,7 +5,7 @@
 use crate::config::WriteMode;
 use crate::protocol::directory::SC_MAX;
 use crate::protocol::Protocol;
-use crate::shared::{lock, page_of, Shared};
+use crate::shared::{lock, page_of, Shared, MAX_DROPPED};
 use crate::stats::bump;
 use crate::sys::{self, PAGE};
 use crate::Error;
@@ -138,9 +138,16 @@ impl Shared {
             st.ra_end = page + n;
             // Read again after an acquire dropped it: fetched again at
             // the next acquire that drops it.
-            for p in page..page + n {
-                if st.dropped.remove(&p) {
-                    st.hot.insert(p, 0);
+            // Only lazy copies are fetched again at acquires. The whole
+            // run: a hot page between cold ones would cut read-ahead runs.
+            if proto.lazy() {
+                if st.hot.len() >= MAX_DROPPED {
+                    st.hot.clear();
+                }
+                for p in page..page + n {
+                    if st.dropped.remove(&p) {
+                        st.hot.insert(p, 0);
+                    }
                 }
             }
         }
@@ -153,9 +160,9 @@ impl Shared {
         // Copy marks: the home of a lazy page notices (and, in trap mode,
         // write-protects) only pages some task copied.
         let mut marks = if proto.lazy() && home != self.rank && self.size > 1 {
-            self.mark_copies(page, n, home)?
+            Some(self.mark_copies(page, n, home)?)
         } else {
-            Vec::new()
+            None
         };
         let sc = proto == Protocol::Invalidate && tracked && self.size > 1;
         loop {
@@ -181,9 +188,9 @@ impl Shared {
             if data.len() != len {
                 return Err(Error::Invalid("short read from home"));
             }
-            // Applied before the READ (issue order); waited for errors.
-            for r in marks.drain(..) {
-                r.wait()?;
+            // Applied before the READ (issue order); their status now.
+            if let Some(m) = marks.take() {
+                self.marks_done(m)?;
             }
             let mut st = lock(&self.state);
             if self.epoch.load(Ordering::Acquire) != epoch {
@@ -278,9 +285,7 @@ impl Shared {
             let data = match read {
                 Some((marks, r)) => {
                     let d = r.wait_data()?;
-                    for m in marks {
-                        m.wait()?;
-                    }
+                    self.marks_done(marks)?;
                     d
                 }
                 None => self.home_read(off, len)?,

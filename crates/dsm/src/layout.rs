@@ -16,7 +16,7 @@
 //! | `UPD_WANT` | update acknowledgements this task must receive | homes (forwards), the owner (direct) |
 //! | `UPD_ACK` | update acknowledgements received | bumped by copy holders |
 //! | `ARRIVED` | barriers this task has arrived at | the owner; a waiter that waited long READs it |
-//! | `MARKS` | copy marks set at this home (see below) | fetchers FETCH_ADD it after their marks |
+//! | `MARKS` | copy marks set at this home (see below) | fetchers add to it after their marks (a WRITE's notify, or a FETCH_ADD after a holder bit) |
 //! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
@@ -27,11 +27,11 @@
 //! the bit mask of tasks holding a copy. A holder sets its own bit (MBCF
 //! FETCH_ADD, once per page) before it reads the page; `set_protocol`
 //! clears the words of the pages the task homes. For pages of the lazy
-//! protocols (`Ulrc`, `HomeUpdate`) the word counts the tasks that ever
-//! fetched a copy (each adds 1, once per page, then bumps `MARKS`, both
-//! applied before its READ): a page whose word is 0 has no copy to
-//! invalidate, so its home publishes no write notice for it and, in trap
-//! mode, leaves it writable.
+//! protocols (`Ulrc`, `HomeUpdate`) the word is a copy mark: set to 1 by
+//! every task that fetches a copy (a WRITE, once per page, then an add to
+//! `MARKS`, both applied before its READ): a page whose word is 0 has no
+//! copy to invalidate, so its home publishes no write notice for it and,
+//! in trap mode, leaves it writable.
 
 /// Barrier arrivals.
 pub const BAR_COUNT: usize = 0;

@@ -208,6 +208,7 @@ impl Dsm {
             dirs,
             state: Mutex::new(State {
                 seen: vec![0; size as usize],
+                gain: vec![0; size as usize],
                 ..State::default()
             }),
             out: Mutex::new(Out::default()),

@@ -286,10 +286,12 @@ impl Shared {
         Ok(fresh)
     }
 
-    /// After a protocol switch of `[first, end)` (trap mode, between
-    /// barriers): every mapped page of it is protected again and, for a
-    /// protocol whose copies are marked, watched, so none goes unrecorded
-    /// whatever the old protocol left writable.
+    /// After a protocol switch of `[first, end)` (trap mode, between the
+    /// barriers, every copy of the range dropped and, right after, the
+    /// directory words of its pages cleared): under a protocol whose
+    /// copies are marked nobody holds any, so its mapped pages are all
+    /// left writable and unwatched (a mark after the switch makes them
+    /// watched again); under any other every one is protected.
     pub(crate) fn reprotect_own(&self, first: u64, end: u64, marked: bool) -> Result<(), Error> {
         let runs: Vec<(u64, u64)> = lock(&self.mapped)
             .runs
@@ -299,16 +301,13 @@ impl Shared {
             .collect();
         for &(lo, hi) in &runs {
             let addr = self.page_addr(lo)?;
-            self.uffd.protect(addr, (hi - lo) as usize * PAGE, true)?;
+            self.uffd
+                .protect(addr, (hi - lo) as usize * PAGE, !marked)?;
         }
         let mut st = lock(&self.state);
         for (lo, hi) in runs {
             for p in lo..hi {
-                if marked {
-                    st.watched.insert(p);
-                } else {
-                    st.watched.remove(&p);
-                }
+                st.watched.remove(&p);
             }
         }
         Ok(())

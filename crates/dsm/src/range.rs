@@ -294,59 +294,66 @@ impl Shared {
             }
             None => return Err(Error::Invalid("address outside every allocation")),
         };
-        let pages = r.start..r.start + r.pages;
-        {
-            let mut st = lock(&self.state);
-            let mine: Vec<u64> = st
-                .present
-                .iter()
-                .copied()
-                .filter(|p| pages.contains(p))
-                .collect();
-            self.discard(&mut st, &mine)?;
-            st.registered.retain(|p| !pages.contains(p));
-        }
-        if self.traps() && matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
-            self.unmap_own(pages.start, pages.end)?;
-        }
-        if self.traps() && !matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
-            self.reprotect_own(pages.start, pages.end, self.copies_marked(protocol))?;
-        }
-        if r.protocol != Protocol::UpdateDirect && r.protocol != Protocol::HomeOnly {
-            // Nobody holds a copy any more: clear the holder bits (copy
-            // marks) of the pages homed here.
-            for p in pages.clone() {
-                let home = match r.placement {
-                    // Pages this task claimed are in its cache; asking
-                    // home_of would claim the others.
-                    Placement::FirstTouch => lock(&self.place).ft.get(&p).copied(),
-                    _ => Some(self.home_of(p)?),
-                };
-                if home == Some(self.rank) {
-                    self.dir_word(p)?.store(0, Ordering::SeqCst);
+        // An error here must not leave the other tasks at the barrier
+        // below: it is returned after it.
+        let switched = (|| -> Result<(), Error> {
+            let pages = r.start..r.start + r.pages;
+            {
+                let mut st = lock(&self.state);
+                let mine: Vec<u64> = st
+                    .present
+                    .iter()
+                    .copied()
+                    .filter(|p| pages.contains(p))
+                    .collect();
+                self.discard(&mut st, &mine)?;
+                st.registered.retain(|p| !pages.contains(p));
+            }
+            if self.traps() && matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
+                self.unmap_own(pages.start, pages.end)?;
+            }
+            if self.traps() && !matches!(protocol, Protocol::Update | Protocol::UpdateDirect) {
+                self.reprotect_own(pages.start, pages.end, self.copies_marked(protocol))?;
+            }
+            if r.protocol != Protocol::UpdateDirect && r.protocol != Protocol::HomeOnly {
+                // Nobody holds a copy any more: clear the holder bits (copy
+                // marks) of the pages homed here.
+                for p in pages.clone() {
+                    let home = match r.placement {
+                        // Pages this task claimed are in its cache; asking
+                        // home_of would claim the others.
+                        Placement::FirstTouch => lock(&self.place).ft.get(&p).copied(),
+                        _ => Some(self.home_of(p)?),
+                    };
+                    if home == Some(self.rank) {
+                        self.dir_word(p)?.store(0, Ordering::SeqCst);
+                    }
                 }
             }
-        }
-        {
-            let mut pl = lock(&self.place);
-            pl.lazy |= protocol.lazy();
-            if let Some(x) = pl.ranges.get_mut(&r.start) {
-                x.protocol = protocol;
+            {
+                let mut pl = lock(&self.place);
+                pl.lazy |= protocol.lazy();
+                if let Some(x) = pl.ranges.get_mut(&r.start) {
+                    x.protocol = protocol;
+                }
+                if protocol != Protocol::Ulrc {
+                    pl.eager = true;
+                    self.notes_eager();
+                }
             }
-            if protocol != Protocol::Ulrc {
-                pl.eager = true;
-                self.notes_eager();
+            if self.rank == 0 {
+                let at = self.meta_at(
+                    0,
+                    L::RANGES + r.idx as usize * L::RANGE_BYTES + L::RANGE_PROTOCOL,
+                )?;
+                self.task
+                    .write(at, &protocol.code().to_le_bytes(), Options::status())?
+                    .wait()?;
             }
-        }
-        if self.rank == 0 {
-            let at = self.meta_at(
-                0,
-                L::RANGES + r.idx as usize * L::RANGE_BYTES + L::RANGE_PROTOCOL,
-            )?;
-            self.task
-                .write(at, &protocol.code().to_le_bytes(), Options::status())?
-                .wait()?;
-        }
-        self.barrier()
+            Ok(())
+        })();
+        let after = self.barrier();
+        switched?;
+        after
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct State {
     pub(crate) dirty: HashMap<u64, Option<Vec<u8>>>,
     /// Per rank: write notices of that rank already applied.
     pub(crate) seen: Vec<u64>,
+    /// Per rank: notices that rank published between the last two looks.
+    pub(crate) gain: Vec<u64>,
     /// Notices this task published.
     pub(crate) published: u64,
     /// Present pages of `HomeOnly` ranges: dropped at every acquire.

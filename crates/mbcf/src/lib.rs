@@ -17,7 +17,7 @@
 //!
 //! | operation | local buffer reusable | remotely visible when |
 //! |---|---|---|
-//! | [`Task::write`] | on return (the data is copied into the sender's retransmission copy) | the target's progress thread applied it; with `notify`, the counter bump comes after the data; the returned [`Request`] (status return) or [`Task::fence`] tells the origin |
+//! | [`Task::write`] | on return (the data is copied into the sender's retransmission copy) | the target's progress thread applied it; with `notify`, the counter bump comes after the data, and the operations applied after it load after the bump (a full fence); the returned [`Request`] (status return) or [`Task::fence`] tells the origin |
 //! | [`Task::read`] | — (the data arrives in the [`Request`]) | — |
 //! | [`Task::swap`], [`Task::cas`], [`Task::fetch_add`] | on return | applied atomically (a native 8-byte atomic at the target) before the reply is sent |
 //! | [`Task::fifo_push`] | on return | the message is in the queue once the target applied it; `FifoFull` comes back as an error, the message is not stored |

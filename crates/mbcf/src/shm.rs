@@ -633,6 +633,7 @@ impl Peer {
                         // Release: the data is visible before the bump.
                         Ok(c) => {
                             c.word().fetch_add(n.addend, Ordering::Release);
+                            crate::task::after_notify();
                         }
                         Err(s) => return self.finish(Err(s)),
                     }

@@ -18,6 +18,15 @@ pub(crate) const MAX_HOLDERS: u32 = 64;
 /// Fetchers wait while it is set; writers take it in turn.
 pub(crate) const BUSY: u64 = 1 << 63;
 
+/// Copy marks issued and not yet known applied ([`Shared::mark_copies`]).
+#[must_use]
+pub(crate) struct Marks {
+    /// The status-returning last WRITE of the marks.
+    last: Option<sss_mbcf::Request>,
+    /// The pages marked.
+    pages: Vec<u64>,
+}
+
 /// `Invalidate` is sequentially consistent through the directory with at
 /// most this many tasks (the busy bit takes the last holder bit).
 pub(crate) const SC_MAX: u32 = MAX_HOLDERS - 1;
@@ -42,11 +51,15 @@ impl Shared {
                 .get(home as usize)
                 .ok_or(Error::Invalid("no such home"))?
                 .at(page * 8);
-            // The bit is clear (only this task sets or clears it).
-            self.fetch_add(at, bit)?;
-            // After the bit (issue order): a home that sees `MARKS` move
-            // looks for newly held pages (`Shared::newly_copied`).
-            self.fetch_add(self.meta_at(home, L::MARKS)?, 1)?;
+            // The bit is clear (only this task sets or clears it). Then,
+            // in issue order, `MARKS`: a home that sees it move looks for
+            // newly held pages (`Shared::newly_copied`).
+            let set = self.task.fetch_add(at, bit, Options::default())?;
+            let moved =
+                self.task
+                    .fetch_add(self.meta_at(home, L::MARKS)?, 1, Options::default())?;
+            set.wait_value()?;
+            moved.wait_value()?;
         }
         std::sync::atomic::fence(Ordering::SeqCst);
         lock(&self.state).registered.insert(page);
@@ -100,52 +113,60 @@ impl Shared {
     /// Copy marks for `n` pages of a lazy range from `first`, homed at
     /// `home` (another task), not marked before: their directory words
     /// set to 1 by one WRITE per run of such pages, the last of which
-    /// also adds 1 to the home's `MARKS` (its notify). Issued before the
-    /// READ of the pages, so the home applies them first (MBCF applies
-    /// one task's operations in issue order), and the atomic add (a
-    /// locked instruction, a full barrier on x86) orders the marks'
-    /// stores before the READ's loads: a home that misses the mark when
-    /// it publishes notices (it stores, fences, then loads the marks)
-    /// wrote nothing this READ misses. The caller waits for the requests
-    /// returned after its READ (errors surface there or at a fence).
-    pub(crate) fn mark_copies(
-        &self,
-        first: u64,
-        n: u64,
-        home: u32,
-    ) -> Result<Vec<sss_mbcf::Request>, Error> {
-        let todo: Vec<u64> = {
+    /// also adds 1 to the home's `MARKS` (its notify) and returns its
+    /// status. Issued before the READ of the pages, so the home applies
+    /// them first (MBCF applies one task's operations in issue order, and
+    /// orders the loads of operations after a notify after it): a home
+    /// that misses the mark when it publishes notices (it stores, fences,
+    /// then loads the marks) wrote nothing this READ misses. The caller
+    /// hands the result to [`Shared::marks_done`] after its READ.
+    pub(crate) fn mark_copies(&self, first: u64, n: u64, home: u32) -> Result<Marks, Error> {
+        let pages: Vec<u64> = {
             let st = lock(&self.state);
             (first..first + n)
                 .filter(|p| !st.registered.contains(p))
                 .collect()
         };
-        if todo.is_empty() {
-            return Ok(Vec::new());
+        if pages.is_empty() {
+            return Ok(Marks { last: None, pages });
         }
         let dir = self
             .dirs
             .get(home as usize)
             .ok_or(Error::Invalid("no such home"))?;
-        let mut reqs = Vec::new();
+        let mut last = None;
         let mut i = 0;
-        while i < todo.len() {
+        while i < pages.len() {
             let mut j = i + 1;
-            while j < todo.len() && todo[j] == todo[j - 1] + 1 {
+            while j < pages.len() && pages[j] == pages[j - 1] + 1 {
                 j += 1;
             }
             let ones: Vec<u8> = (i..j).flat_map(|_| 1u64.to_le_bytes()).collect();
-            let opts = if j == todo.len() {
-                Options::notify(self.meta_at(home, L::MARKS)?)
+            let opts = if j == pages.len() {
+                Options {
+                    status_return: true,
+                    ..Options::notify(self.meta_at(home, L::MARKS)?)
+                }
             } else {
                 Options::default()
             };
-            reqs.push(self.task.write(dir.at(todo[i] * 8), &ones, opts)?);
+            last = Some(self.task.write(dir.at(pages[i] * 8), &ones, opts)?);
             i = j;
         }
-        bump(&self.stats.copy_marks, todo.len() as u64);
-        lock(&self.state).registered.extend(todo);
-        Ok(reqs)
+        Ok(Marks { last, pages })
+    }
+
+    /// Waits for the last mark's status (applied in issue order after the
+    /// others, so it answers for all) and only then counts the pages as
+    /// marked: a mark the home refused is set again at the next fetch,
+    /// instead of leaving a copy nobody will notice.
+    pub(crate) fn marks_done(&self, m: Marks) -> Result<(), Error> {
+        if let Some(r) = m.last {
+            r.wait()?;
+        }
+        bump(&self.stats.copy_marks, m.pages.len() as u64);
+        lock(&self.state).registered.extend(m.pages);
+        Ok(())
     }
 
     /// [`Shared::wait_not_busy`] for `n` pages from `first` (homed at

@@ -19,9 +19,11 @@ impl Shared {
     /// Also returns the pages of this task's home mapped here that were
     /// written (noted or trapped): their bytes are home already.
     pub(super) fn collect_runs(&self) -> Result<(Vec<Run>, Vec<u64>), Error> {
+        // Before anything is taken: an error here loses no record.
+        let fresh = self.newly_copied()?;
         let noted = std::mem::take(&mut lock(&self.out).noted);
         let mut own = self.take_own_dirty()?;
-        own.extend(self.newly_copied()?);
+        own.extend(fresh);
         let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
         for (o, l) in noted {
             if self.span_mapped(o, l) {

@@ -16,6 +16,7 @@ use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED, MAX_STREAK};
 use crate::stats::bump;
 use crate::sys::PAGE;
 use crate::Error;
+use directory::BUSY;
 use eager::Via;
 use lrc::Run;
 use sss_mbcf::Options;
@@ -159,7 +160,8 @@ impl Shared {
             match self.proto_of(p)? {
                 // A page of this home nobody copied: no copy to drop.
                 Protocol::Ulrc | Protocol::HomeUpdate
-                    if self.is_mapped(p) && self.dir_word(p)?.load(Ordering::SeqCst) == 0 =>
+                    if self.is_mapped(p)
+                        && self.dir_word(p)?.load(Ordering::SeqCst) & !BUSY == 0 =>
                 {
                     skipped += 1
                 }
@@ -236,8 +238,9 @@ impl Shared {
         let mut drop_all = false;
         let mut pages = Vec::new();
         let lazy = lock(&self.place).lazy;
+        let mut counts = Vec::new();
         if lazy {
-            drop_all = self.pull_notices(&mut pages)?;
+            drop_all = self.pull_notices(&mut pages, &mut counts)?;
         }
         let refresh = {
             let mut st = lock(&self.state);
@@ -271,6 +274,9 @@ impl Shared {
                 })
                 .collect();
             self.discard(&mut st, &pages)?;
+            for (r, count) in counts {
+                st.seen[r as usize] = count;
+            }
             refresh
         };
         self.refresh(refresh)
@@ -282,18 +288,30 @@ impl Shared {
     /// after the last one seen travel in one round trip, every task's
     /// at once: the count is read first, and the owner writes entries
     /// before it publishes the count, so entries below it are complete.
-    fn pull_notices(&self, pages: &mut Vec<u64>) -> Result<bool, Error> {
+    /// The counts reached go to `counts`, for the caller to record once
+    /// the pages are dropped (an error before then loses no notice).
+    fn pull_notices(
+        &self,
+        pages: &mut Vec<u64>,
+        counts: &mut Vec<(u32, u64)>,
+    ) -> Result<bool, Error> {
         let mut asks = Vec::new();
         for r in 0..self.size {
             if r == self.rank {
                 continue;
             }
-            let seen = lock(&self.state).seen[r as usize];
+            let (seen, gain) = {
+                let st = lock(&self.state);
+                (st.seen[r as usize], st.gain[r as usize])
+            };
             let count = self
                 .task
                 .fetch_add(self.meta_at(r, L::NOTICES)?, 0, Options::default())?;
             let slot = (seen % L::LOG_CAP as u64) as usize;
-            let n = NOTICE_PEEK.min(L::LOG_CAP - slot);
+            // As many entries as that task published last time, within
+            // bounds: a lock taken often by many tasks peeks a little.
+            let want = (gain as usize).next_power_of_two().clamp(8, NOTICE_PEEK);
+            let n = want.min(L::LOG_CAP - slot);
             let log = self.task.read(
                 self.meta_at(r, L::LOG + slot * 8)?,
                 n * 8,
@@ -331,7 +349,8 @@ impl Shared {
                     i += n as u64;
                 }
             }
-            lock(&self.state).seen[r as usize] = count;
+            lock(&self.state).gain[r as usize] = count - seen;
+            counts.push((r, count));
         }
         Ok(drop_all)
     }

@@ -70,6 +70,7 @@ impl Applier<'_> {
                 if let Some((c, add)) = counter {
                     // Release: the data above is visible before the bump.
                     c.word().fetch_add(add, Ordering::Release);
+                    super::after_notify();
                 }
                 Ok(Outcome::Done)
             }

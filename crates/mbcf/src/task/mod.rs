@@ -45,6 +45,18 @@ pub use segments::PeerMap;
 pub use transport::TransportKind;
 pub use wait::WaitPolicy;
 
+/// After a WRITE's notify bump: the operations applied after it (a READ
+/// of the same task, in issue order) load after the bump and the data
+/// are visible, so a target thread that stores, fences and then loads
+/// the counter, and this READ, cannot both miss the other's stores
+/// (Dekker's pairing; the DSM's copy marks rely on it). x86's locked add
+/// is already a full barrier.
+#[inline]
+pub(crate) fn after_notify() {
+    #[cfg(not(target_arch = "x86_64"))]
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
 use apply::{drain_signal_ring, Applier};
 use progress::progress;
 use request::{keep_error, status_error, ReqState, ERRORS_KEPT};
