@@ -200,11 +200,18 @@ fn wait_shared(
             // Read under the lock: news of what completes after this
             // look moves it.
             let seen = GEN.load(Ordering::SeqCst);
-            Ok((!cond(e)?).then(|| (e.task.clone(), seen)))
+            Ok((!cond(e)?).then(|| (e.task.clone(), seen, e.events)))
         })?;
-        let Some((task, seen)) = step else {
+        let Some((task, seen, events)) = step else {
             return Ok(());
         };
+        // A schedule may wait on what completed since the last pass over
+        // them (another thread's pass may have been under way when this
+        // one found their lock taken): no message would wake us for it.
+        if !crate::nbc::settled(events) {
+            std::thread::yield_now();
+            continue;
+        }
         if !seat.0 {
             seat.0 = !LEADER.swap(true, Ordering::AcqRel);
         }
