@@ -310,7 +310,10 @@ impl Shared {
             let slot = (seen % L::LOG_CAP as u64) as usize;
             // As many entries as that task published last time, within
             // bounds: a lock taken often by many tasks peeks a little.
-            let want = (gain as usize).next_power_of_two().clamp(8, NOTICE_PEEK);
+            // A count another task wrote may be anything: capped before it grows.
+            let want = (gain.min(NOTICE_PEEK as u64) as usize)
+                .next_power_of_two()
+                .clamp(8, NOTICE_PEEK);
             let n = want.min(L::LOG_CAP - slot);
             let log = self.task.read(
                 self.meta_at(r, L::LOG + slot * 8)?,
