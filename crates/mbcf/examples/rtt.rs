@@ -53,6 +53,7 @@ fn main() {
                 .unwrap();
                 t.barrier().unwrap();
                 let start = Instant::now();
+                let mut wt = 0u64;
                 for i in 1..=rounds {
                     if signal {
                         if t.rank() == 0 {
@@ -64,8 +65,10 @@ fn main() {
                     let n = data.len().min(8);
                     data[..n].copy_from_slice(&i.to_le_bytes()[..n]);
                     if t.rank() == 0 {
+                        let a = Instant::now();
                         t.write(peer.at(64), &data, Options::notify(peer.at(0)))
                             .unwrap();
+                        wt += a.elapsed().as_nanos() as u64;
                         t.wait_word(flag, |v| v >= i);
                     } else {
                         t.wait_word(flag, |v| v >= i);
@@ -81,6 +84,7 @@ fn main() {
                         el.as_secs_f64() * 1e6 / rounds as f64
                     );
                     println!("{:?}", t.stats());
+                    println!("write() {} ns", wt / rounds);
                 }
                 t.barrier().unwrap();
             })

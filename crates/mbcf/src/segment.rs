@@ -5,8 +5,8 @@
 use crate::mem::Checked;
 use crate::sys::{self, Mapping};
 use crate::Error;
+use foldhash::{HashMap, HashMapExt};
 use sss_wire::Status;
-use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

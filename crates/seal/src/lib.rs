@@ -44,10 +44,10 @@ mod window;
 
 pub use window::WINDOW;
 
+use foldhash::{HashMap, HashMapExt};
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use ring::hkdf;
 use sss_wire::{Format, CHECK_FIELD, HEADER_LEN};
-use std::collections::HashMap;
 use thiserror::Error;
 use window::Window;
 
@@ -301,17 +301,18 @@ impl Seals {
         {
             return Err(SealError::NotMember);
         }
-        if self.tx.get(&drank).is_none_or(|t| t.epoch != epoch) {
-            let key = self
-                .key(self.rank, drank, epoch)
-                .ok_or(SealError::NotMember)?;
-            // Counters go on across epochs: a nonce is never reused even
-            // if an epoch came back.
-            let next = self.tx.get(&drank).map_or(1, |t| t.next);
-            self.tx.insert(drank, Tx { epoch, key, next });
-        }
-        let Some(tx) = self.tx.get_mut(&drank) else {
-            return Err(SealError::NotMember);
+        let tx = match self.tx.get_mut(&drank) {
+            Some(t) if t.epoch == epoch => t,
+            known => {
+                // Counters go on across epochs: a nonce is never reused
+                // even if an epoch came back.
+                let next = known.map_or(1, |t| t.next);
+                let key = self
+                    .key(self.rank, drank, epoch)
+                    .ok_or(SealError::NotMember)?;
+                self.tx.insert(drank, Tx { epoch, key, next });
+                self.tx.get_mut(&drank).ok_or(SealError::NotMember)?
+            }
         };
         let counter = tx.next;
         tx.next += 1;

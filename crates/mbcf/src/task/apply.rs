@@ -4,9 +4,9 @@
 use super::Handler;
 use crate::fifo::{Ring, FIFO_HEADER};
 use crate::segment::{Perm, SegTable};
+use foldhash::HashMap;
 use sss_proto::{Body, Outcome, Packet, Target};
 use sss_wire::Status;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 

@@ -13,7 +13,7 @@ use crate::segment::SegTable;
 use crate::shm::{ctl_name, CtlMap};
 use crate::sys::{self, EventFd};
 use crate::Error;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};

@@ -200,7 +200,8 @@ impl Inner {
             for _ in 0..256 {
                 match sys::recv_segments(self.sock.as_raw_fd(), buf) {
                     Ok((n, seg, from)) => {
-                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from);
+                        let now = self.now();
+                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from, now);
                     }
                     Err(_) => break,
                 }
@@ -349,7 +350,10 @@ impl Inner {
     /// One receive, not until the socket is empty: a second `recvmsg`
     /// that finds nothing costs as long as the one that found the answer
     /// and would delay the waiter seeing it.
-    pub(super) fn try_step(&self) -> bool {
+    ///
+    /// `now` is the caller's clock reading (nanoseconds since the task
+    /// began), taken for its own look: a look reads the clock once.
+    pub(super) fn try_step(&self, now: u64) -> bool {
         let Ok(segs) = self.segs.try_read() else {
             return false;
         };
@@ -376,13 +380,12 @@ impl Inner {
                     // A doorbell needs nothing more: the ring is drained
                     // below.
                     let (handled, _bell) =
-                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from);
+                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from, now);
                     any |= handled;
                 }
             });
             // A waiter that owns the socket also runs what is due: the
             // progress thread sleeps on longer timers meanwhile.
-            let now = self.now();
             if net.ep.poll_timeout().is_some_and(|t| t <= now) {
                 net.ep.handle_timeout(now);
                 any = true;
@@ -400,7 +403,7 @@ impl Inner {
             }
         }
         if any {
-            self.flush(&mut net);
+            self.flush_at(&mut net, now);
             self.handle_events(&mut net);
         }
         drop(net);
@@ -428,11 +431,11 @@ impl Inner {
         data: &mut [u8],
         seg: usize,
         from: Option<SocketAddr>,
+        now: u64,
     ) -> (bool, bool) {
         let src = from
             .and_then(|a| self.senders.rank(a))
             .map(|r| TaskId::new(self.job, r));
-        let now = self.now();
         let mut foreign = 0;
         let mut refused = 0;
         let sealed = net.ep.config().format != Format::Checksummed;

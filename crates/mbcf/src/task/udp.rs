@@ -13,9 +13,9 @@ use super::transport::{Carried, Lane, Submission, TransportKind};
 use super::{Inner, PeerInfo, ReqState};
 use crate::sys::{self};
 use crate::Error;
+use foldhash::{HashMap, HashMapExt};
 use sss_proto::{Endpoint, McastId, OpId, SubmitError};
 use sss_seal::Seals;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -27,13 +27,20 @@ pub(super) struct Senders {
     by_addr: HashMap<SocketAddr, u32>,
     /// Tasks bound to an unspecified address are known by port alone.
     by_port: HashMap<u16, u32>,
+    /// `by_addr` as a list, looked through instead of hashed while it is
+    /// this short: every received datagram is looked up.
+    few: Vec<(SocketAddr, u32)>,
 }
+
+/// Peers up to this many are found by a scan rather than a hash.
+const FEW_SENDERS: usize = 16;
 
 impl Senders {
     pub(super) fn new(peers: &[PeerInfo]) -> Self {
         let mut s = Self {
             by_addr: HashMap::new(),
             by_port: HashMap::new(),
+            few: Vec::new(),
         };
         for (r, p) in peers.iter().enumerate() {
             if p.addr.ip().is_unspecified() {
@@ -42,14 +49,19 @@ impl Senders {
                 s.by_addr.insert(p.addr, r as u32);
             }
         }
+        if s.by_addr.len() <= FEW_SENDERS {
+            s.few = s.by_addr.iter().map(|(&a, &r)| (a, r)).collect();
+        }
         s
     }
 
     pub(super) fn rank(&self, a: SocketAddr) -> Option<u32> {
-        self.by_addr
-            .get(&a)
-            .or_else(|| self.by_port.get(&a.port()))
-            .copied()
+        let known = if self.by_addr.len() <= FEW_SENDERS {
+            self.few.iter().find(|(x, _)| *x == a).map(|&(_, r)| r)
+        } else {
+            self.by_addr.get(&a).copied()
+        };
+        known.or_else(|| self.by_port.get(&a.port()).copied())
     }
 }
 
@@ -113,8 +125,9 @@ impl Lane for UdpLane {
         // flush them) so that a stream leaves in GSO batches; an operation
         // to an idle peer leaves at once.
         let busy = net.ep.unacked_sent(dst) > 0;
+        let mut now = task.now();
         let id = loop {
-            match net.ep.submit(task.now(), dst, sub.op, sub.opts) {
+            match net.ep.submit(now, dst, sub.op, sub.opts) {
                 Ok(id) => break id,
                 Err(SubmitError::WouldBlock) => {
                     // Whatever was held back for batching must leave now,
@@ -123,6 +136,7 @@ impl Lane for UdpLane {
                     drop(net);
                     task.wait_progress();
                     net = task.lock_net();
+                    now = task.now();
                 }
                 Err(SubmitError::PeerDown) => return Err(Error::PeerDown(rank)),
                 Err(SubmitError::Invalid) => {
@@ -138,7 +152,7 @@ impl Lane for UdpLane {
         });
         net.held += 1;
         if !busy || net.held >= 32 || sub.opts.nofc {
-            task.flush(&mut net);
+            task.flush_at(&mut net, now);
         } else {
             task.maybe_held.store(true, Ordering::Release);
         }
@@ -153,7 +167,11 @@ impl Lane for UdpLane {
 impl Inner {
     /// Sends everything the endpoint has due, from the calling thread.
     pub(super) fn flush(&self, net: &mut Net) {
-        let now = self.now();
+        self.flush_at(net, self.now());
+    }
+
+    /// [`Inner::flush`] at `now`, a clock reading the caller just took.
+    pub(super) fn flush_at(&self, net: &mut Net, now: u64) {
         let (drop_p, dup_p) = (self.cfg.fault_drop, self.cfg.fault_dup);
         net.held = 0;
         self.maybe_held.store(false, Ordering::Release);

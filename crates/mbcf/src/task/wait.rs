@@ -73,7 +73,7 @@ impl Task {
                     if pred(v) {
                         return v;
                     }
-                    if !self.inner.try_step() {
+                    if !self.inner.try_step(self.inner.now()) {
                         std::hint::spin_loop();
                     }
                 }
@@ -97,6 +97,9 @@ pub(super) struct Claim<'a> {
     inner: &'a Inner,
     /// Ring the progress thread when the last claim goes.
     hand_back: bool,
+    /// The clock at the claimant's last look (0: none yet): when the
+    /// claim ends, it stands for the end, saving a clock read per wait.
+    looked: std::cell::Cell<u64>,
 }
 
 impl Claim<'_> {
@@ -116,9 +119,11 @@ impl Drop for Claim<'_> {
         // the progress thread keeps it, and the clock read would show in
         // the shm round trip.
         if !self.inner.all_local {
-            self.inner
-                .released
-                .store(self.inner.now(), Ordering::Relaxed);
+            let at = match self.looked.get() {
+                0 => self.inner.now(),
+                t => t,
+            };
+            self.inner.released.store(at, Ordering::Relaxed);
         }
         self.inner.spinners.fetch_sub(1, Ordering::SeqCst);
         // A waiter that got what it waited for returns without a wake-up;
@@ -157,6 +162,7 @@ impl Inner {
         Claim {
             inner: self,
             hand_back: false,
+            looked: std::cell::Cell::new(0),
         }
     }
 
@@ -328,7 +334,9 @@ impl Inner {
                 return Err(began);
             }
             if !self.all_local {
-                got = self.try_step();
+                let at = now.saturating_duration_since(self.start).as_nanos() as u64;
+                claim.looked.set(at.max(1));
+                got = self.try_step(at);
             } else if ring.ready() {
                 self.take_ring_signals();
             }

@@ -10,8 +10,9 @@ use super::Endpoint;
 use crate::reorder::{self, Reorder};
 use crate::rtt::Rtt;
 use crate::{Config, Stats, Time};
+use foldhash::{HashMap, HashMapExt};
 use sss_wire::{encode_sack, Body, Flags, Format, Frag, Packet, Status, TaskId, HEADER_LEN};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Sequence numbers are 32 bits on the wire and 64 bits here, so ordering
 /// never has to think about wrap-around. A wire value is read as the 64-bit
@@ -23,48 +24,106 @@ pub(super) fn unwrap_seq(reference: u64, wire: u32) -> u64 {
 
 /// A packet's payload: a range of its operation's bytes, which all the
 /// operation's fragments share, so that a large WRITE costs one
-/// allocation and one copy, not one per packet.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Chunk {
-    buf: Option<std::sync::Arc<[u8]>>,
-    lo: usize,
-    hi: usize,
+/// allocation and one copy, not one per packet; a small payload (a
+/// flag, a counter, a short message) is kept inline, with no allocation
+/// at all.
+#[derive(Debug, Clone)]
+pub(super) enum Chunk {
+    /// `buf[lo..hi]`.
+    Shared {
+        buf: std::sync::Arc<[u8]>,
+        lo: usize,
+        hi: usize,
+    },
+    /// The first `len` bytes of `bytes`.
+    Inline { len: u8, bytes: [u8; INLINE] },
+}
+
+/// Payloads up to this many bytes are kept inside their [`Chunk`].
+pub(super) const INLINE: usize = 32;
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Chunk::Inline {
+            len: 0,
+            bytes: [0; INLINE],
+        }
+    }
 }
 
 impl Chunk {
+    /// `data` kept inline, when it fits.
+    fn inline(data: &[u8]) -> Option<Chunk> {
+        let len = u8::try_from(data.len())
+            .ok()
+            .filter(|&l| l as usize <= INLINE)?;
+        let mut bytes = [0; INLINE];
+        bytes[..data.len()].copy_from_slice(data);
+        Some(Chunk::Inline { len, bytes })
+    }
+
     /// `n` chunks of at most `size` bytes covering `data`, sharing one
-    /// copy of it (one empty chunk for empty data).
-    pub(super) fn split(data: &[u8], size: usize, n: usize, pool: &mut Pool) -> Vec<Chunk> {
-        let buf = (!data.is_empty()).then(|| pool.copy(data));
+    /// copy of it (one empty chunk for empty data), handed to `each` in
+    /// order with their index.
+    pub(super) fn split(
+        data: &[u8],
+        size: usize,
+        n: usize,
+        pool: &mut Pool,
+        mut each: impl FnMut(usize, Chunk),
+    ) {
+        let n = n.max(1);
+        if n == 1 {
+            if let Some(c) = Chunk::inline(data) {
+                return each(0, c);
+            }
+        }
+        let buf = pool.copy(data);
         let size = size.max(1);
-        (0..n.max(1))
-            .map(|i| {
-                let lo = (i * size).min(data.len());
-                Chunk {
+        for i in 0..n {
+            let lo = (i * size).min(data.len());
+            each(
+                i,
+                Chunk::Shared {
                     buf: buf.clone(),
                     lo,
                     hi: (lo + size).min(data.len()),
-                }
-            })
-            .collect()
+                },
+            );
+        }
     }
 }
 
 impl From<Vec<u8>> for Chunk {
     fn from(v: Vec<u8>) -> Self {
-        let hi = v.len();
-        Chunk {
-            buf: (hi > 0).then(|| v.into()),
+        Chunk::inline(&v).unwrap_or_else(|| {
+            let hi = v.len();
+            Chunk::Shared {
+                buf: v.into(),
+                lo: 0,
+                hi,
+            }
+        })
+    }
+}
+
+impl From<&[u8]> for Chunk {
+    fn from(v: &[u8]) -> Self {
+        Chunk::inline(v).unwrap_or_else(|| Chunk::Shared {
+            buf: v.into(),
             lo: 0,
-            hi,
-        }
+            hi: v.len(),
+        })
     }
 }
 
 impl std::ops::Deref for Chunk {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        self.buf.as_deref().map_or(&[], |b| &b[self.lo..self.hi])
+        match self {
+            Chunk::Shared { buf, lo, hi } => &buf[*lo..*hi],
+            Chunk::Inline { len, bytes } => &bytes[..*len as usize],
+        }
     }
 }
 
@@ -490,7 +549,32 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use super::unwrap_seq;
+    use super::{unwrap_seq, Chunk, Pool, INLINE};
+
+    /// A small payload is kept in its chunk (no allocation per small
+    /// operation); a larger one is one shared copy cut into ranges.
+    #[test]
+    fn small_payloads_are_inline_and_large_ones_shared() {
+        let mut pool = Pool::default();
+        let small = [7u8; INLINE];
+        let mut got = Vec::new();
+        Chunk::split(&small, 1392, 1, &mut pool, |i, c| got.push((i, c)));
+        assert_eq!(got.len(), 1);
+        assert!(matches!(got[0].1, Chunk::Inline { .. }));
+        assert_eq!(&got[0].1[..], &small[..]);
+        assert!(matches!(
+            Chunk::from(vec![1u8; INLINE + 1]),
+            Chunk::Shared { .. }
+        ));
+        assert!(matches!(Chunk::from(&[][..]), Chunk::Inline { len: 0, .. }));
+        let big: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+        got.clear();
+        Chunk::split(&big, 1392, 3, &mut pool, |i, c| got.push((i, c)));
+        let joined: Vec<u8> = got.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+        assert_eq!(joined, big);
+        assert!(got.iter().all(|(_, c)| matches!(c, Chunk::Shared { .. })));
+        assert_eq!(got.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
+    }
 
     #[test]
     fn unwrap_picks_the_nearest_value() {

@@ -100,10 +100,20 @@ impl Endpoint {
             nofc: false,
             status_return: opts.status_return,
         };
-        let pool = &mut self.pool;
-        for (meta, payload) in build_packets(local, dst, epoch, id, flags, op, ps, frags, pool) {
-            c.push(meta, payload);
-        }
+        build_packets(
+            local,
+            dst,
+            epoch,
+            id,
+            flags,
+            op,
+            ps,
+            frags,
+            &mut self.pool,
+            |m, p| {
+                c.push(m, p);
+            },
+        );
         self.stats.pooled_reuses = self.pool.reused;
         if op.has_reply() || opts.status_return {
             let p = Pending::for_op(&op);
@@ -142,18 +152,28 @@ impl Endpoint {
             status_return: opts.status_return,
         };
         let ps = self.cfg.payload_size;
-        let pool = &mut self.pool;
-        for (meta, payload) in
-            build_packets(self.local, dst, self.cfg.epoch, id, flags, op, ps, 1, pool)
-        {
-            let p = Packet {
-                payload: &payload[..],
-                ..meta
-            };
-            let mut out = Vec::new();
-            emit_into(&p, self.cfg.format, &mut out);
-            self.nofc_out.push_back((dst, out));
-        }
+        let (local, epoch, format) = (self.local, self.cfg.epoch, self.cfg.format);
+        let out_q = &mut self.nofc_out;
+        build_packets(
+            local,
+            dst,
+            epoch,
+            id,
+            flags,
+            op,
+            ps,
+            1,
+            &mut self.pool,
+            |meta, payload| {
+                let p = Packet {
+                    payload: &payload[..],
+                    ..meta
+                };
+                let mut out = Vec::new();
+                emit_into(&p, format, &mut out);
+                out_q.push_back((dst, out));
+            },
+        );
         if op.has_reply() || opts.status_return {
             let p = Pending::for_op(&op);
             self.nofc_pending.insert(id, (dst, p));
@@ -170,7 +190,8 @@ impl Endpoint {
     }
 }
 
-/// Cuts an operation into its packets (all but sequence numbers filled in).
+/// Cuts an operation into its packets (all but sequence numbers filled
+/// in), handing each to `push` in order.
 #[allow(clippy::too_many_arguments)]
 fn build_packets(
     local: TaskId,
@@ -182,7 +203,8 @@ fn build_packets(
     ps: usize,
     frags: u16,
     pool: &mut Pool,
-) -> Vec<(Packet<'static>, Chunk)> {
+    mut push: impl FnMut(Packet<'static>, Chunk),
+) {
     let meta = |body: Body, key: u64, addr: u64| {
         let mut m = request_meta(local, dst, epoch, body);
         m.op = id;
@@ -199,67 +221,54 @@ fn build_packets(
             notify,
         } => {
             let ps = ps.max(1);
-            Chunk::split(data, ps, frags as usize, pool)
-                .into_iter()
-                .enumerate()
-                .map(|(i, chunk)| {
-                    let lo = i * ps;
-                    let last = i + 1 == frags as usize;
-                    let mut m = meta(
-                        Body::Write {
-                            notify: if last { notify } else { None },
-                        },
-                        key,
-                        addr.wrapping_add(lo as u64),
-                    );
-                    m.frag = Frag {
-                        index: i as u16,
-                        count: frags,
-                    };
-                    (m, chunk)
-                })
-                .collect()
+            Chunk::split(data, ps, frags as usize, pool, |i, chunk| {
+                let last = i + 1 == frags as usize;
+                let mut m = meta(
+                    Body::Write {
+                        notify: if last { notify } else { None },
+                    },
+                    key,
+                    addr.wrapping_add((i * ps) as u64),
+                );
+                m.frag = Frag {
+                    index: i as u16,
+                    count: frags,
+                };
+                push(m, chunk);
+            });
         }
-        Op::Read { key, addr, len } => {
-            vec![(meta(Body::Read { len }, key, addr), Chunk::default())]
-        }
+        Op::Read { key, addr, len } => push(meta(Body::Read { len }, key, addr), Chunk::default()),
         Op::Swap { key, addr, operand } => {
-            vec![(meta(Body::Swap { operand }, key, addr), Chunk::default())]
+            push(meta(Body::Swap { operand }, key, addr), Chunk::default())
         }
         Op::Cas {
             key,
             addr,
             expected,
             new,
-        } => vec![(
+        } => push(
             meta(Body::Cas { expected, new }, key, addr),
             Chunk::default(),
-        )],
-        Op::FetchAdd { key, addr, operand } => {
-            vec![(
-                meta(Body::FetchAdd { operand }, key, addr),
-                Chunk::default(),
-            )]
-        }
+        ),
+        Op::FetchAdd { key, addr, operand } => push(
+            meta(Body::FetchAdd { operand }, key, addr),
+            Chunk::default(),
+        ),
         // Every fragment names the queue; their order places the bytes.
         Op::Fifo { key, addr, data } if frags > 1 => {
             let ps = ps.max(1);
-            Chunk::split(data, ps, frags as usize, pool)
-                .into_iter()
-                .enumerate()
-                .map(|(i, chunk)| {
-                    let mut m = meta(Body::Fifo, key, addr);
-                    m.frag = Frag {
-                        index: i as u16,
-                        count: frags,
-                    };
-                    (m, chunk)
-                })
-                .collect()
+            Chunk::split(data, ps, frags as usize, pool, |i, chunk| {
+                let mut m = meta(Body::Fifo, key, addr);
+                m.frag = Frag {
+                    index: i as u16,
+                    count: frags,
+                };
+                push(m, chunk);
+            });
         }
-        Op::Fifo { key, addr, data } => vec![(meta(Body::Fifo, key, addr), data.to_vec().into())],
+        Op::Fifo { key, addr, data } => push(meta(Body::Fifo, key, addr), data.into()),
         Op::Signal { key, handler, data } => {
-            vec![(meta(Body::Signal { handler }, key, 0), data.to_vec().into())]
+            push(meta(Body::Signal { handler }, key, 0), data.into())
         }
     }
 }

@@ -235,18 +235,18 @@ impl Endpoint {
         // The fragments share one (pooled) copy, as a WRITE's do: one
         // allocation and no page faults for a large reply, not one
         // allocation and copy per packet.
-        let chunks = Chunk::split(&data, ps, count, &mut self.pool);
-        self.stats.pooled_reuses = self.pool.reused;
-        for (i, chunk) in chunks.into_iter().enumerate() {
-            let mut meta = request_meta(self.local, req.src, self.cfg.epoch, Body::ReadReply);
+        let (local, epoch, chan) = (self.local, self.cfg.epoch, &mut self.chans[ci]);
+        Chunk::split(&data, ps, count, &mut self.pool, |i, chunk| {
+            let mut meta = request_meta(local, req.src, epoch, Body::ReadReply);
             meta.op = req.op;
             meta.addr = (i * ps) as u64;
             meta.frag = Frag {
                 index: i as u16,
                 count: count16,
             };
-            self.chans[ci].push(meta, chunk);
-        }
+            chan.push(meta, chunk);
+        });
+        self.stats.pooled_reuses = self.pool.reused;
         self.mark_ready(ci);
     }
 
