@@ -37,8 +37,6 @@ struct Coll {
 }
 
 fn coll(comm: usize) -> Result<Coll, MpiErr> {
-    // Nonblocking collectives issued before this one run first.
-    crate::ffi::run_pending(None);
     crate::inter::no_collectives(comm)?;
     with(|e| {
         let c = e.comm(comm)?;
@@ -167,7 +165,6 @@ pub(crate) fn await_all(comm: usize, from: &[u32], tag: i32) -> Result<(), MpiEr
 /// `MPI_Barrier`.
 pub(crate) fn barrier(comm: usize) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::barrier(comm);
     }
     let c = coll(comm)?;
@@ -184,7 +181,6 @@ pub(crate) fn barrier(comm: usize) -> Result<(), MpiErr> {
 /// `MPI_Bcast` of `buf` from `root`.
 pub(crate) fn bcast(comm: usize, buf: &mut [u8], root: i32) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::bcast(comm, buf, root);
     }
     let c = coll(comm)?;
@@ -264,7 +260,6 @@ pub(crate) fn reduce(
     root: i32,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::reduce(comm, acc, red, root);
     }
     let c = coll(comm)?;
@@ -320,7 +315,6 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: &Reduction, root: u32) -> Result<(),
 /// `MPI_Allreduce`: `acc` holds our contribution and ends with the result.
 pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::allreduce(comm, acc, red);
     }
     let c = coll(comm)?;
@@ -338,7 +332,6 @@ pub(crate) fn gather(
     root: i32,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::gather(comm, mine, all, chunk, root);
     }
     let c = coll(comm)?;
@@ -394,7 +387,6 @@ pub(crate) fn scatter(
     root: i32,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::scatter(comm, all, mine, chunk, root);
     }
     let c = coll(comm)?;
@@ -430,7 +422,6 @@ pub(crate) fn allgather(
     chunk: usize,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         let mine = mine.ok_or_else(|| {
             MpiErr::new(
                 err::BUFFER,
@@ -459,7 +450,6 @@ pub(crate) fn alltoall(
     chunk: usize,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         let send = send.ok_or_else(|| {
             MpiErr::new(
                 err::BUFFER,
@@ -569,7 +559,6 @@ pub(crate) fn gatherv(
     root: i32,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::gatherv(comm, mine, all, blocks, root);
     }
     let c = coll(comm)?;
@@ -627,7 +616,6 @@ pub(crate) fn scatterv(
     root: i32,
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         return crate::inter::scatterv(comm, all, blocks, mine, root);
     }
     let c = coll(comm)?;
@@ -665,7 +653,6 @@ pub(crate) fn allgatherv(
     blocks: &[Block],
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         let mine =
             mine.ok_or_else(|| MpiErr::new(err::BUFFER, "MPI_IN_PLACE on an intercommunicator"))?;
         return crate::inter::allgatherv(comm, mine, all, blocks);
@@ -704,7 +691,6 @@ pub(crate) fn alltoallv(
     rblocks: &[Block],
 ) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
-        crate::ffi::run_pending(None);
         let (send, sblocks) =
             send.ok_or_else(|| MpiErr::new(err::BUFFER, "MPI_IN_PLACE on an intercommunicator"))?;
         return crate::inter::alltoallv(comm, send, sblocks, recv, rblocks);

@@ -264,7 +264,6 @@ pub(crate) fn exchange(
     sends: &[&[u8]],
     cap: usize,
 ) -> Result<Vec<Option<Vec<u8>>>, MpiErr> {
-    crate::ffi::run_pending(None);
     crate::inter::no_collectives(comm)?;
     let (recvs, sent) = with(|e| {
         let c = e.comm(comm)?.clone();

@@ -6,8 +6,9 @@
 //! intracommunicator over it (for agreeing with the local members) are
 //! kept here beside it. The two groups agree on a context through their
 //! leaders: the largest next context of every member of both groups.
-//! `Barrier`, `Bcast` and `Allreduce` work on an intercommunicator
-//! (`inter/coll.rs`); the other collectives fail with `MPI_ERR_COMM`.
+//! The blocking collectives MPI defines on an intercommunicator are in
+//! `inter/coll.rs` (the nonblocking ones are schedules, `crate::nbc`);
+//! `Scan` and `Exscan` fail with `MPI_ERR_COMM`.
 
 use crate::coll::Reduction;
 use crate::consts::{err, UNDEFINED};

@@ -1,4 +1,4 @@
-//! Nonblocking collectives on intracommunicators as schedules: rounds of
+//! Nonblocking collectives as schedules: rounds of
 //! sends and receives on the communicator's collective context, each
 //! followed by local steps (copies, reductions) once its messages
 //! completed. Every MPI call that makes progress (waits, tests, probes,
@@ -172,12 +172,23 @@ fn list() -> MutexGuard<'static, Vec<Running>> {
     ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts `sched` as a collective on intracommunicator `comm`; the
-/// request that completes when it finished and `finish` ran.
+/// Starts `sched` as a collective on `comm`; the request that completes
+/// when it finished and `finish` ran. On an intercommunicator the
+/// schedule's ranks are the local group's, then the remote group's
+/// (`algo::Inter`), all on the intercommunicator's collective context.
 pub(crate) fn start(comm: usize, sched: Sched, finish: Finish) -> Result<usize, MpiErr> {
+    let local = if crate::inter::is_inter(comm) {
+        Some(crate::inter::local_group(comm)?)
+    } else {
+        None
+    };
     let (req, ctx, group) = with(|e| {
         let c = e.comm(comm)?;
-        let (ctx, group) = (c.ctx + 1, c.group.clone());
+        let group = match &local {
+            Some(l) => Arc::new(l.iter().chain(c.group.iter()).copied().collect()),
+            None => c.group.clone(),
+        };
+        let ctx = c.ctx + 1;
         Ok((e.nbc_request(comm), ctx, group))
     })?;
     let seq = {

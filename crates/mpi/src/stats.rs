@@ -109,8 +109,8 @@ fn collective(name: &str) -> Option<&'static str> {
 }
 
 thread_local! {
-    /// Entry points this thread is inside: only the outermost counts (a
-    /// nonblocking collective runs its blocking form inside a later call).
+    /// Entry points this thread is inside: only the outermost counts (an
+    /// entry point may call another, as `Reduce_scatter_block` does).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -123,12 +123,6 @@ impl Drop for Entered {
             DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
         }
     }
-}
-
-/// Marks what runs until the guard drops as inside the library (a
-/// deferred collective run from a request's lookup).
-pub(crate) fn inside() -> Entered {
-    enter("")
 }
 
 /// Entry point `name` was called: counted when it is a collective called

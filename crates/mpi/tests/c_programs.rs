@@ -86,6 +86,32 @@ fn nonblocking_collectives_progress() {
     run_everywhere(&exe, &[], &places, |n| format!("nbcprog: ok {n} tasks"));
 }
 
+/// Nonblocking collectives on intercommunicators (both groups, either
+/// holding the root, uneven groups) leave every buffer as their blocking
+/// forms do, many outstanding at once; wrong roots, `MPI_IN_PLACE`,
+/// scans and a null request give their error classes.
+#[test]
+fn nonblocking_collectives_on_intercommunicators() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbcinter.c", false);
+    let places: &[(&str, &[&str])] = &[
+        ("1 task", &["-n", "1"]),
+        ("2 tasks, one node", &["-n", "2"]),
+        ("3 tasks, one node", &["-n", "3"]),
+        ("5 tasks, one node", &["-n", "5"]),
+        ("6 tasks, one node", &["-n", "6"]),
+        (
+            "2 tasks, two nodes",
+            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+        ),
+        (
+            "5 tasks, two nodes",
+            &["-n", "5", "--hosts", "127.0.0.2,127.0.0.3"],
+        ),
+    ];
+    run_everywhere(&exe, &[], places, |n| format!("nbcinter: ok {n} tasks"));
+}
+
 #[test]
 fn cxx_and_static_library() {
     let dir = scratch();

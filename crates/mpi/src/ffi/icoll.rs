@@ -1,159 +1,9 @@
-//! Nonblocking collectives. On an intracommunicator each is a schedule
-//! (`crate::nbc`, planned by `iplan`) that every progressing MPI call
-//! advances. On an intercommunicator the call records the blocking
-//! collective and returns a request; it runs when that request (or a
-//! later one of the same thread) is waited on or tested, or before the
-//! next blocking collective of the thread, always in the order the
-//! thread issued them, so every task runs them in the same order. Each
-//! thread's recorded collectives form their own sequence: under
-//! `MPI_THREAD_MULTIPLE`, threads of different tasks may issue theirs in
-//! different interleavings.
+//! Nonblocking collectives: each is a schedule (`crate::nbc`, planned
+//! by `iplan`) that every progressing MPI call advances, on intra- and
+//! intercommunicators alike.
 
-use super::coll::*;
-use super::collv::*;
 use super::{call, hv, mk, out, Handle};
-use crate::runtime::with;
-use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
-use std::thread::ThreadId;
-
-type Job = Box<dyn FnOnce() -> c_int + Send>;
-
-/// A collective issued and not yet finished.
-struct Entry {
-    id: usize,
-    /// The thread that issued it: its sequence.
-    owner: ThreadId,
-    /// None while it runs.
-    job: Option<Job>,
-}
-
-/// Collectives issued and not yet finished, in issue order.
-static PENDING: Mutex<VecDeque<Entry>> = Mutex::new(VecDeque::new());
-/// How many entries `PENDING` holds: the point-to-point waits check this
-/// word, not the lock.
-static QUEUED: AtomicUsize = AtomicUsize::new(0);
-/// One runner at a time per sequence: a thread that wants a collective
-/// another one is running waits here until it finished.
-static RUNNERS: LazyLock<Mutex<HashMap<ThreadId, Arc<Mutex<()>>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-thread_local! {
-    /// Set while this thread runs a job: the blocking collective the job
-    /// calls must not start the next one.
-    static IN_JOB: Cell<bool> = const { Cell::new(false) };
-}
-
-fn pending_list() -> std::sync::MutexGuard<'static, VecDeque<Entry>> {
-    PENDING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A C argument carried into a job.
-#[derive(Clone, Copy)]
-struct Arg<T>(T);
-
-// SAFETY: one runner at a time runs a job, and MPI's contract keeps the
-// buffers and arrays of a nonblocking collective valid and untouched
-// until it completes, whichever thread then runs it.
-unsafe impl<T> Send for Arg<T> {}
-
-impl<T: Copy> Arg<T> {
-    fn get(self) -> T {
-        self.0
-    }
-}
-
-/// Whether collectives wait to run.
-pub(super) fn pending() -> bool {
-    QUEUED.load(Ordering::Acquire) > 0
-}
-
-/// Runs pending collectives in order: those of this thread (`upto`
-/// None), or those of the thread that issued request `upto`, up to and
-/// including it if it is pending; returns once it finished, also when
-/// another thread runs it.
-pub(crate) fn run_pending(upto: Option<usize>) {
-    if !pending() || IN_JOB.get() {
-        return;
-    }
-    let owner = {
-        let q = pending_list();
-        match upto {
-            None => std::thread::current().id(),
-            Some(v) => match q.iter().find(|e| e.id == v) {
-                Some(e) => e.owner,
-                None => return,
-            },
-        }
-    };
-    let runner = RUNNERS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(owner)
-        .or_default()
-        .clone();
-    let _run = runner.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let job = {
-            let mut q = pending_list();
-            if upto.is_some_and(|v| !q.iter().any(|e| e.id == v)) {
-                break;
-            }
-            q.iter_mut()
-                .find(|e| e.owner == owner)
-                .and_then(|e| Some((e.id, e.job.take()?)))
-        };
-        let Some((id, f)) = job else {
-            break;
-        };
-        // Counted by SSS_STATS as the nonblocking call it was.
-        let code = {
-            let _in = crate::stats::inside();
-            IN_JOB.set(true);
-            let c = f();
-            IN_JOB.set(false);
-            c
-        };
-        if code != 0 {
-            let _ = with(|e| {
-                if let Some(r) = e.reqs.get_mut(&id) {
-                    r.status.error = code;
-                }
-                Ok(())
-            });
-        }
-        pending_list().retain(|e| e.id != id);
-        QUEUED.fetch_sub(1, Ordering::AcqRel);
-        if upto == Some(id) {
-            break;
-        }
-    }
-    super::purge_freed();
-}
-
-/// Records `f` as a collective on `comm`; the request in `req`.
-///
-/// # Safety
-/// `req` is a writable handle.
-unsafe fn defer(name: &str, comm: Handle, req: *mut Handle, f: Job) -> c_int {
-    call(name, hv(comm), || {
-        let id = with(|e| {
-            e.comm(hv(comm))?;
-            Ok(e.completed(hv(comm)))
-        })?;
-        pending_list().push_back(Entry {
-            id,
-            owner: std::thread::current().id(),
-            job: Some(f),
-        });
-        QUEUED.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: the caller's contract.
-        unsafe { out(req, mk(id), "request") }
-    })
-}
 
 /// Starts the schedule `plan` made as the collective on `comm`; the
 /// request in `req`.
@@ -167,6 +17,14 @@ unsafe fn schedule(
     plan: impl FnOnce() -> Result<super::iplan::Plan, crate::engine::MpiErr>,
 ) -> c_int {
     call(name, hv(comm), || {
+        // Refused before anything starts (the others' schedules would
+        // wait for this one's messages).
+        if req.is_null() {
+            return Err(crate::engine::MpiErr::new(
+                crate::consts::err::ARG,
+                "request is NULL",
+            ));
+        }
         let (sched, finish) = plan()?;
         let id = crate::nbc::start(hv(comm), sched, finish)?;
         // SAFETY: the caller's contract.
@@ -184,23 +42,12 @@ macro_rules! nonblocking {
         /// `req` is writable.
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty,)* req: *mut Handle) -> c_int {
-            if !crate::inter::is_inter(hv($comm)) {
-                // SAFETY: the caller's contract.
-                return unsafe {
-                    schedule(stringify!($name), $comm, req, || {
-                        super::iplan::$plan($($arg,)* $($($extra),*)?)
-                    })
-                };
-            }
-            $(let $arg = Arg($arg);)*
-            #[allow(unused_unsafe)]
-            let job: Job = Box::new(move || {
-                // SAFETY: the arguments the caller gave, valid until the
-                // request completes (MPI's contract).
-                unsafe { $blocking($($arg.get()),*) }
-            });
             // SAFETY: the caller's contract.
-            unsafe { defer(stringify!($name), $comm.get(), req, job) }
+            unsafe {
+                schedule(stringify!($name), $comm, req, || {
+                    super::iplan::$plan($($arg,)* $($($extra),*)?)
+                })
+            }
         }
         super::pmpi!(unsafe $pname => $name($($arg: $ty,)* req: *mut Handle) -> c_int);
     };
@@ -291,15 +138,9 @@ nonblocking!(
         comm: Handle) on comm by ialltoallw
 );
 
-/// Handles a job owns (their values are ids, not addresses).
-struct Handles(Vec<Handle>);
-
-// SAFETY: a handle is an id the library looks up, never dereferenced.
-unsafe impl Send for Handles {}
-
-/// `MPI_Ialltoallw` with datatype arrays the job owns: for callers whose
-/// arrays are converted copies that would be gone before the collective
-/// runs (the Fortran binding).
+/// `MPI_Ialltoallw` with datatype arrays the caller owns: for callers
+/// whose arrays are converted copies (the Fortran binding); the schedule
+/// reads the datatypes at the call.
 ///
 /// # Safety
 /// As `MPI_Ialltoallw` for the buffers and the count and displacement
@@ -317,43 +158,10 @@ pub(crate) unsafe fn ialltoallw_owned(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if !crate::inter::is_inter(hv(comm)) {
-        // The schedule reads the datatypes only now.
-        // SAFETY: the caller's contract.
-        return unsafe {
-            schedule("MPI_Ialltoallw", comm, req, || {
-                super::iplan::ialltoallw(s, scs, sds, sts.as_ptr(), r, rcs, rds, rts.as_ptr(), comm)
-            })
-        };
-    }
-    let (s, scs, sds, r, rcs, rds, c) = (
-        Arg(s),
-        Arg(scs),
-        Arg(sds),
-        Arg(r),
-        Arg(rcs),
-        Arg(rds),
-        Arg(comm),
-    );
-    let (sts, rts) = (Handles(sts), Handles(rts));
-    let job: Job = Box::new(move || {
-        let (sts, rts) = (sts, rts);
-        // SAFETY: the caller's buffers and arrays, valid until the
-        // request completes (MPI's contract); the datatypes are ours.
-        unsafe {
-            MPI_Alltoallw(
-                s.get(),
-                scs.get(),
-                sds.get(),
-                sts.0.as_ptr(),
-                r.get(),
-                rcs.get(),
-                rds.get(),
-                rts.0.as_ptr(),
-                c.get(),
-            )
-        }
-    });
     // SAFETY: the caller's contract.
-    unsafe { defer("MPI_Ialltoallw", comm, req, job) }
+    unsafe {
+        schedule("MPI_Ialltoallw", comm, req, || {
+            super::iplan::ialltoallw(s, scs, sds, sts.as_ptr(), r, rcs, rds, rts.as_ptr(), comm)
+        })
+    }
 }

@@ -1,40 +1,23 @@
-//! The schedules of nonblocking collectives on intracommunicators: the
-//! blocking forms' argument checks and buffers, read at the call into
+//! The schedules of nonblocking collectives: the blocking forms'
+//! argument checks (`collarg`) and buffers, read at the call into
 //! buffers the schedule owns (the send data packed then, as MPI lets a
 //! send buffer be read any time before completion), and a finish that
-//! unpacks the results into the receive buffers when it completes.
+//! unpacks the results into the receive buffers when it completes. On an
+//! intercommunicator the schedules are `algo`'s `inter_` ones: the root
+//! passes `MPI_ROOT`, the rest of its group `MPI_PROC_NULL` (an empty
+//! schedule), the other group the root's rank there; `MPI_IN_PLACE` is
+//! refused.
 
-use super::coll::{reduction, times};
-use super::{blocks_w, hv, lay, nbytes, recv_area, recv_v, send_data, send_v, Area, Handle};
-use crate::coll::Block;
-use crate::consts::{err, IN_PLACE};
+use super::collarg::{check_blocks, equal_blocks, reduction, scatter_counts, times, Shape};
+use super::{blocks_w, lay, nbytes, recv_area, recv_v, send_data, send_v, Area, Handle};
+use crate::coll::{Block, Reduction};
 use crate::engine::MpiErr;
-use crate::nbc::{algo, Finish, Sched};
-use crate::runtime::with;
+use crate::nbc::algo::{self, Role};
+use crate::nbc::{Finish, Sched};
 use std::ffi::{c_int, c_void};
 
 /// A schedule and what its completion writes.
 pub(super) type Plan = (Sched, Finish);
-
-fn in_place(p: *const c_void) -> bool {
-    p as usize == IN_PLACE
-}
-
-fn rank_size(comm: Handle) -> Result<(u32, u32), MpiErr> {
-    with(|e| {
-        let c = e.comm(hv(comm))?;
-        Ok((c.rank, c.size()))
-    })
-}
-
-fn root_of(root: c_int, n: u32) -> Result<u32, MpiErr> {
-    u32::try_from(root).ok().filter(|&r| r < n).ok_or_else(|| {
-        MpiErr::new(
-            err::ROOT,
-            format!("invalid root {root} (communicator of {n} tasks)"),
-        )
-    })
-}
 
 /// A receive buffer kept until the collective completes.
 struct Out(Area<'static>);
@@ -56,12 +39,21 @@ impl Out {
 }
 
 fn write_back(area: Area<'static>, buf: usize) -> Finish {
+    write_from(area, buf, 0)
+}
+
+fn write_from(area: Area<'static>, buf: usize, at: usize) -> Finish {
     let o = Out(area);
-    Box::new(move |bufs| o.write(bufs, buf, 0))
+    Box::new(move |bufs| o.write(bufs, buf, at))
 }
 
 fn nothing() -> Finish {
     Box::new(|_| {})
+}
+
+/// The plan of a task with no part (`MPI_PROC_NULL`): done at once.
+fn idle() -> Plan {
+    (Sched::new(Vec::new(), None), nothing())
 }
 
 /// `dst[at..]` gets as much of `src` as fits in `len`.
@@ -70,24 +62,40 @@ fn place(dst: &mut [u8], (at, len): Block, src: &[u8]) {
     dst[at..at + n].copy_from_slice(&src[..n]);
 }
 
-fn check_blocks(len: usize, blocks: &[Block]) -> Result<(), MpiErr> {
-    if blocks
-        .iter()
-        .any(|&(o, l)| o.checked_add(l).is_none_or(|e| e > len))
-    {
-        return Err(MpiErr::new(err::BUFFER, "a block lies outside the buffer"));
-    }
-    Ok(())
+/// `count` elements of `dt` at `p`, packed into a buffer of ours.
+///
+/// # Safety
+/// MPI's contract for the buffer.
+unsafe fn owned(p: *const c_void, count: c_int, dt: Handle) -> Result<Vec<u8>, MpiErr> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { send_data(p, count, dt) }?.into_owned())
 }
 
-fn equal_blocks(chunk: usize, n: u32) -> Vec<Block> {
-    (0..n as usize).map(|p| (p * chunk, chunk)).collect()
+/// What we send: `sendbuf`, or None for `MPI_IN_PLACE` where `sh`
+/// allows it.
+///
+/// # Safety
+/// MPI's contract for the buffer.
+unsafe fn sent(
+    sh: &Shape,
+    sendbuf: *const c_void,
+    count: c_int,
+    dt: Handle,
+) -> Result<Option<Vec<u8>>, MpiErr> {
+    if sh.in_place(sendbuf)? {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { owned(sendbuf, count, dt) }.map(Some)
 }
 
 pub(super) fn ibarrier(comm: Handle) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
+    let sh = Shape::of(comm)?;
     let mut s = Sched::new(vec![Vec::new()], None);
-    algo::barrier(&mut s, n, rank);
+    match sh.inter() {
+        Some(x) => algo::inter_barrier(&mut s, x),
+        None => algo::barrier(&mut s, sh.local, sh.rank),
+    }
     Ok((s, nothing()))
 }
 
@@ -100,13 +108,19 @@ pub(super) unsafe fn ibcast(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let root = root_of(root, n)?;
+    let sh = Shape::of(comm)?;
+    let role = sh.role(root)?;
+    if role == Role::Idle {
+        return Ok(idle());
+    }
     // SAFETY: the caller's contract.
     let mut area = unsafe { recv_area(buf, count, dt) }?;
     let mut s = Sched::new(vec![area.bytes().to_vec()], None);
-    algo::bcast(&mut s, n, rank, 0, root);
-    let fin = if rank == root {
+    match sh.inter() {
+        Some(x) => algo::inter_bcast(&mut s, x, 0, role),
+        None => algo::bcast(&mut s, sh.local, sh.rank, 0, sh.root_rank(role)),
+    }
+    let fin = if role == Role::Root {
         nothing()
     } else {
         write_back(area, 0)
@@ -114,22 +128,22 @@ pub(super) unsafe fn ibcast(
     Ok((s, fin))
 }
 
-/// Our contribution: `sendbuf`, or `recvbuf` in place.
+/// Our contribution to a reduction: `sendbuf`, or `recvbuf` in place.
 ///
 /// # Safety
 /// MPI's contract for the buffers.
 unsafe fn contribution(
+    sh: &Shape,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
     dt: Handle,
 ) -> Result<Vec<u8>, MpiErr> {
-    if in_place(sendbuf) {
+    // SAFETY: the caller's contract.
+    match unsafe { sent(sh, sendbuf, count, dt) }? {
+        Some(v) => Ok(v),
         // SAFETY: the caller's contract.
-        Ok(unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec())
-    } else {
-        // SAFETY: the caller's contract.
-        Ok(unsafe { send_data(sendbuf, count, dt) }?.into_owned())
+        None => Ok(unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec()),
     }
 }
 
@@ -146,20 +160,25 @@ pub(super) unsafe fn ireduce(
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
     let red = reduction(dt, o)?;
-    let (rank, n) = rank_size(comm)?;
-    let root = root_of(root, n)?;
+    let sh = Shape::of(comm)?;
+    let role = sh.role(root)?;
     let commute = red.commute();
-    let acc = if rank == root {
+    let acc = match (role, sh.inter()) {
+        (Role::Idle, _) => return Ok(idle()),
+        // An intercommunicator's root only receives.
+        (Role::Root, Some(_)) => vec![0; nbytes(count, dt)?],
         // SAFETY: the caller's contract.
-        unsafe { contribution(sendbuf, recvbuf, count, dt) }?
-    } else {
+        (Role::Root, None) => unsafe { contribution(&sh, sendbuf, recvbuf, count, dt) }?,
         // SAFETY: the caller's contract.
-        unsafe { send_data(sendbuf, count, dt) }?.into_owned()
+        (Role::Leaf(_), _) => unsafe { owned(sendbuf, count, dt) }?,
     };
     let tmp = vec![0; acc.len()];
     let mut s = Sched::new(vec![acc, tmp], Some(red));
-    algo::reduce(&mut s, n, rank, root, commute);
-    let fin = if rank == root {
+    match sh.inter() {
+        Some(x) => algo::inter_reduce(&mut s, x, role, commute),
+        None => algo::reduce(&mut s, sh.local, sh.rank, sh.root_rank(role), commute),
+    }
+    let fin = if role == Role::Root {
         // SAFETY: the caller's contract.
         write_back(unsafe { recv_area(recvbuf, count, dt) }?, 0)
     } else {
@@ -179,40 +198,88 @@ pub(super) unsafe fn iallreduce(
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
     let red = reduction(dt, o)?;
-    let (rank, n) = rank_size(comm)?;
+    let sh = Shape::of(comm)?;
+    // SAFETY: the caller's contract.
+    let acc = unsafe { contribution(&sh, sendbuf, recvbuf, count, dt) }?;
+    let (s, result) = allreduce_sched(&sh, acc, red);
+    // SAFETY: the caller's contract.
+    let area = unsafe { recv_area(recvbuf, count, dt) }?;
+    Ok((s, write_back(area, result)))
+}
+
+/// An allreduce of `acc`, and the buffer its result ends in (on an
+/// intercommunicator the other group's).
+fn allreduce_sched(sh: &Shape, acc: Vec<u8>, red: Reduction) -> (Sched, usize) {
     let commute = red.commute();
-    // SAFETY: the caller's contract.
-    let acc = unsafe { contribution(sendbuf, recvbuf, count, dt) }?;
-    let tmp = vec![0; acc.len()];
-    let mut s = Sched::new(vec![acc, tmp], Some(red));
-    algo::allreduce(&mut s, n, rank, commute);
-    // SAFETY: the caller's contract.
-    let fin = write_back(unsafe { recv_area(recvbuf, count, dt) }?, 0);
+    let len = acc.len();
+    let mut s = Sched::new(vec![acc, vec![0; len], vec![0; len]], Some(red));
+    match sh.inter() {
+        Some(x) => {
+            algo::inter_allreduce(&mut s, x, commute);
+            (s, 2)
+        }
+        None => {
+            algo::allreduce(&mut s, sh.local, sh.rank, commute);
+            (s, 0)
+        }
+    }
+}
+
+/// Gather (`v`: gatherv) of `mine` (None: nothing of ours to send) into
+/// `area`, split into `blocks`, at the root.
+fn gather_plan(
+    sh: &Shape,
+    role: Role,
+    mine: Option<Vec<u8>>,
+    area: Option<(Area<'static>, Vec<Block>)>,
+    v: bool,
+) -> Result<Plan, MpiErr> {
+    let (all, blocks, fin) = match (area, sh.inter()) {
+        (Some((mut a, b)), _) => {
+            let all = a.bytes().to_vec();
+            check_blocks(all.len(), &b)?;
+            (all, b, write_back(a, 1))
+        }
+        // An intercommunicator's leader gathers its group's blocks first.
+        (None, Some(x)) if x.rank == 0 && !v => {
+            let chunk = mine.as_ref().map_or(0, Vec::len);
+            let b = equal_blocks(chunk, sh.local);
+            (vec![0; chunk * sh.local as usize], b, nothing())
+        }
+        (None, _) => (Vec::new(), Vec::new(), nothing()),
+    };
+    let mut s = Sched::new(vec![Vec::new(), all], None);
+    if let Some(m) = mine {
+        if let Some(&b) = blocks.get(sh.rank as usize) {
+            place(&mut s.bufs[1], b, &m);
+        }
+        s.bufs[0] = m;
+    }
+    match sh.inter() {
+        Some(x) if v => algo::inter_rooted_v(&mut s, x, role, &blocks, true),
+        Some(x) => algo::inter_gather(&mut s, x, role, &blocks),
+        None => algo::gatherv(&mut s, sh.local, sh.rank, 0, 1, &blocks, sh.root_rank(role)),
+    }
     Ok((s, fin))
 }
 
-/// Gather into `area` (split into `blocks`) at the root; `mine` None in
-/// place.
-fn gather_plan(
-    rank: u32,
-    n: u32,
-    root: u32,
-    mine: Option<Vec<u8>>,
-    area: Option<(Area<'static>, Vec<Block>)>,
-) -> Result<Plan, MpiErr> {
-    let Some((mut area, blocks)) = area else {
-        let mut s = Sched::new(vec![mine.unwrap_or_default(), Vec::new()], None);
-        algo::gatherv(&mut s, n, rank, 0, 1, &[], root);
-        return Ok((s, nothing()));
-    };
-    let mut all = area.bytes().to_vec();
-    check_blocks(all.len(), &blocks)?;
-    if let Some(m) = &mine {
-        place(&mut all, blocks[rank as usize], m);
+/// What a gather sends from `sendbuf`: None where `Shape::own_part`
+/// says nothing.
+///
+/// # Safety
+/// MPI's contract for the buffer.
+unsafe fn gathered(
+    sh: &Shape,
+    role: Role,
+    sendbuf: *const c_void,
+    count: c_int,
+    dt: Handle,
+) -> Result<Option<Vec<u8>>, MpiErr> {
+    if !sh.own_part(role, sendbuf)? {
+        return Ok(None);
     }
-    let mut s = Sched::new(vec![Vec::new(), all], None);
-    algo::gatherv(&mut s, n, rank, 0, 1, &blocks, root);
-    Ok((s, write_back(area, 1)))
+    // SAFETY: the caller's contract.
+    unsafe { owned(sendbuf, count, dt) }.map(Some)
 }
 
 /// # Safety
@@ -228,15 +295,15 @@ pub(super) unsafe fn igather(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let root = root_of(root, n)?;
-    let mine = if rank == root && in_place(sendbuf) {
-        None
-    } else {
-        // SAFETY: the caller's contract.
-        Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
-    };
-    let area = if rank == root {
+    let sh = Shape::of(comm)?;
+    let role = sh.role(root)?;
+    if role == Role::Idle {
+        return Ok(idle());
+    }
+    // SAFETY: the caller's contract.
+    let mine = unsafe { gathered(&sh, role, sendbuf, sendcount, sendtype) }?;
+    let area = if role == Role::Root {
+        let n = sh.peers();
         let chunk = nbytes(recvcount, recvtype)?;
         // SAFETY: the caller's contract: `n * recvcount` elements.
         let a = unsafe { recv_area(recvbuf, times(recvcount, n)?, recvtype) }?;
@@ -244,7 +311,7 @@ pub(super) unsafe fn igather(
     } else {
         None
     };
-    gather_plan(rank, n, root, mine, area)
+    gather_plan(&sh, role, mine, area, false)
 }
 
 /// # Safety
@@ -261,48 +328,80 @@ pub(super) unsafe fn igatherv(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let root = root_of(root, n)?;
-    let mine = if rank == root && in_place(sendbuf) {
-        None
-    } else {
-        // SAFETY: the caller's contract.
-        Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
-    };
-    let area = if rank == root {
+    let sh = Shape::of(comm)?;
+    let role = sh.role(root)?;
+    if role == Role::Idle {
+        return Ok(idle());
+    }
+    // SAFETY: the caller's contract.
+    let mine = unsafe { gathered(&sh, role, sendbuf, sendcount, sendtype) }?;
+    let area = if role == Role::Root {
         // SAFETY: the caller's contract: one int per task.
-        Some(unsafe { recv_v(recvbuf, recvcounts, displs, n, recvtype) }?)
+        Some(unsafe { recv_v(recvbuf, recvcounts, displs, sh.peers(), recvtype) }?)
     } else {
         None
     };
-    gather_plan(rank, n, root, mine, area)
+    gather_plan(&sh, role, mine, area, true)
 }
 
-/// Scatter of `all` (split into `blocks`) at the root into `out` (None:
-/// in place at the root).
+/// Scatter (`v`: scatterv) of `all` (split into `blocks`) at the root
+/// into `out` (None: nothing of ours to receive).
 fn scatter_plan(
-    rank: u32,
-    n: u32,
-    root: u32,
+    sh: &Shape,
+    role: Role,
     all: Option<(Vec<u8>, Vec<Block>)>,
     out: Option<Area<'static>>,
+    v: bool,
 ) -> Result<Plan, MpiErr> {
     let mut out = out;
     let len = out.as_mut().map_or(0, |a| a.bytes().len());
     let mut mine = vec![0; len];
-    let (all, blocks) = all.unwrap_or_default();
-    if rank == root {
-        check_blocks(all.len(), &blocks)?;
-        let (at, l) = blocks[root as usize];
-        place(&mut mine, (0, len), &all[at..at + l]);
+    let (mut all, mut blocks) = all.unwrap_or_default();
+    match (role, sh.inter()) {
+        (Role::Root, None) => {
+            check_blocks(all.len(), &blocks)?;
+            let (at, l) = blocks[sh.rank as usize];
+            place(&mut mine, (0, len), &all[at..at + l]);
+        }
+        (Role::Root, Some(_)) => check_blocks(all.len(), &blocks)?,
+        // An intercommunicator's leader receives its group's blocks.
+        (_, Some(x)) if !v => {
+            blocks = equal_blocks(len, sh.local);
+            if x.rank == 0 {
+                all = vec![0; len * sh.local as usize];
+            }
+        }
+        _ => {}
     }
     let mut s = Sched::new(vec![all, mine], None);
-    algo::scatterv(&mut s, n, rank, 0, &blocks, 1, root);
+    match sh.inter() {
+        Some(x) if v => algo::inter_rooted_v(&mut s, x, role, &blocks, false),
+        Some(x) => algo::inter_scatter(&mut s, x, role, &blocks),
+        None => algo::scatterv(&mut s, sh.local, sh.rank, 0, &blocks, 1, sh.root_rank(role)),
+    }
     let fin = match out {
         Some(a) => write_back(a, 1),
         None => nothing(),
     };
     Ok((s, fin))
+}
+
+/// Where a scatter receives: None where `Shape::own_part` says nothing.
+///
+/// # Safety
+/// MPI's contract for the buffer until completion.
+unsafe fn scattered(
+    sh: &Shape,
+    role: Role,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+) -> Result<Option<Area<'static>>, MpiErr> {
+    if !sh.own_part(role, recvbuf)? {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { recv_area(recvbuf, count, dt) }.map(Some)
 }
 
 /// # Safety
@@ -318,23 +417,23 @@ pub(super) unsafe fn iscatter(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let root = root_of(root, n)?;
-    let all = if rank == root {
+    let sh = Shape::of(comm)?;
+    let role = sh.role(root)?;
+    if role == Role::Idle {
+        return Ok(idle());
+    }
+    let all = if role == Role::Root {
+        let n = sh.peers();
         let chunk = nbytes(sendcount, sendtype)?;
         // SAFETY: the caller's contract: `n * sendcount` elements.
-        let a = unsafe { send_data(sendbuf, times(sendcount, n)?, sendtype) }?.into_owned();
+        let a = unsafe { owned(sendbuf, times(sendcount, n)?, sendtype) }?;
         Some((a, equal_blocks(chunk, n)))
     } else {
         None
     };
-    let out = if rank == root && in_place(recvbuf) {
-        None
-    } else {
-        // SAFETY: the caller's contract.
-        Some(unsafe { recv_area(recvbuf, recvcount, recvtype) }?)
-    };
-    scatter_plan(rank, n, root, all, out)
+    // SAFETY: the caller's contract.
+    let out = unsafe { scattered(&sh, role, recvbuf, recvcount, recvtype) }?;
+    scatter_plan(&sh, role, all, out, false)
 }
 
 /// # Safety
@@ -351,46 +450,71 @@ pub(super) unsafe fn iscatterv(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let root = root_of(root, n)?;
-    let all = if rank == root {
+    let sh = Shape::of(comm)?;
+    let role = sh.role(root)?;
+    if role == Role::Idle {
+        return Ok(idle());
+    }
+    let all = if role == Role::Root {
         // SAFETY: the caller's contract: one int per task.
-        let (a, b) = unsafe { send_v(sendbuf, sendcounts, displs, n, sendtype) }?;
+        let (a, b) = unsafe { send_v(sendbuf, sendcounts, displs, sh.peers(), sendtype) }?;
         Some((a.into_owned(), b))
     } else {
         None
     };
-    let out = if rank == root && in_place(recvbuf) {
-        None
-    } else {
-        // SAFETY: the caller's contract.
-        Some(unsafe { recv_area(recvbuf, recvcount, recvtype) }?)
-    };
-    scatter_plan(rank, n, root, all, out)
+    // SAFETY: the caller's contract.
+    let out = unsafe { scattered(&sh, role, recvbuf, recvcount, recvtype) }?;
+    scatter_plan(&sh, role, all, out, true)
 }
 
-/// Allgather(v) into `area` split into `blocks`; `mine` None in place.
+/// Allgather (`v`: allgatherv) into `area` split into `blocks`; `mine`
+/// None in place.
 fn allgather_plan(
-    rank: u32,
-    n: u32,
+    sh: &Shape,
     mine: Option<Vec<u8>>,
     mut area: Area<'static>,
     blocks: Vec<Block>,
+    v: bool,
 ) -> Result<Plan, MpiErr> {
     let mut all = area.bytes().to_vec();
     check_blocks(all.len(), &blocks)?;
-    let (at, len) = blocks[rank as usize];
-    let mine = match mine {
-        Some(m) => {
-            place(&mut all, (at, len), &m);
-            m
-        }
-        None => all[at..at + len].to_vec(),
+    let Some(x) = sh.inter() else {
+        let (at, len) = blocks[sh.rank as usize];
+        let mine = match mine {
+            Some(m) => {
+                place(&mut all, (at, len), &m);
+                m
+            }
+            None => all[at..at + len].to_vec(),
+        };
+        let packed = vec![0; blocks.iter().map(|b| b.1).sum()];
+        let mut s = Sched::new(vec![mine, all, packed], None);
+        algo::allgatherv(&mut s, sh.local, sh.rank, &blocks);
+        return Ok((s, write_back(area, 1)));
     };
-    let packed = vec![0; blocks.iter().map(|b| b.1).sum()];
-    let mut s = Sched::new(vec![mine, all, packed], None);
-    algo::allgatherv(&mut s, n, rank, &blocks);
-    Ok((s, write_back(area, 1)))
+    // An intercommunicator refused MPI_IN_PLACE.
+    let mine = mine.unwrap_or_default();
+    let chunk = mine.len();
+    if v {
+        let mut s = Sched::new(vec![mine, all], None);
+        algo::inter_pairwise(&mut s, x, &vec![(0, chunk); blocks.len()], &blocks);
+        return Ok((s, write_back(area, 1)));
+    }
+    let lblocks = equal_blocks(chunk, sh.local);
+    let mut local = vec![
+        0;
+        if x.rank == 0 {
+            chunk * sh.local as usize
+        } else {
+            0
+        }
+    ];
+    if let Some(&b) = lblocks.first().filter(|_| x.rank == 0) {
+        place(&mut local, b, &mine);
+    }
+    let mut s = Sched::new(vec![mine, local, all], None);
+    algo::inter_allgather(&mut s, x, &lblocks);
+    Ok((s, write_back(area, 2)))
 }
 
 /// # Safety
@@ -405,17 +529,14 @@ pub(super) unsafe fn iallgather(
     recvtype: Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
+    let sh = Shape::of(comm)?;
+    let n = sh.peers();
     let chunk = nbytes(recvcount, recvtype)?;
-    let mine = if in_place(sendbuf) {
-        None
-    } else {
-        // SAFETY: the caller's contract.
-        Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
-    };
+    // SAFETY: the caller's contract.
+    let mine = unsafe { sent(&sh, sendbuf, sendcount, sendtype) }?;
     // SAFETY: the caller's contract: `n * recvcount` elements.
     let area = unsafe { recv_area(recvbuf, times(recvcount, n)?, recvtype) }?;
-    allgather_plan(rank, n, mine, area, equal_blocks(chunk, n))
+    allgather_plan(&sh, mine, area, equal_blocks(chunk, n), false)
 }
 
 /// # Safety
@@ -431,23 +552,18 @@ pub(super) unsafe fn iallgatherv(
     recvtype: Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let mine = if in_place(sendbuf) {
-        None
-    } else {
-        // SAFETY: the caller's contract.
-        Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
-    };
+    let sh = Shape::of(comm)?;
+    // SAFETY: the caller's contract.
+    let mine = unsafe { sent(&sh, sendbuf, sendcount, sendtype) }?;
     // SAFETY: the caller's contract: one int per task.
-    let (area, blocks) = unsafe { recv_v(recvbuf, recvcounts, displs, n, recvtype) }?;
-    allgather_plan(rank, n, mine, area, blocks)
+    let (area, blocks) = unsafe { recv_v(recvbuf, recvcounts, displs, sh.peers(), recvtype) }?;
+    allgather_plan(&sh, mine, area, blocks, true)
 }
 
 /// All-to-all from `send` (None: in place, from a copy of the receive
 /// buffer with its blocks) into `area`.
 fn alltoall_plan(
-    rank: u32,
-    n: u32,
+    sh: &Shape,
     send: Option<(Vec<u8>, Vec<Block>)>,
     mut area: Area<'static>,
     rblocks: Vec<Block>,
@@ -456,10 +572,16 @@ fn alltoall_plan(
     check_blocks(recv.len(), &rblocks)?;
     let (send, sblocks) = send.unwrap_or_else(|| (recv.clone(), rblocks.clone()));
     check_blocks(send.len(), &sblocks)?;
-    let (so, sl) = sblocks[rank as usize];
-    place(&mut recv, rblocks[rank as usize], &send[so..so + sl]);
+    let x = sh.inter();
+    if x.is_none() {
+        let (so, sl) = sblocks[sh.rank as usize];
+        place(&mut recv, rblocks[sh.rank as usize], &send[so..so + sl]);
+    }
     let mut s = Sched::new(vec![send, recv], None);
-    algo::alltoallv(&mut s, n, rank, &sblocks, &rblocks);
+    match x {
+        Some(x) => algo::inter_pairwise(&mut s, x, &sblocks, &rblocks),
+        None => algo::alltoallv(&mut s, sh.local, sh.rank, &sblocks, &rblocks),
+    }
     Ok((s, write_back(area, 1)))
 }
 
@@ -475,19 +597,20 @@ pub(super) unsafe fn ialltoall(
     recvtype: Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
+    let sh = Shape::of(comm)?;
+    let n = sh.peers();
     let chunk = nbytes(recvcount, recvtype)?;
-    let send = if in_place(sendbuf) {
+    let send = if sh.in_place(sendbuf)? {
         None
     } else {
         let sc = nbytes(sendcount, sendtype)?;
         // SAFETY: the caller's contract: `n * sendcount` elements.
-        let s = unsafe { send_data(sendbuf, times(sendcount, n)?, sendtype) }?.into_owned();
+        let s = unsafe { owned(sendbuf, times(sendcount, n)?, sendtype) }?;
         Some((s, equal_blocks(sc, n)))
     };
     // SAFETY: the caller's contract: `n * recvcount` elements.
     let area = unsafe { recv_area(recvbuf, times(recvcount, n)?, recvtype) }?;
-    alltoall_plan(rank, n, send, area, equal_blocks(chunk, n))
+    alltoall_plan(&sh, send, area, equal_blocks(chunk, n))
 }
 
 /// # Safety
@@ -504,8 +627,9 @@ pub(super) unsafe fn ialltoallv(
     recvtype: Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let send = if in_place(sendbuf) {
+    let sh = Shape::of(comm)?;
+    let n = sh.peers();
+    let send = if sh.in_place(sendbuf)? {
         None
     } else {
         // SAFETY: the caller's contract: one int per task.
@@ -514,7 +638,7 @@ pub(super) unsafe fn ialltoallv(
     };
     // SAFETY: the caller's contract: one int per task.
     let (area, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
-    alltoall_plan(rank, n, send, area, rb)
+    alltoall_plan(&sh, send, area, rb)
 }
 
 /// # Safety
@@ -532,8 +656,9 @@ pub(super) unsafe fn ialltoallw(
     recvtypes: *const Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (rank, n) = rank_size(comm)?;
-    let send = if in_place(sendbuf) {
+    let sh = Shape::of(comm)?;
+    let n = sh.peers();
+    let send = if sh.in_place(sendbuf)? {
         None
     } else {
         // SAFETY: the caller's contract; the send blocks are only read.
@@ -543,7 +668,7 @@ pub(super) unsafe fn ialltoallw(
     };
     // SAFETY: the caller's contract.
     let (area, rb) = unsafe { blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;
-    alltoall_plan(rank, n, send, area, rb)
+    alltoall_plan(&sh, send, area, rb)
 }
 
 /// # Safety
@@ -556,14 +681,12 @@ pub(super) unsafe fn ireduce_scatter(
     o: Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (_, n) = rank_size(comm)?;
-    if recvcounts.is_null() {
-        return Err(MpiErr::new(err::ARG, "recvcounts is NULL"));
-    }
-    // SAFETY: MPI's contract: one int per task.
-    let counts = unsafe { std::slice::from_raw_parts(recvcounts, n as usize) };
+    let sh = Shape::of(comm)?;
+    let size = lay(dt)?.size;
+    // SAFETY: MPI's contract: one int per task of the local group.
+    let (blocks, total) = unsafe { scatter_counts(recvcounts, sh.local, size) }?;
     // SAFETY: the caller's contract.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, dt, o, comm) }
+    unsafe { reduce_scatter(&sh, sendbuf, recvbuf, &blocks, total, dt, o) }
 }
 
 /// # Safety
@@ -576,51 +699,48 @@ pub(super) unsafe fn ireduce_scatter_block(
     o: Handle,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let (_, n) = rank_size(comm)?;
-    let counts = vec![recvcount; n as usize];
+    let sh = Shape::of(comm)?;
+    let size = lay(dt)?.size;
+    let counts = vec![recvcount; sh.local as usize];
+    // SAFETY: `counts` holds one int per task of the local group.
+    let (blocks, total) = unsafe { scatter_counts(counts.as_ptr(), sh.local, size) }?;
     // SAFETY: the caller's contract.
-    unsafe { reduce_scatter(sendbuf, recvbuf, &counts, dt, o, comm) }
+    unsafe { reduce_scatter(&sh, sendbuf, recvbuf, &blocks, total, dt, o) }
 }
 
-/// Reduce-scatter with task p getting `counts[p]` elements.
+/// Reduce-scatter of `total` elements, task p getting `blocks[p]` (bytes)
+/// of the result: on an intracommunicator reduced at task 0 and
+/// scattered, on an intercommunicator an allreduce across the groups,
+/// each task keeping its part.
 ///
 /// # Safety
 /// MPI's contract for the buffers until completion.
+#[allow(clippy::too_many_arguments)]
 unsafe fn reduce_scatter(
+    sh: &Shape,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    counts: &[c_int],
+    blocks: &[Block],
+    total: c_int,
     dt: Handle,
     o: Handle,
-    comm: Handle,
 ) -> Result<Plan, MpiErr> {
     let red = reduction(dt, o)?;
-    let (rank, n) = rank_size(comm)?;
-    if counts.len() != n as usize {
-        return Err(MpiErr::new(err::ARG, "one count per task expected"));
-    }
-    let size = lay(dt)?.size;
-    let mut blocks = Vec::with_capacity(counts.len());
-    let mut total: c_int = 0;
-    for &c in counts {
-        if c < 0 {
-            return Err(MpiErr::new(err::COUNT, format!("negative count {c}")));
-        }
-        blocks.push((total as usize * size, c as usize * size));
-        total = total
-            .checked_add(c)
-            .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
-    }
-    let commute = red.commute();
+    let (at, len) = blocks[sh.rank as usize];
+    let count = (len / lay(dt)?.size.max(1)) as c_int;
     // SAFETY: the caller's contract (in place, recvbuf holds the whole
     // input).
-    let acc = unsafe { contribution(sendbuf, recvbuf, total, dt) }?;
-    let tmp = vec![0; acc.len()];
-    let mine = vec![0; blocks[rank as usize].1];
-    let mut s = Sched::new(vec![acc, tmp, mine], Some(red));
-    algo::reduce_scatter(&mut s, n, rank, &blocks, commute);
+    let acc = unsafe { contribution(sh, sendbuf, recvbuf, total, dt) }?;
     // SAFETY: the caller's contract.
-    let area = unsafe { recv_area(recvbuf, counts[rank as usize], dt) }?;
+    let area = unsafe { recv_area(recvbuf, count, dt) }?;
+    if sh.inter().is_some() {
+        let (s, result) = allreduce_sched(sh, acc, red);
+        return Ok((s, write_from(area, result, at)));
+    }
+    let commute = red.commute();
+    let tmp = vec![0; acc.len()];
+    let mut s = Sched::new(vec![acc, tmp, vec![0; len]], Some(red));
+    algo::reduce_scatter(&mut s, sh.local, sh.rank, blocks, commute);
     Ok((s, write_back(area, 2)))
 }
 
@@ -635,15 +755,16 @@ pub(super) unsafe fn iscan(
     comm: Handle,
     exclusive: bool,
 ) -> Result<Plan, MpiErr> {
+    crate::inter::no_collectives(super::hv(comm))?;
     let red = reduction(dt, o)?;
-    let (rank, n) = rank_size(comm)?;
+    let sh = Shape::of(comm)?;
     // SAFETY: the caller's contract.
-    let acc = unsafe { contribution(sendbuf, recvbuf, count, dt) }?;
+    let acc = unsafe { contribution(&sh, sendbuf, recvbuf, count, dt) }?;
     let len = acc.len();
     let mut s = Sched::new(vec![acc, vec![0; len], vec![0; len]], Some(red));
-    algo::scan(&mut s, n, rank, exclusive);
+    algo::scan(&mut s, sh.local, sh.rank, exclusive);
     // Exscan leaves task 0's receive buffer as it was.
-    let fin = if exclusive && rank == 0 {
+    let fin = if exclusive && sh.rank == 0 {
         nothing()
     } else {
         // SAFETY: the caller's contract.

@@ -22,7 +22,8 @@
 //! (point-to-point and requests), `requests` (persistent, buffered and
 //! ready sends, the `some`/`any` calls), `mprobe` (matched probes),
 //! `coll` (collectives), `collv` (the `v` collectives and scans),
-//! `icoll` (nonblocking collectives), `dtype` (datatypes, pack/unpack),
+//! `collarg` (the argument checks of both), `icoll` and `iplan`
+//! (nonblocking collectives and their schedules), `dtype` (datatypes, pack/unpack),
 //! `group` (groups, communicators from groups, user operations),
 //! `comm` (dup, free, names, communicator attributes), `attr`
 //! (keyvals and attributes), `info` (`MPI_Info` and hints),
@@ -60,6 +61,7 @@ pub(crate) use pmpi;
 
 mod attr;
 mod coll;
+mod collarg;
 mod collv;
 mod comm;
 mod dtype;
@@ -87,7 +89,6 @@ use crate::consts::{err, h};
 use crate::dtype::Layout;
 use crate::engine::{MpiErr, St};
 use crate::handles::UserFn;
-pub(crate) use icoll::run_pending;
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -465,10 +466,10 @@ unsafe fn blocks_w<'a>(
     Ok((Area::Packed { data, segs }, blocks))
 }
 
-/// Whether a deferred collective or a persistent request may still
+/// Whether a nonblocking collective or a persistent request may still
 /// name a datatype or operation being freed.
 fn handles_in_use() -> bool {
-    icoll::pending() || crate::nbc::active() || requests::persistent()
+    crate::nbc::active() || requests::persistent()
 }
 
 /// Drops freed datatypes and operations once nothing can name them.

@@ -65,7 +65,6 @@ pub(super) fn resolve(v: usize) -> Option<usize> {
     if v == h::REQUEST_NULL {
         return None;
     }
-    super::run_pending(Some(v));
     if !persistent() {
         return Some(v);
     }

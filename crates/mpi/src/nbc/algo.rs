@@ -326,6 +326,234 @@ pub(crate) fn reduce_scatter(s: &mut Sched, n: u32, rank: u32, blocks: &[Block],
     }
 }
 
+/// Who a rooted collective makes this task: the root, a task that
+/// sends to or receives from the root (its rank: in the communicator,
+/// or in the remote group of an intercommunicator), or, in an
+/// intercommunicator root's group, a task with no part (`MPI_PROC_NULL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Root,
+    Leaf(u32),
+    Idle,
+}
+
+/// An intercommunicator as its schedules address it: the local group's
+/// `l` tasks as 0..l, remote task q as `l + q`; this task `rank` of the
+/// local group. Each group works among itself with the algorithms
+/// above, its leader (local rank 0) exchanging with the other group's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inter {
+    pub(crate) l: u32,
+    pub(crate) rank: u32,
+}
+
+impl Inter {
+    fn remote(self, q: u32) -> u32 {
+        self.l + q
+    }
+
+    fn leader(self) -> bool {
+        self.rank == 0
+    }
+
+    /// The leaders send buffer `send` to each other and receive it into
+    /// buffer `recv` (as long as it is).
+    fn swap(self, s: &mut Sched, send: usize, recv: usize) {
+        if self.leader() {
+            let (sl, rl) = (s.bufs[send].len(), s.bufs[recv].len());
+            s.add(vec![
+                Act::Send {
+                    to: self.remote(0),
+                    buf: send,
+                    at: 0,
+                    len: sl,
+                },
+                Act::Recv {
+                    from: self.remote(0),
+                    buf: recv,
+                    at: 0,
+                    len: rl,
+                },
+            ]);
+        }
+    }
+
+    /// One round: whole buffer `buf` to (`send`) or from remote task `q`.
+    fn one(self, s: &mut Sched, q: u32, buf: usize, send: bool) {
+        let (to, len) = (self.remote(q), s.bufs[buf].len());
+        s.add(vec![if send {
+            Act::Send {
+                to,
+                buf,
+                at: 0,
+                len,
+            }
+        } else {
+            Act::Recv {
+                from: to,
+                buf,
+                at: 0,
+                len,
+            }
+        }]);
+    }
+}
+
+/// Intercommunicator barrier: each group's barrier, the leaders'
+/// exchange, each leader's word to its group (buffer 0 empty).
+pub(crate) fn inter_barrier(s: &mut Sched, x: Inter) {
+    barrier(s, x.l, x.rank);
+    x.swap(s, 0, 0);
+    bcast(s, x.l, x.rank, 0, 0);
+}
+
+/// Intercommunicator broadcast of buffer `buf` from the root to the
+/// other group: its leader receives and broadcasts.
+pub(crate) fn inter_bcast(s: &mut Sched, x: Inter, buf: usize, role: Role) {
+    match role {
+        Role::Root => x.one(s, 0, buf, true),
+        Role::Idle => {}
+        Role::Leaf(q) => {
+            if x.leader() {
+                x.one(s, q, buf, false);
+            }
+            bcast(s, x.l, x.rank, buf, 0);
+        }
+    }
+}
+
+/// Intercommunicator reduction of buffer 0 (buffer 1 scratch) to the
+/// root, which gets the other group's result in its buffer 0 from that
+/// group's leader.
+pub(crate) fn inter_reduce(s: &mut Sched, x: Inter, role: Role, commute: bool) {
+    match role {
+        Role::Root => x.one(s, 0, 0, false),
+        Role::Idle => {}
+        Role::Leaf(q) => {
+            reduce_tree(s, x.l, x.rank, 0, 1, 0, commute);
+            if x.leader() {
+                x.one(s, q, 0, true);
+            }
+        }
+    }
+}
+
+/// Intercommunicator allreduce: buffer 0 reduced in each group (buffer
+/// 1 scratch), the leaders swap, and each group gets the other's result
+/// in buffer 2 (as long as buffer 0).
+pub(crate) fn inter_allreduce(s: &mut Sched, x: Inter, commute: bool) {
+    reduce_tree(s, x.l, x.rank, 0, 1, 0, commute);
+    x.swap(s, 0, 2);
+    bcast(s, x.l, x.rank, 2, 0);
+}
+
+/// Intercommunicator gather into buffer 1 of the root: the other group
+/// gathers its buffers 0 at its leader (into its buffer 1, split into
+/// `blocks`, the leader's own block already in place), which sends the
+/// whole to the root.
+pub(crate) fn inter_gather(s: &mut Sched, x: Inter, role: Role, blocks: &[Block]) {
+    match role {
+        Role::Root => x.one(s, 0, 1, false),
+        Role::Idle => {}
+        Role::Leaf(q) => {
+            gatherv(s, x.l, x.rank, 0, 1, blocks, 0);
+            if x.leader() {
+                x.one(s, q, 1, true);
+            }
+        }
+    }
+}
+
+/// Intercommunicator scatter from buffer 0 of the root: the other
+/// group's leader receives the whole into its buffer 0 (split into
+/// `blocks`) and scatters it into the buffers 1 of its group.
+pub(crate) fn inter_scatter(s: &mut Sched, x: Inter, role: Role, blocks: &[Block]) {
+    match role {
+        Role::Root => x.one(s, 0, 0, true),
+        Role::Idle => {}
+        Role::Leaf(q) => {
+            if x.leader() {
+                x.one(s, q, 0, false);
+                let (at, len) = blocks[0];
+                s.add(vec![Act::Copy {
+                    from: 0,
+                    at,
+                    to: 1,
+                    to_at: 0,
+                    len: len.min(s.bufs[1].len()),
+                }]);
+            }
+            scatterv(s, x.l, x.rank, 0, blocks, 1, 0);
+        }
+    }
+}
+
+/// Intercommunicator gatherv and scatterv: the root receives block i of
+/// buffer 1 from (gather) or sends block i of buffer 0 to remote task i;
+/// the other group sends its buffer 0 to or receives its buffer 1 from
+/// the root.
+pub(crate) fn inter_rooted_v(s: &mut Sched, x: Inter, role: Role, blocks: &[Block], gather: bool) {
+    match role {
+        Role::Root => {
+            let buf = if gather { 1 } else { 0 };
+            s.add(
+                (0..blocks.len() as u32)
+                    .map(|i| {
+                        let (at, len) = blocks[i as usize];
+                        if gather {
+                            Act::Recv {
+                                from: x.remote(i),
+                                buf,
+                                at,
+                                len,
+                            }
+                        } else {
+                            Act::Send {
+                                to: x.remote(i),
+                                buf,
+                                at,
+                                len,
+                            }
+                        }
+                    })
+                    .collect(),
+            );
+        }
+        Role::Idle => {}
+        Role::Leaf(q) => x.one(s, q, if gather { 0 } else { 1 }, gather),
+    }
+}
+
+/// Intercommunicator allgather: each group gathers its buffers 0 at its
+/// leader (into buffer 1, split into `blocks`, the leader's own block in
+/// place), the leaders swap, and each group gets the other's in buffer 2.
+pub(crate) fn inter_allgather(s: &mut Sched, x: Inter, blocks: &[Block]) {
+    gatherv(s, x.l, x.rank, 0, 1, blocks, 0);
+    x.swap(s, 1, 2);
+    bcast(s, x.l, x.rank, 2, 0);
+}
+
+/// Intercommunicator allgatherv and all-to-all(v,w): block j of buffer 0
+/// (`sblocks`) to remote task j, and block j of buffer 1 (`rblocks`)
+/// from it, all in one round.
+pub(crate) fn inter_pairwise(s: &mut Sched, x: Inter, sblocks: &[Block], rblocks: &[Block]) {
+    let mut acts: Vec<Act> = (0..rblocks.len() as u32)
+        .map(|j| Act::Recv {
+            from: x.remote(j),
+            buf: 1,
+            at: rblocks[j as usize].0,
+            len: rblocks[j as usize].1,
+        })
+        .collect();
+    acts.extend((0..sblocks.len() as u32).map(|j| Act::Send {
+        to: x.remote(j),
+        buf: 0,
+        at: sblocks[j as usize].0,
+        len: sblocks[j as usize].1,
+    }));
+    s.add(acts);
+}
+
 #[cfg(test)]
 mod tests {
     //! Every task's schedule run against the others in one process:
@@ -514,6 +742,132 @@ mod tests {
             for (r, s) in run(v).iter().enumerate() {
                 let n = i64::from(n);
                 assert_eq!(ints(&s.bufs[2]), [n * r as i64 + n * (n - 1) / 2]);
+            }
+        }
+    }
+
+    /// Intercommunicator schedules of groups of `a` and `b` tasks as one
+    /// job: task i of the first group is i, task i of the second `a + i`.
+    fn inter_job(a: u32, b: u32, mut mk: impl FnMut(bool, Inter) -> Sched) -> Vec<Sched> {
+        let mut v = Vec::new();
+        for (first, l, base, rbase) in [(true, a, 0, a), (false, b, a, 0)] {
+            for rank in 0..l {
+                let mut s = mk(first, Inter { l, rank });
+                let map = |t: u32| if t < l { base + t } else { rbase + t - l };
+                for act in s.rounds.iter_mut().flatten() {
+                    match act {
+                        Act::Send { to, .. } => *to = map(*to),
+                        Act::Recv { from, .. } => *from = map(*from),
+                        _ => {}
+                    }
+                }
+                v.push(s);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn intercommunicator_schedules_on_groups_of_1_to_4() {
+        for a in 1..=4u32 {
+            for b in 1..=4u32 {
+                // World rank of local rank r in the first (or second) group.
+                let w = |first: bool, r: u32| i64::from(if first { r } else { a + r });
+                let total = |first: bool| {
+                    let n = if first { a } else { b };
+                    (0..n).map(|r| w(first, r)).sum::<i64>()
+                };
+                run(inter_job(a, b, |_, x| {
+                    let mut s = Sched::new(vec![Vec::new()], None);
+                    inter_barrier(&mut s, x);
+                    s
+                }));
+                // Root: the first group's last task.
+                let role = |first: bool, x: Inter| match (first, x.rank + 1 == a) {
+                    (true, true) => Role::Root,
+                    (true, false) => Role::Idle,
+                    (false, _) => Role::Leaf(a - 1),
+                };
+                let out = run(inter_job(a, b, |first, x| {
+                    let mut s = Sched::new(vec![words(&[w(first, x.rank), 7])], None);
+                    inter_bcast(&mut s, x, 0, role(first, x));
+                    s
+                }));
+                for s in &out[a as usize..] {
+                    assert_eq!(ints(&s.bufs[0]), [i64::from(a - 1), 7]);
+                }
+                let out = run(inter_job(a, b, |first, x| {
+                    let mut s = Sched::new(vec![words(&[w(first, x.rank)]), vec![0; 8]], sum());
+                    inter_reduce(&mut s, x, role(first, x), a % 2 == 0);
+                    s
+                }));
+                assert_eq!(ints(&out[a as usize - 1].bufs[0]), [total(false)]);
+                let out = run(inter_job(a, b, |first, x| {
+                    let mut s = Sched::new(
+                        vec![words(&[w(first, x.rank)]), vec![0; 8], vec![0; 8]],
+                        sum(),
+                    );
+                    inter_allreduce(&mut s, x, true);
+                    s
+                }));
+                for (i, s) in out.iter().enumerate() {
+                    assert_eq!(ints(&s.bufs[2]), [total(i >= a as usize)]);
+                }
+                // Gather at the root of the second group's ranks, scatter
+                // back 100 + rank, allgather of every world rank.
+                let out = run(inter_job(a, b, |first, x| {
+                    let r = role(first, x);
+                    let n = if first { b } else { x.l };
+                    let blocks: Vec<Block> = (0..n as usize).map(|p| (8 * p, 8)).collect();
+                    let all = if r == Role::Root || (!first && x.rank == 0) {
+                        let mut v = vec![0; 8 * n as usize];
+                        v[..8].copy_from_slice(&words(&[w(first, 0)]));
+                        v
+                    } else {
+                        Vec::new()
+                    };
+                    let mut s = Sched::new(vec![words(&[w(first, x.rank)]), all], None);
+                    inter_gather(&mut s, x, r, &blocks);
+                    s
+                }));
+                let want: Vec<i64> = (0..b).map(|r| w(false, r)).collect();
+                assert_eq!(ints(&out[a as usize - 1].bufs[1]), want);
+                let out = run(inter_job(a, b, |first, x| {
+                    let r = role(first, x);
+                    let n = if first { b } else { x.l };
+                    let blocks: Vec<Block> = (0..n as usize).map(|p| (8 * p, 8)).collect();
+                    let all = match (r, first) {
+                        (Role::Root, _) => {
+                            words(&(0..i64::from(b)).map(|p| 100 + p).collect::<Vec<_>>())
+                        }
+                        (_, false) if x.rank == 0 => vec![0; 8 * n as usize],
+                        _ => Vec::new(),
+                    };
+                    let mut s = Sched::new(vec![all, vec![0; 8]], None);
+                    inter_scatter(&mut s, x, r, &blocks);
+                    s
+                }));
+                for (r, s) in out[a as usize..].iter().enumerate() {
+                    assert_eq!(ints(&s.bufs[1]), [100 + r as i64]);
+                }
+                let out = run(inter_job(a, b, |first, x| {
+                    let (n, rn) = (x.l, if first { b } else { a });
+                    let blocks: Vec<Block> = (0..n as usize).map(|p| (8 * p, 8)).collect();
+                    let mine = words(&[w(first, x.rank)]);
+                    let mut local = vec![0; if x.rank == 0 { 8 * n as usize } else { 0 }];
+                    if x.rank == 0 {
+                        local[..8].copy_from_slice(&mine);
+                    }
+                    let mut s = Sched::new(vec![mine, local, vec![0; 8 * rn as usize]], None);
+                    inter_allgather(&mut s, x, &blocks);
+                    s
+                }));
+                for (i, s) in out.iter().enumerate() {
+                    let first = i < a as usize;
+                    let rn = if first { b } else { a };
+                    let want: Vec<i64> = (0..rn).map(|r| w(!first, r)).collect();
+                    assert_eq!(ints(&s.bufs[2]), want);
+                }
             }
         }
     }
