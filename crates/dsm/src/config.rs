@@ -41,6 +41,14 @@ pub struct Config {
     pub fault_no_wakeups: bool,
     /// What a barrier that waits long does (`SSS_DSM_STALL`).
     pub stall: Stall,
+    /// Whether missing pages are fetched on userfaultfd faults (the
+    /// default, ADSM) or only by explicit [`Dsm::fetch`] calls (`false`,
+    /// UDSM: the code compiled by `sss cc --udsm` checks the presence
+    /// map before every access to the heap; no userfaultfd is opened, so
+    /// the heap works where the kernel or a container forbids it). UDSM
+    /// needs [`WriteMode::Note`]. Not an environment setting: a program
+    /// built with `--udsm` selects it itself.
+    pub userfaultfd: bool,
 }
 
 /// A barrier wait that lasts: after `after`, the waiter names the tasks
@@ -100,6 +108,7 @@ impl Default for Config {
             prefetch: 0,
             fault_no_wakeups: false,
             stall: Stall::default(),
+            userfaultfd: true,
         }
     }
 }

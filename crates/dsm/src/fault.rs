@@ -82,14 +82,61 @@ impl Shared {
                 },
                 1,
             );
-            if self.map_own(page)? {
-                self.uffd.wake(paddr, PAGE)?;
-            } else {
-                self.fetch_install(page, f.write && trap)?;
-            }
+            self.miss(page, f.write && trap)?;
         }
         bump(&self.stats.fault_ns, t0.elapsed().as_nanos() as u64);
         Ok(())
+    }
+
+    /// A missing page: a home page is mapped here, any other fetched;
+    /// `twin`: installed writable with its twin (a trapped write).
+    fn miss(&self, page: u64, twin: bool) -> Result<(), Error> {
+        if self.map_own(page)? {
+            self.uffd.wake(self.page_addr(page)?, PAGE)?;
+            Ok(())
+        } else {
+            self.fetch_install(page, twin)
+        }
+    }
+
+    /// UDSM: makes the absent pages of `[off, off+len)` present, each as
+    /// a missing fault would (`Dsm::fetch`); the pages made present.
+    pub(crate) fn fetch_span(&self, off: u64, len: u64, _write: bool) -> Result<u64, Error> {
+        let Some(map) = &self.presence else {
+            return Ok(0);
+        };
+        if len == 0 {
+            return Ok(0);
+        }
+        let t0 = Instant::now();
+        let mut n = 0;
+        for page in page_of(off)..=page_of(off + len - 1) {
+            if !map.get(page) {
+                // Note mode only: a store needs the page, never a twin.
+                self.miss(page, false)?;
+                n += 1;
+            }
+        }
+        bump(&self.stats.fetches, n);
+        bump(&self.stats.fault_ns, t0.elapsed().as_nanos() as u64);
+        Ok(n)
+    }
+
+    /// Installs `chunk` as page `p` (at `paddr`), write-protected when
+    /// `wp`; `Ok(false)`: already present. UDSM: copied into the view,
+    /// then marked in the presence map.
+    fn install(&self, p: u64, paddr: usize, chunk: &[u8], wp: bool) -> Result<bool, Error> {
+        match &self.presence {
+            None => Ok(self.uffd.copy(paddr, chunk, wp)?),
+            Some(map) => {
+                if map.get(p) {
+                    return Ok(false);
+                }
+                self.view_write(p * PAGE as u64, chunk)?;
+                map.set(p, true);
+                Ok(true)
+            }
+        }
     }
 
     /// Fetches `page` (and prefetch pages) from the home and installs it.
@@ -210,7 +257,7 @@ impl Shared {
                 let paddr = self.page_addr(p)?;
                 let patched = self.window.get().and_then(|w| w.patch(p, chunk));
                 let chunk = patched.as_deref().unwrap_or(chunk);
-                let fresh = self.uffd.copy(paddr, chunk, install_wp)?;
+                let fresh = self.install(p, paddr, chunk, install_wp)?;
                 if i == 0 && !fresh {
                     self.uffd.wake(paddr, PAGE)?;
                 }
@@ -303,7 +350,7 @@ impl Shared {
                     continue;
                 }
                 let chunk = &data[k as usize * PAGE..(k as usize + 1) * PAGE];
-                if self.uffd.copy(self.page_addr(p)?, chunk, wp)? {
+                if self.install(p, self.page_addr(p)?, chunk, wp)? {
                     st.present.insert(p);
                     bump(&self.stats.pages_fetched, 1);
                     bump(&self.stats.pages_refreshed, 1);

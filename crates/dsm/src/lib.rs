@@ -180,7 +180,21 @@ impl Dsm {
         let print_stats = config::stats_json_from_env()?;
         let heap = cfg.heap.max(PAGE).next_multiple_of(PAGE);
         let wp = cfg.writes == WriteMode::Trap;
-        let uffd = sys::Uffd::new(wp)?;
+        if wp && !cfg.userfaultfd {
+            return Err(Error::Invalid(
+                "trap mode needs userfaultfd (UDSM works in note mode only)",
+            ));
+        }
+        let uffd = if cfg.userfaultfd {
+            sys::Uffd::new(wp)?
+        } else {
+            sys::Uffd::none()
+        };
+        let presence = if cfg.userfaultfd {
+            None
+        } else {
+            Some(sys::Presence::new((heap / PAGE) as u64)?)
+        };
         let view = reserve_everywhere(task, heap)?;
         uffd.register(view.base(), view.len())?;
         // The heap and its directory are large and mostly untouched: not
@@ -200,6 +214,7 @@ impl Dsm {
             cfg: Config { heap, ..cfg },
             view,
             uffd,
+            presence,
             home,
             homes,
             meta,
@@ -246,15 +261,22 @@ impl Dsm {
         let stop = sys::EventFd::new()?;
         let s2 = shared.clone();
         let stop_fd = stop.fd();
-        let thread = std::thread::Builder::new()
-            .name(format!("sss-dsm-fault-{}", task.rank()))
-            .spawn(move || fault_loop(s2, stop_fd))?;
+        // UDSM: nothing faults, no thread.
+        let thread = if shared.udsm() {
+            None
+        } else {
+            Some(
+                std::thread::Builder::new()
+                    .name(format!("sss-dsm-fault-{}", task.rank()))
+                    .spawn(move || fault_loop(s2, stop_fd))?,
+            )
+        };
         // Nobody may fault on a peer before every handler is in place.
         task.barrier()?;
         Ok(Dsm {
             shared,
             stop,
-            thread: Some(thread),
+            thread,
             print_stats,
         })
     }
@@ -293,6 +315,28 @@ impl Dsm {
     /// Tasks in the job.
     pub fn size(&self) -> u32 {
         self.shared.size
+    }
+
+    /// UDSM mode ([`Config::userfaultfd`] false): makes every page of
+    /// `[addr, addr+len)` present in this task's view, as a missing
+    /// fault would (a home page is mapped, another page fetched from its
+    /// home with read-ahead); `write`: the caller is about to store (a
+    /// write-allocate). Returns the pages made present. Code compiled by
+    /// `sss cc --udsm` calls this when its inline look at
+    /// [`Dsm::presence`] finds a page absent; without that code, call it
+    /// before touching heap memory since the last acquire. In ADSM mode
+    /// nothing is done (faults fetch).
+    pub fn fetch(&self, addr: *const u8, len: usize, write: bool) -> Result<u64, Error> {
+        let s = &self.shared;
+        let off = s.offset(addr as usize, len)?;
+        s.fetch_span(off, len as u64, write)
+    }
+
+    /// UDSM mode: the presence map, one byte per heap page from
+    /// [`Dsm::base`], non-zero while the page is present (valid as long
+    /// as `self`); None in ADSM mode.
+    pub fn presence(&self) -> Option<*const u8> {
+        self.shared.presence.as_ref().map(|m| m.as_ptr())
     }
 
     /// G_MALLOC: allocates `len` bytes (whole pages, zeroed) from any
@@ -386,6 +430,7 @@ impl Dsm {
             if proto == Protocol::HomeOnly {
                 s.read_home(o, dst)?;
             } else {
+                s.fetch_span(o, l, false)?;
                 dst.copy_from_slice(&s.view_read(o, l as usize)?);
             }
             done += l as usize;
@@ -407,6 +452,7 @@ impl Dsm {
             if proto == Protocol::HomeOnly {
                 s.write_home(o, src)?;
             } else {
+                s.fetch_span(o, l, true)?;
                 s.view_write(o, src)?;
                 self.note_write(self.at(o), l as usize)?;
             }
@@ -495,10 +541,11 @@ impl Dsm {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn store<T: Copy>(&self, addr: *mut T, value: T) -> Result<(), Error> {
         let n = std::mem::size_of::<T>();
-        self.shared.offset(addr as usize, n)?;
+        let off = self.shared.offset(addr as usize, n)?;
         if (addr as usize) % std::mem::align_of::<T>() != 0 {
             return Err(Error::Invalid("misaligned store"));
         }
+        self.shared.fetch_span(off, n as u64, true)?;
         #[allow(unsafe_code)]
         // SAFETY: `offset` checked that the T lies inside the heap view,
         // which this Dsm keeps reserved, and it is aligned (checked
@@ -602,6 +649,8 @@ impl Dsm {
             home_reads: g(&c.home_reads),
             missed_wakeups: g(&c.missed_wakeups),
             bad_messages: g(&c.bad_messages),
+            fetches: g(&c.fetches),
+            userfaultfd: u64::from(!self.shared.udsm()),
             fault_errors: g(&c.fault_errors),
         }
     }

@@ -144,6 +144,7 @@ impl Shared {
             }
         }
         lock(&self.mapped).runs.insert(lo, hi);
+        self.mark_present(lo, hi, true);
         bump(&self.stats.mapped_pages, hi - lo);
         Ok(true)
     }
@@ -169,6 +170,7 @@ impl Shared {
                 m.runs.insert(end, e);
             }
             let (lo, hi) = (s.max(first), e.min(end));
+            self.mark_present(lo, hi, false);
             let addr = self.view.base() + lo as usize * PAGE;
             let len = (hi - lo) as usize * PAGE;
             self.view.unmap_shared(addr, len)?;

@@ -96,6 +96,9 @@ pub(crate) struct Shared {
     pub(crate) cfg: Config,
     pub(crate) view: sys::Reservation,
     pub(crate) uffd: sys::Uffd,
+    /// UDSM mode (no userfaultfd): the presence map compiled code reads,
+    /// kept equal to `present` and the mapped home pages.
+    pub(crate) presence: Option<sys::Presence>,
     pub(crate) home: Segment,
     pub(crate) homes: Vec<SegmentInfo>,
     pub(crate) meta: Segment,
@@ -239,6 +242,23 @@ impl Shared {
             .task
             .fetch_add(at, v, Options::default())?
             .wait_value()?)
+    }
+
+    /// UDSM mode: no userfaultfd; pages are made present by explicit
+    /// fetches and a page dropped keeps its bytes until fetched again
+    /// unless the application thread drops it.
+    pub(crate) fn udsm(&self) -> bool {
+        self.presence.is_some()
+    }
+
+    /// Records in the presence map (UDSM) that pages `[first, end)` are
+    /// present: after their bytes are in place; absent: before they go.
+    pub(crate) fn mark_present(&self, first: u64, end: u64, present: bool) {
+        if let Some(m) = &self.presence {
+            for p in first..end {
+                m.set(p, present);
+            }
+        }
     }
 
     /// Pages in the heap.

@@ -68,6 +68,12 @@ pub struct Stats {
     /// dropped as malformed or outside the heap: another task's bug or a
     /// forged datagram.
     pub bad_messages: u64,
+    /// Pages made present by explicit fetches ([`Dsm::fetch`], UDSM
+    /// mode: what compiled code's presence checks asked for), instead of
+    /// read or write faults.
+    pub fetches: u64,
+    /// Whether the heap used userfaultfd (1, ADSM) or not (0, UDSM).
+    pub userfaultfd: u64,
     /// Faults the fault thread could not resolve (each also printed): a
     /// bug of ours, or a home that failed; the faulting thread may stay
     /// blocked until the job's time-out.
@@ -78,7 +84,7 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fault_errors\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -103,6 +109,8 @@ impl Stats {
             self.home_reads,
             self.missed_wakeups,
             self.bad_messages,
+            self.fetches,
+            self.userfaultfd,
             self.fault_errors,
         )
     }
@@ -133,6 +141,7 @@ pub(crate) struct Counters {
     pub(crate) home_reads: AtomicU64,
     pub(crate) missed_wakeups: AtomicU64,
     pub(crate) bad_messages: AtomicU64,
+    pub(crate) fetches: AtomicU64,
     pub(crate) fault_errors: AtomicU64,
 }
 

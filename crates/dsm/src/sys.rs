@@ -351,7 +351,8 @@ fn open_uffd() -> io::Result<OwnedFd> {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "userfaultfd: this kernel has no userfaultfd (CONFIG_USERFAULTFD)",
+                "userfaultfd: this kernel has no userfaultfd (CONFIG_USERFAULTFD); build \
+                 the program with `sss cc --udsm` to run the DSM without it",
             ))
         }
         Err(e) => return Err(e),
@@ -367,15 +368,18 @@ fn open_uffd() -> io::Result<OwnedFd> {
              page faults. The DSM asks for user-mode faults only, which Linux >= 5.11 \
              allows every user; before 5.11 it needs the sysctl \
              vm.unprivileged_userfaultfd=1 or CAP_SYS_PTRACE; a container's seccomp \
-             filter may forbid the call; {USERFAULTFD_DEV}: {dev}"
+             filter may forbid the call; {USERFAULTFD_DEV}: {dev}. Programs built with \
+             `sss cc --udsm` (UDSM: loads check page presence inline) run without \
+             userfaultfd"
         ),
     ))
 }
 
-/// A userfaultfd, non-blocking.
+/// A userfaultfd, non-blocking; or none (UDSM: pages are made present by
+/// explicit fetches, nothing faults into the DSM).
 #[derive(Debug)]
 pub struct Uffd {
-    fd: OwnedFd,
+    fd: Option<OwnedFd>,
     wp: bool,
 }
 
@@ -390,12 +394,39 @@ impl Uffd {
         };
         // SAFETY: UFFDIO_API reads and writes the struct we pass.
         check(unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API, &mut api) })?;
-        Ok(Self { fd, wp })
+        Ok(Self { fd: Some(fd), wp })
+    }
+
+    /// No userfaultfd at all: registering and waking do nothing, there
+    /// are no faults, and copies and write protection are refused.
+    pub fn none() -> Self {
+        Self {
+            fd: None,
+            wp: false,
+        }
+    }
+
+    /// Whether this is [`Uffd::none`].
+    pub fn is_none(&self) -> bool {
+        self.fd.is_none()
+    }
+
+    fn raw(&self) -> io::Result<RawFd> {
+        self.fd.as_ref().map(|f| f.as_raw_fd()).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no userfaultfd (UDSM mode: pages are fetched explicitly)",
+            )
+        })
     }
 
     /// Registers `[addr, addr+len)` for missing faults (and write-protect
     /// faults when opened with `wp`).
     pub fn register(&self, addr: usize, len: usize) -> io::Result<()> {
+        if self.is_none() {
+            // Nothing faults: pages are made present by explicit fetches.
+            return Ok(());
+        }
         let mut reg = UffdioRegister {
             range: UffdioRange {
                 start: addr as u64,
@@ -405,7 +436,7 @@ impl Uffd {
             ioctls: 0,
         };
         // SAFETY: UFFDIO_REGISTER reads/writes the struct we pass.
-        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_REGISTER, &mut reg) }).map(|_| ())
+        check(unsafe { libc::ioctl(self.raw()?, UFFDIO_REGISTER, &mut reg) }).map(|_| ())
     }
 
     /// Registers `[addr, addr+len)` for write-protect faults only (pages
@@ -420,7 +451,7 @@ impl Uffd {
             ioctls: 0,
         };
         // SAFETY: UFFDIO_REGISTER reads/writes the struct we pass.
-        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_REGISTER, &mut reg) }).map(|_| ())
+        check(unsafe { libc::ioctl(self.raw()?, UFFDIO_REGISTER, &mut reg) }).map(|_| ())
     }
 
     /// Installs `src` (whole pages) at the missing pages from `dst`,
@@ -435,7 +466,7 @@ impl Uffd {
         };
         // SAFETY: the kernel copies src.len() bytes from our live slice
         // into a registered range; it never touches present pages.
-        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_COPY, &mut c) };
+        let r = unsafe { libc::ioctl(self.raw()?, UFFDIO_COPY, &mut c) };
         if r == -1 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EEXIST) {
@@ -448,12 +479,16 @@ impl Uffd {
 
     /// Wakes threads waiting on faults in the range.
     pub fn wake(&self, addr: usize, len: usize) -> io::Result<()> {
+        if self.is_none() {
+            // Nobody waits on a fault.
+            return Ok(());
+        }
         let mut r = UffdioRange {
             start: addr as u64,
             len: len as u64,
         };
         // SAFETY: UFFDIO_WAKE reads the range we pass.
-        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_WAKE, &mut r) }).map(|_| ())
+        check(unsafe { libc::ioctl(self.raw()?, UFFDIO_WAKE, &mut r) }).map(|_| ())
     }
 
     /// Sets (`on`) or clears write protection of present pages; clearing
@@ -467,16 +502,17 @@ impl Uffd {
             mode: if on { WRITEPROTECT_MODE_WP } else { 0 },
         };
         // SAFETY: UFFDIO_WRITEPROTECT reads the struct we pass.
-        check(unsafe { libc::ioctl(self.fd.as_raw_fd(), UFFDIO_WRITEPROTECT, &mut w) }).map(|_| ())
+        check(unsafe { libc::ioctl(self.raw()?, UFFDIO_WRITEPROTECT, &mut w) }).map(|_| ())
     }
 
     /// The next pending fault, if any (non-blocking).
     pub fn next(&self) -> io::Result<Option<Fault>> {
+        let fd = self.raw()?;
         loop {
             let mut m = UffdMsg::default();
             let n = std::mem::size_of::<UffdMsg>();
             // SAFETY: reads at most n bytes into our message struct.
-            let r = unsafe { libc::read(self.fd.as_raw_fd(), (&mut m as *mut UffdMsg).cast(), n) };
+            let r = unsafe { libc::read(fd, (&mut m as *mut UffdMsg).cast(), n) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 return match e.kind() {
@@ -497,9 +533,61 @@ impl Uffd {
         }
     }
 
-    /// The descriptor, for poll.
+    /// The descriptor, for poll (-1 for [`Uffd::none`]).
     pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+}
+
+/// The presence map of UDSM mode: one byte per heap page, non-zero while
+/// the page is present in the view (a fetched copy, or a home page mapped
+/// here), which code compiled with `sss cc --udsm` reads inline before
+/// every access to the heap. An anonymous `MAP_NORESERVE` mapping (16 MiB
+/// for the default 64 GiB heap), backed only where touched. Its bytes are
+/// only ever accessed atomically, here and by that code (single-byte
+/// loads).
+#[derive(Debug)]
+pub struct Presence {
+    map: Reservation,
+    pages: u64,
+}
+
+impl Presence {
+    /// A map of `pages` pages, all absent.
+    pub fn new(pages: u64) -> io::Result<Self> {
+        let len = (pages as usize).max(1).next_multiple_of(PAGE);
+        Ok(Self {
+            map: Reservation::new(len, None)?,
+            pages,
+        })
+    }
+
+    /// The first byte, for compiled code.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.map.base() as *const u8
+    }
+
+    fn byte(&self, page: u64) -> Option<&std::sync::atomic::AtomicU8> {
+        if page >= self.pages {
+            return None;
+        }
+        // SAFETY: inside the mapping (checked), which lives as long as
+        // `self`; its bytes are only accessed atomically.
+        Some(unsafe { &*((self.map.base() + page as usize) as *const std::sync::atomic::AtomicU8) })
+    }
+
+    /// Whether `page` is present (a page outside the heap never is).
+    pub fn get(&self, page: u64) -> bool {
+        self.byte(page)
+            .is_some_and(|b| b.load(std::sync::atomic::Ordering::Acquire) != 0)
+    }
+
+    /// Marks `page` present (after its bytes are in place) or absent
+    /// (before they go).
+    pub fn set(&self, page: u64, present: bool) {
+        if let Some(b) = self.byte(page) {
+            b.store(present as u8, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 

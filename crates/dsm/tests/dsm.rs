@@ -57,7 +57,8 @@ fn run_task(scenario: &str) -> R {
         .next()
         .and_then(Protocol::parse)
         .ok_or("unknown protocol")?;
-    let writes = match parts.next() {
+    let mode = parts.next();
+    let writes = match mode {
         Some("trap") => WriteMode::Trap,
         _ => WriteMode::Note,
     };
@@ -68,9 +69,19 @@ fn run_task(scenario: &str) -> R {
         prefetch: 2,
         fault_no_wakeups: parts.next() == Some("nowake"),
         stall: Default::default(),
+        userfaultfd: mode != Some("udsm"),
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as u64, dsm.size() as u64);
+    // UDSM: nothing faults; a load fetches its page first, as compiled
+    // code does (stores go through `Dsm::store`, which fetches).
+    let udsm = dsm.presence().is_some();
+    let load = |p: *const u64| -> u64 {
+        if udsm {
+            dsm.fetch(p.cast(), 8, false).expect("fetch");
+        }
+        load(p)
+    };
     let put = |p: *mut u64, v: u64| -> R {
         if writes == WriteMode::Trap {
             // Unmodified code: a plain store, caught by write protection.
@@ -331,6 +342,13 @@ fn run_task(scenario: &str) -> R {
     check(u64::from_le_bytes(b) == 5 * n, "home_only counter")?;
 
     let st = dsm.finalize()?;
+    if udsm {
+        check(
+            st.userfaultfd == 0 && st.read_faults == 0 && st.write_faults == 0,
+            "UDSM: no userfaultfd, no faults",
+        )?;
+        check(n == 1 || st.fetches > 0, "UDSM: pages fetched explicitly")?;
+    }
     if me == 0 {
         println!("DSM-OK {} {}", n, st.to_json(0));
     }
@@ -349,6 +367,7 @@ fn sc_litmus(task: &Task) -> R {
         prefetch: 0,
         fault_no_wakeups: false,
         stall: Default::default(),
+        userfaultfd: true,
     };
     let dsm = Dsm::new(task, cfg)?;
     check(dsm.size() == 3, "sc-litmus needs 3 tasks")?;
@@ -548,6 +567,37 @@ fn ulrc_with_notes() {
         return;
     }
     run_all("ulrc,note");
+}
+
+/// UDSM mode (no userfaultfd at all): the same scenario, every access
+/// made present by an explicit fetch first, under each protocol with
+/// notes; ulrc on every placement, the others on 2 tasks across hosts and
+/// 4 on one node.
+#[test]
+fn udsm_without_userfaultfd() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    run_all("ulrc,udsm");
+    for proto in [
+        "invalidate",
+        "home_update",
+        "update",
+        "update_drct",
+        "home_only",
+    ] {
+        let scenario = format!("{proto},udsm");
+        for p in [
+            &["-n", "4"][..],
+            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+        ] {
+            let (code, out, err) = launch(p, &scenario);
+            assert!(
+                code == Some(0) && out.contains("DSM-OK"),
+                "{scenario} {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+        }
+    }
 }
 
 #[test]

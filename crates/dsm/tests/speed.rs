@@ -73,6 +73,7 @@ fn run_task(scenario: &str) -> TaskResult {
         prefetch: 0,
         fault_no_wakeups: false,
         stall: Default::default(),
+        userfaultfd: true,
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as usize, dsm.size() as usize);

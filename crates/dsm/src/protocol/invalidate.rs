@@ -115,7 +115,8 @@ impl Shared {
             let (busy, victims): (Vec<u64>, Vec<u64>) =
                 pages.into_iter().partition(|p| st.dirty.contains_key(p));
             st.stale.extend(busy);
-            let _ = self.discard(&mut st, &victims);
+            // UDSM: the bytes stay (see `discard_with`).
+            let _ = self.discard_with(&mut st, &victims, !self.udsm());
             // A page being fetched right now is not present yet: the
             // fetch may have read the home before the writer's data
             // landed, so it must read again.

@@ -360,9 +360,24 @@ impl Shared {
 
     /// Drops present pages among `pages` (state lock held).
     pub(crate) fn discard(&self, st: &mut State, pages: &[u64]) -> Result<(), Error> {
+        self.discard_with(st, pages, true)
+    }
+
+    /// [`Shared::discard`]; UDSM: marked absent first, and their bytes
+    /// dropped only when `zap` (the application thread's own drops: a
+    /// handler dropping a page under the application's load, between its
+    /// presence check and the load, would make it read zeros; kept, the
+    /// bytes stay until the next fetch overwrites them).
+    pub(crate) fn discard_with(
+        &self,
+        st: &mut State,
+        pages: &[u64],
+        zap: bool,
+    ) -> Result<(), Error> {
         let mut any = false;
         for &p in pages {
             if st.present.remove(&p) {
+                self.mark_present(p, p + 1, false);
                 st.transient.remove(&p);
                 if st.dropped.len() >= MAX_DROPPED {
                     st.dropped.clear();
@@ -381,7 +396,8 @@ impl Shared {
                         w.save(p, &self.view_read(p * PAGE as u64, PAGE)?);
                         w.map.discard(addr, PAGE)?;
                     }
-                    None => self.view.discard(addr, PAGE)?,
+                    None if zap || !self.udsm() => self.view.discard(addr, PAGE)?,
+                    None => {}
                 }
                 bump(&self.stats.invalidations, 1);
                 any = true;
