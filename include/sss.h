@@ -718,7 +718,11 @@ typedef enum sss_dsm_protocol {
 typedef enum sss_dsm_writes {
     SSS_DSM_WRITES_ENV = 0, /**< From SSS_DSM_WRITES (default note). */
     SSS_DSM_NOTE = 1,       /**< The program calls sss_dsm_note_write(). */
-    SSS_DSM_TRAP = 2        /**< Write-protect faults, twins and diffs. */
+    SSS_DSM_TRAP = 2,       /**< Write-protect faults, twins and diffs. */
+    SSS_DSM_UDSM = 3        /**< Notes, and no userfaultfd: pages are made
+                                 present only by sss_dsm_fetch() (what
+                                 `sss cc --udsm` code calls; such a program
+                                 selects this mode itself). */
 } sss_dsm_writes_t;
 
 /** Where the pages of an allocation live (the home of each page). */
@@ -778,7 +782,9 @@ typedef struct sss_dsm_stats {
  * lazily), read misses fetched from the page's home by a fault thread
  * (userfaultfd; no signal handler is installed), SSS_DSM_PREFETCH
  * following pages fetched with a miss. One heap per task; one thread of
- * the task uses it. SSS_ERR_IO when userfaultfd is unavailable;
+ * the task uses it. SSS_ERR_IO when userfaultfd is unavailable (the
+ * detail says why; SSS_DSM_UDSM, which programs built with
+ * `sss cc --udsm` select, needs none);
  * SSS_ERR_INVALID_PARAM when an SSS_DSM_* or SSS_STATS value is not valid
  * (the detail names it).
  */
@@ -865,6 +871,16 @@ sss_status_t sss_dsm_write(sss_dsm_h dsm, void *addr, const void *buf,
                            size_t len);
 
 /**
+ * SSS_DSM_UDSM heaps: makes every page of [@p addr, @p addr + @p len)
+ * present in this task's view (fetched from its home, or this task's
+ * home page mapped), as a fault would in the other modes; @p write: about
+ * to be stored to. Call it before touching heap memory (after each
+ * acquire) when the code was not compiled by `sss cc --udsm`. Does
+ * nothing in the other modes. SSS_ERR_INVALID_PARAM outside the heap.
+ */
+sss_status_t sss_dsm_fetch(sss_dsm_h dsm, const void *addr, size_t len, int write);
+
+/**
  * Records that [@p addr, @p addr + @p len) of the heap was written by
  * plain stores; call it after the stores. What happens follows each
  * allocation's protocol: ulrc keeps the range until the next release
@@ -949,6 +965,20 @@ static inline sss_status_t sss_dsm_note_write_inline(sss_dsm_h dsm,
 extern uint64_t sss_rcop_lo;
 extern uint64_t sss_rcop_span;
 void sss_rcop_note(const void *addr, size_t len);
+
+/**
+ * UDSM, in code compiled with `sss cc --udsm`: a constructor calls
+ * sss_rcop_udsm() before main, so heaps are opened as SSS_DSM_UDSM (no
+ * userfaultfd). Before each load or store inside the heap range the code
+ * reads the page's byte in the presence map at sss_rcop_map (one byte per
+ * page from sss_rcop_lo, non-zero while present) and calls
+ * sss_rcop_fetch() when it is 0; a loop whose addresses ScalarEvolution
+ * bounds calls sss_rcop_fetch_range() once at its entry instead.
+ */
+extern uint64_t sss_rcop_map;
+void sss_rcop_udsm(void);
+void sss_rcop_fetch(const void *addr, size_t len);
+void sss_rcop_fetch_range(const void *lo, const void *hi);
 
 /**
  * Back-off, in code compiled with `sss cc -fsss-opt=bo`: loops that note

@@ -108,10 +108,26 @@ pub unsafe extern "C" fn sss_dsm_init(
             0 => {}
             1 => cfg.writes = WriteMode::Note,
             2 => cfg.writes = WriteMode::Trap,
+            3 => {
+                cfg.writes = WriteMode::Note;
+                cfg.userfaultfd = false;
+            }
             _ => return Err(Failure::invalid("unknown write mode")),
+        }
+        if super::rcop::udsm_binary() {
+            // Built with `sss cc --udsm`: its loads and stores check the
+            // presence map, so nothing needs userfaultfd.
+            if cfg.writes == WriteMode::Trap {
+                return Err(Failure::invalid(
+                    "a program built with `sss cc --udsm` runs the DSM in note mode \
+                     (trap mode needs userfaultfd)",
+                ));
+            }
+            cfg.userfaultfd = false;
         }
         let dsm = Dsm::new(t.task(), cfg).map_err(failure)?;
         let (base, len) = (dsm.base() as usize, dsm.len());
+        let presence = dsm.presence();
         let obj = DsmObj {
             writes: dsm.config().writes,
             dsm: Mutex::new(Some(dsm)),
@@ -128,7 +144,7 @@ pub unsafe extern "C" fn sss_dsm_init(
         }
         if note {
             // SAFETY: put_handle just stored the handle there.
-            super::rcop::register(unsafe { *p }, base, len, t.task());
+            super::rcop::register(unsafe { *p }, base, len, presence, t.task());
         }
         Ok(())
     })
@@ -389,6 +405,42 @@ pub unsafe extern "C" fn sss_dsm_note_write(
         // here beyond it.
         with(d, |h| h.note_write(addr.cast::<u8>(), len))
     })
+}
+
+/// See `sss_dsm_fetch` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_fetch(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    len: usize,
+    write: i32,
+) -> Status {
+    guard(|| {
+        // SAFETY: header contract for handles.
+        let d = unsafe { obj(dsm, "dsm") }?;
+        // The range is checked against the heap; its pages are installed
+        // by the heap itself.
+        with(d, |h| h.fetch(addr.cast::<u8>(), len, write != 0)).map(|_| ())
+    })
+}
+
+/// Fetch for code compiled by `sss cc --udsm` (`sss_rcop_fetch`): as
+/// [`sss_dsm_fetch`], errors returned to the caller to report.
+///
+/// # Safety
+/// `dsm` is a live handle.
+pub(crate) unsafe fn fetch(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    len: usize,
+    write: bool,
+) -> Result<u64, String> {
+    // SAFETY: the caller's contract.
+    let d = unsafe { obj(dsm, "dsm") }.map_err(|f| f.detail.to_string())?;
+    with(d, |h| h.fetch(addr.cast::<u8>(), len, write)).map_err(|f| f.detail.to_string())
 }
 
 /// See `sss_dsm_lock` in `include/sss.h`.

@@ -4,12 +4,19 @@
 //! [`sss_rcop_note`]. The range is the heap of the DSM handle opened
 //! last in note mode; in trap mode (write protection records stores) and
 //! before any heap exists the span is 0, so no store calls out.
+//!
+//! UDSM (`sss cc --udsm`): a constructor in every object so compiled calls
+//! [`sss_rcop_udsm`], and the heap is then opened without userfaultfd;
+//! before each load or store inside the range the code reads the page's
+//! byte in [`sss_rcop_map`] and calls [`sss_rcop_fetch`] (or, once for a
+//! loop, [`sss_rcop_fetch_range`]) when it is absent.
 
 use super::dsm::{sss_dsm_note_write, DsmObj};
+use sss_dsm::PAGE;
 use sss_mbcf::node::TaskView;
 use sss_mbcf::Task;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -21,12 +28,42 @@ pub static sss_rcop_lo: AtomicU64 = AtomicU64::new(0);
 #[no_mangle]
 pub static sss_rcop_span: AtomicU64 = AtomicU64::new(0);
 
+/// UDSM: the presence map of that heap, one byte per page from
+/// [`sss_rcop_lo`], non-zero while the page is present (0: no map, the
+/// heap uses userfaultfd).
+#[no_mangle]
+pub static sss_rcop_map: AtomicU64 = AtomicU64::new(0);
+
 static CURRENT: AtomicPtr<DsmObj> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Whether an object compiled with `sss cc --udsm` is in the program.
+static UDSM: AtomicBool = AtomicBool::new(false);
+
+/// Called before `main` by a constructor in every object `sss cc --udsm`
+/// compiled: heaps opened from now on do without userfaultfd (their
+/// pages are made present by the compiled checks' fetches).
+#[no_mangle]
+pub extern "C" fn sss_rcop_udsm() {
+    UDSM.store(true, Ordering::Release);
+}
+
+/// Whether the program was built with `sss cc --udsm`.
+pub(crate) fn udsm_binary() -> bool {
+    UDSM.load(Ordering::Acquire)
+}
+
 /// `dsm` (note mode, on `task`) now receives the notes of instrumented
-/// stores; back-off watches `task`'s retransmissions.
-pub(crate) fn register(dsm: *mut DsmObj, base: usize, len: usize, task: &Task) {
+/// stores, and (`presence`, UDSM) their fetches; back-off watches
+/// `task`'s retransmissions.
+pub(crate) fn register(
+    dsm: *mut DsmObj,
+    base: usize,
+    len: usize,
+    presence: Option<*const u8>,
+    task: &Task,
+) {
     CURRENT.store(dsm, Ordering::Release);
+    sss_rcop_map.store(presence.map_or(0, |p| p as u64), Ordering::Release);
     sss_rcop_lo.store(base as u64, Ordering::Release);
     sss_rcop_span.store(len as u64, Ordering::Release);
     // The task's control block as the IDM reads it (no lock of the task,
@@ -52,6 +89,7 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
         .is_ok()
     {
         sss_rcop_span.store(0, Ordering::Release);
+        sss_rcop_map.store(0, Ordering::Release);
         *VIEW.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
@@ -66,8 +104,11 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 pub(crate) fn report(rank: u32) {
     let n = CALLS.swap(0, Ordering::Relaxed);
     let b = BACKOFFS.swap(0, Ordering::Relaxed);
-    if (n > 0 || b > 0) && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
-        eprintln!("{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b}}}}}");
+    let f = FETCHES.swap(0, Ordering::Relaxed);
+    if (n > 0 || b > 0 || f > 0) && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
+        eprintln!(
+            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"fetches\":{f}}}}}"
+        );
     }
 }
 
@@ -174,6 +215,78 @@ pub unsafe extern "C" fn sss_rcop_note(addr: *const c_void, len: usize) {
     }
 }
 
+/// Calls of [`sss_rcop_fetch`] and [`sss_rcop_fetch_range`] (UDSM): how
+/// often a compiled presence check found a page absent, or a loop asked
+/// for its range.
+static FETCHES: AtomicU64 = AtomicU64::new(0);
+
+/// Makes `[addr, addr + len)` present (UDSM), for a compiled check that
+/// found its page absent. A failure (the home unreachable) ends the
+/// program: the load would read a page that is not there.
+///
+/// # Safety
+/// None beyond the heap's: `addr` is only compared with the heap, whose
+/// pages the heap itself installs.
+#[no_mangle]
+pub unsafe extern "C" fn sss_rcop_fetch(addr: *const c_void, len: usize) {
+    let d = CURRENT.load(Ordering::Acquire);
+    let map = sss_rcop_map.load(Ordering::Acquire);
+    if d.is_null() || map == 0 {
+        return;
+    }
+    let (lo, span) = (
+        sss_rcop_lo.load(Ordering::Acquire),
+        sss_rcop_span.load(Ordering::Acquire),
+    );
+    // The inline test placed the first byte in the heap; an access
+    // straddling its end is cut there.
+    let off = (addr as u64).wrapping_sub(lo);
+    if off >= span {
+        return;
+    }
+    let len = (len.max(1) as u64).min(span - off);
+    let page = PAGE as u64;
+    // SAFETY: the map holds a byte for every page of the span, and lives
+    // while the handle is registered; its bytes are only accessed
+    // atomically.
+    let present = |p: u64| unsafe {
+        (*((map + p) as *const std::sync::atomic::AtomicU8)).load(Ordering::Acquire) != 0
+    };
+    if (off / page..=(off + len - 1) / page).all(present) {
+        return;
+    }
+    FETCHES.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: `d` is a live handle until `unregister` (called by
+    // sss_dsm_finalize before it frees the handle).
+    if let Err(e) = unsafe { super::dsm::fetch(d, addr, len as usize, false) } {
+        eprintln!("sss: UDSM fetch of {addr:p} ({len} bytes) failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Makes the heap pages of `[lo, hi)` present (UDSM): a loop's whole
+/// range at its entry, so its accesses need no check of their own. Bytes
+/// outside the heap are ignored (the range may be wider than what the
+/// loop touches).
+///
+/// # Safety
+/// As [`sss_rcop_fetch`].
+#[no_mangle]
+pub unsafe extern "C" fn sss_rcop_fetch_range(lo: *const c_void, hi: *const c_void) {
+    let (base, span) = (
+        sss_rcop_lo.load(Ordering::Acquire),
+        sss_rcop_span.load(Ordering::Acquire),
+    );
+    let (a, b) = (
+        (lo as u64).max(base),
+        (hi as u64).min(base.saturating_add(span)),
+    );
+    if a < b {
+        // SAFETY: only compared with the heap, as above.
+        unsafe { sss_rcop_fetch(a as *const c_void, (b - a) as usize) };
+    }
+}
+
 /// Most cursors a loop may have for [`sss_rcop_cursor_begin`] to copy:
 /// above this the pass's bound (a mask) is implausible for an array, and
 /// each store is noted by itself instead.
@@ -227,6 +340,9 @@ pub unsafe extern "C" fn sss_rcop_cursor_begin(
         return std::ptr::null_mut();
     }
     let len = (n * width) as usize;
+    // UDSM: the cursors are read here, not by compiled code.
+    // SAFETY: only compared with the heap, as for any fetch.
+    unsafe { sss_rcop_fetch_range(p, (p as *const u8).wrapping_add(len).cast()) };
     let mut copy = Vec::new();
     if copy.try_reserve_exact(len).is_err() {
         return std::ptr::null_mut();
