@@ -12,7 +12,8 @@
 // len). At O1 and above this runs before the loop vectorizer (dead
 // stores are gone by then, loops still simple); at O0, last.
 //
-// SSS_RCOP_OPT selects the optimizations: `no` (the seeds' NO row: one
+// SSS_RCOP_OPT selects the optimizations (and, with `udsm`, UDSM mode:
+// see planUdsm()): `no` (the seeds' NO row: one
 // note per dynamic store), `ia` (the default: coalescing), `bo`
 // (back-off), `all`, or a comma-separated list. Under `ia` a store's
 // bytes over whole loops become one range note at the exit of the
@@ -44,6 +45,7 @@
 #include <cstdlib>
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 using namespace llvm;
@@ -86,7 +88,7 @@ bool option(const char *Name) {
   SmallVector<StringRef, 4> Parts;
   Opt.split(Parts, ',');
   for (StringRef P : Parts)
-    if (P == Name || (P == "all" && StringRef(Name) != "no"))
+    if (P == Name || (P == "all" && StringRef(Name) != "no" && StringRef(Name) != "udsm"))
       return true;
   return false;
 }
@@ -96,6 +98,11 @@ bool coalescing() { return option("ia") || !option("no"); }
 
 // Back-off checks at the latches of loops that note (`bo`).
 bool backingOff() { return option("bo"); }
+
+// UDSM (`sss cc --udsm` adds `udsm` to SSS_RCOP_OPT): loads and stores
+// that may reach the heap first make their page present (see
+// planUdsm()).
+bool udsm() { return option("udsm"); }
 
 // A range note planned at the exit of a loop: start address and length
 // in bytes, as SCEVs valid there. A loop whose trip count is unknown
@@ -469,7 +476,8 @@ std::optional<Cursor> cursor(StoreInst *S, LoopInfo &LI, const DataLayout &DL) {
 // Counts for SSS_RCOP_STATS, over every function of the module.
 struct Counts {
   unsigned Each = 0, Skipped = 0, Coalesced = 0, RangeNotes = 0, Covered = 0, Cursors = 0,
-           Joined = 0, JoinedNotes = 0, Checks = 0;
+           Joined = 0, JoinedNotes = 0, Checks = 0, Present = 0, PresentHoisted = 0,
+           PresentRanges = 0;
 };
 Counts Total;
 
@@ -642,6 +650,234 @@ std::vector<Point> join(Function &F, std::vector<Point> &Points, LoopInfo &LI,
   return Rest;
 }
 
+// UDSM (seed 000 §4.2: user-level DSM, no page faults): every load and
+// store that may reach the heap first makes its page present. An access
+// in a loop nest whose addresses ScalarEvolution bounds, with no call in
+// the nest that may synchronize (only an acquire drops pages), is covered
+// by one call sss_rcop_fetch_range(lo, hi) in the preheader of the
+// outermost such loop (fetching more than the nest touches costs time,
+// never correctness); the others get an inline test of their own: the
+// heap range, then the page's byte in the presence map (sss_rcop_map),
+// and a call sss_rcop_fetch(addr, len) only when it is 0.
+struct Access {
+  Instruction *I;
+  Value *Ptr;
+  Value *Len;  // i64
+  bool OnePage; // known not to straddle a page boundary
+};
+
+struct Hoisted {
+  Loop *L;
+  const SCEV *Lo, *Hi; // [Lo, Hi): pointers
+  Value *LoV = nullptr, *HiV = nullptr;
+  // The preheader's branch into the nest (it stays the last instruction
+  // before the loop when notes split the block).
+  Instruction *At = nullptr;
+};
+
+struct UdsmPlan {
+  std::vector<Access> Each;
+  std::vector<Hoisted> Ranges;
+};
+
+// The accesses of F that may reach the heap: loads and stores (scalar,
+// vector, atomic, volatile), atomic read-modify-writes and
+// compare-exchanges, memset destinations, memcpy/memmove sources and
+// destinations.
+std::vector<Access> heapAccesses(Function &F, const DataLayout &DL) {
+  Type *I64 = Type::getInt64Ty(F.getContext());
+  std::vector<Access> Out;
+  auto Add = [&](Instruction *I, Value *P, Value *Len, Align A) {
+    if (isPrivate(P))
+      return;
+    auto *C = dyn_cast<ConstantInt>(Len);
+    bool One = C && C->getZExtValue() <= A.value() && C->getZExtValue() <= 4096;
+    Out.push_back({I, P, Len, One});
+  };
+  auto Size = [&](Type *T) -> Value * {
+    TypeSize Sz = DL.getTypeStoreSize(T);
+    return Sz.isScalable() ? nullptr : ConstantInt::get(I64, Sz.getFixedValue());
+  };
+  for (Instruction &I : instructions(F)) {
+    if (auto *L = dyn_cast<LoadInst>(&I)) {
+      if (Value *N = Size(L->getType()))
+        Add(&I, L->getPointerOperand(), N, L->getAlign());
+    } else if (auto *S = dyn_cast<StoreInst>(&I)) {
+      if (Value *N = Size(S->getValueOperand()->getType()))
+        Add(&I, S->getPointerOperand(), N, S->getAlign());
+    } else if (auto *A = dyn_cast<AtomicRMWInst>(&I)) {
+      Add(&I, A->getPointerOperand(), Size(A->getValOperand()->getType()), A->getAlign());
+    } else if (auto *X = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      Add(&I, X->getPointerOperand(), Size(X->getNewValOperand()->getType()), X->getAlign());
+    } else if (auto *MT = dyn_cast<MemTransferInst>(&I)) {
+      Add(&I, MT->getRawSource(), MT->getLength(), Align(1));
+      Add(&I, MT->getRawDest(), MT->getLength(), Align(1));
+    } else if (auto *MS = dyn_cast<MemSetInst>(&I)) {
+      Add(&I, MS->getRawDest(), MS->getLength(), Align(1));
+    }
+  }
+  return Out;
+}
+
+// The least (Max: greatest) value the address S (an i64) takes over the
+// iterations of L, or null: S itself when invariant in L; for an affine
+// recurrence of L, its first or last value, or the least or greatest of
+// both when the step's sign is unknown.
+const SCEV *extreme(const SCEV *S, Loop *L, bool Max, ScalarEvolution &SE) {
+  if (SE.isLoopInvariant(S, L))
+    return S;
+  auto *AR = dyn_cast<SCEVAddRecExpr>(S);
+  if (!AR || AR->getLoop() != L || !AR->isAffine())
+    return nullptr;
+  const SCEV *Step = AR->getStepRecurrence(SE);
+  bool Up = SE.isKnownNonNegative(Step), Down = SE.isKnownNonPositive(Step);
+  if ((Up && !Max) || (Down && Max))
+    return AR->getStart();
+  // The value in the last iteration: the back edges taken, or at most
+  // their symbolic maximum (an early exit leaves sooner: the range is
+  // wider than what runs, which only fetches more). Not a bound that
+  // only says the induction variable does not wrap (a huge constant):
+  // the range would wrap round.
+  const SCEV *BTC = SE.getBackedgeTakenCount(L);
+  if (isa<SCEVCouldNotCompute>(BTC))
+    BTC = SE.getSymbolicMaxBackedgeTakenCount(L);
+  if (isa<SCEVCouldNotCompute>(BTC) ||
+      (isa<SCEVConstant>(BTC) && cast<SCEVConstant>(BTC)->getAPInt().getActiveBits() > 40))
+    return nullptr;
+  Type *T = Step->getType();
+  if (BTC->getType()->getIntegerBitWidth() > T->getIntegerBitWidth())
+    return nullptr;
+  BTC = SE.getNoopOrZeroExtend(BTC, T);
+  const SCEV *Last = SE.getAddExpr(AR->getStart(), SE.getMulExpr(Step, BTC));
+  if (Up || Down)
+    return Last;
+  return Max ? SE.getUMaxExpr(AR->getStart(), Last) : SE.getUMinExpr(AR->getStart(), Last);
+}
+
+// Plans F's presence checks: which accesses one range per loop nest
+// covers, which are checked one by one.
+UdsmPlan planUdsm(Function &F, const DataLayout &DL, LoopInfo *LI, ScalarEvolution *SE) {
+  UdsmPlan Plan;
+  for (Access &A : heapAccesses(F, DL)) {
+    Loop *L = LI ? LI->getLoopFor(A.I->getParent()) : nullptr;
+    auto *Len = dyn_cast<ConstantInt>(A.Len);
+    std::optional<Hoisted> Best;
+    Type *I64 = Type::getInt64Ty(F.getContext());
+    if (L && Len && !isa<MemIntrinsic>(A.I) && SE->isSCEVable(A.Ptr->getType())) {
+      // Addresses as integers (their least and greatest need no base).
+      const SCEV *Lo = SE->getPtrToIntExpr(SE->getSCEV(A.Ptr), I64);
+      if (isa<SCEVCouldNotCompute>(Lo))
+        L = nullptr;
+      const SCEV *Hi = L ? SE->getAddExpr(Lo, SE->getConstant(I64, Len->getZExtValue())) : Lo;
+      for (; L; L = L->getParentLoop()) {
+        BasicBlock *Pre = L->getLoopPreheader();
+        if (!Pre || !syncFree(L))
+          break;
+        Lo = extreme(Lo, L, false, *SE);
+        Hi = Lo ? extreme(Hi, L, true, *SE) : nullptr;
+        if (!Lo || !Hi)
+          break;
+        SCEVExpander X(*SE, DL, "sss.udsm");
+        if (X.isSafeToExpandAt(Lo, Pre->getTerminator()) &&
+            X.isSafeToExpandAt(Hi, Pre->getTerminator()))
+          Best = Hoisted{L, Lo, Hi};
+      }
+    }
+    if (explain())
+      errs() << "sss-rcop: " << F.getName() << ": UDSM: " << *A.I << ": "
+             << (Best ? "loop range" : "checked by itself") << "\n";
+    if (Best && explain())
+      errs() << "    lo " << *Best->Lo << "\n    hi " << *Best->Hi << "\n";
+    if (!Best) {
+      Plan.Each.push_back(A);
+      continue;
+    }
+    Total.PresentHoisted++;
+    // One range per loop and base: ranges at constant distances merge.
+    bool Merged = false;
+    for (Hoisted &H : Plan.Ranges) {
+      if (H.L != Best->L)
+        continue;
+      auto *DLo = dyn_cast<SCEVConstant>(SE->getMinusSCEV(Best->Lo, H.Lo));
+      auto *DHi = dyn_cast<SCEVConstant>(SE->getMinusSCEV(Best->Hi, H.Hi));
+      if (!DLo || !DHi)
+        continue;
+      if (DLo->getAPInt().isNegative())
+        H.Lo = Best->Lo;
+      if (DHi->getAPInt().isStrictlyPositive())
+        H.Hi = Best->Hi;
+      Merged = true;
+      break;
+    }
+    if (!Merged)
+      Plan.Ranges.push_back(*Best);
+  }
+  // Expanded now, while the analyses still describe the IR (no block is
+  // split before the notes are planned).
+  for (Hoisted &H : Plan.Ranges) {
+    SCEVExpander X(*SE, DL, "sss.udsm");
+    H.At = H.L->getLoopPreheader()->getTerminator();
+    Type *I64 = Type::getInt64Ty(F.getContext());
+    H.LoV = X.expandCodeFor(H.Lo, I64, H.At);
+    H.HiV = X.expandCodeFor(H.Hi, I64, H.At);
+  }
+  return Plan;
+}
+
+// Inserts the planned presence checks.
+void applyUdsm(Function &F, UdsmPlan &Plan) {
+  Module &M = *F.getParent();
+  LLVMContext &C = M.getContext();
+  Type *I64 = Type::getInt64Ty(C);
+  Type *I8 = Type::getInt8Ty(C);
+  Type *Ptr = PointerType::getUnqual(C);
+  auto *Lo = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_lo", I64));
+  auto *Span = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_span", I64));
+  auto *Map = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_map", I64));
+  FunctionCallee Fetch =
+      M.getOrInsertFunction("sss_rcop_fetch", Type::getVoidTy(C), Ptr, I64);
+  FunctionCallee FetchRange =
+      M.getOrInsertFunction("sss_rcop_fetch_range", Type::getVoidTy(C), Ptr, Ptr);
+  MDNode *Cold = MDBuilder(C).createBranchWeights(1, 1000);
+  for (Hoisted &H : Plan.Ranges) {
+    Instruction *At = H.At;
+    IRBuilder<> B(At);
+    Value *Base = B.CreateLoad(I64, Lo, "sss.lo");
+    Value *End = B.CreateAdd(Base, B.CreateLoad(I64, Span, "sss.span"));
+    Value *Meets =
+        B.CreateAnd(B.CreateICmpUGT(H.HiV, Base), B.CreateICmpULT(H.LoV, End), "sss.meets");
+    Instruction *Then = SplitBlockAndInsertIfThen(Meets, At, false);
+    IRBuilder<> T(Then);
+    T.CreateCall(FetchRange, {T.CreateIntToPtr(H.LoV, Ptr), T.CreateIntToPtr(H.HiV, Ptr)});
+    Total.PresentRanges++;
+  }
+  for (Access &A : Plan.Each) {
+    IRBuilder<> B(A.I);
+    Value *Addr = B.CreatePtrToInt(A.Ptr, I64);
+    Value *Off = B.CreateSub(Addr, B.CreateLoad(I64, Lo, "sss.lo"));
+    Value *In = B.CreateICmpULT(Off, B.CreateLoad(I64, Span, "sss.span"), "sss.inheap");
+    Instruction *Then = SplitBlockAndInsertIfThen(In, A.I, false);
+    IRBuilder<> T(Then);
+    Value *Len = T.CreateZExtOrTrunc(A.Len, I64);
+    if (isa<MemIntrinsic>(A.I)) {
+      // A length known only at run time: the runtime walks the map.
+      T.CreateCall(Fetch, {A.Ptr, Len});
+    } else {
+      Value *MapP = T.CreateIntToPtr(T.CreateLoad(I64, Map, "sss.map"), Ptr);
+      auto Byte = [&](Value *O) {
+        return T.CreateLoad(I8, T.CreateGEP(I8, MapP, T.CreateLShr(O, 12)), "sss.present");
+      };
+      Value *Here = Byte(Off);
+      if (!A.OnePage)
+        Here = T.CreateAnd(Here, Byte(T.CreateAdd(Off, T.CreateSub(Len, T.getInt64(1)))));
+      Value *Absent = T.CreateICmpEQ(Here, T.getInt8(0), "sss.absent");
+      Instruction *Get = SplitBlockAndInsertIfThen(Absent, Then, false, Cold);
+      IRBuilder<>(Get).CreateCall(Fetch, {A.Ptr, Len});
+    }
+    Total.Present++;
+  }
+}
+
 // The attribute that marks a function already instrumented.
 constexpr const char *Done = "sss-rcop-done";
 
@@ -690,7 +926,8 @@ void backoffChecks(Function &F) {
 
 // Instruments F: range notes at loop exits where stores coalesce (when
 // Coalesce), a note after every other store that may reach the heap.
-void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool Backoff) {
+void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool Backoff,
+                bool Udsm) {
   Module &M = *F.getParent();
   LLVMContext &C = M.getContext();
   const DataLayout &DL = M.getDataLayout();
@@ -717,6 +954,10 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
     SE = &FAM.getResult<ScalarEvolutionAnalysis>(F);
     DT = &FAM.getResult<DominatorTreeAnalysis>(F);
   }
+  // UDSM: planned (and loop ranges expanded) first, inserted last.
+  std::optional<UdsmPlan> Present;
+  if (Udsm)
+    Present = planUdsm(F, DL, LI, SE);
   // Cursor stores (and their increments), noted by bucket at loop exit.
   std::vector<std::pair<Cursor, Value *>> Cursors; // with N, the slots
   SmallPtrSet<Instruction *, 8> ByCursor;
@@ -918,6 +1159,8 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
     IRBuilder<> B(J.At->getNextNode());
     addNote(B, J.Ptr, ConstantInt::get(I64, J.Len));
   }
+  if (Present)
+    applyUdsm(F, *Present);
   if (Backoff)
     backoffChecks(F);
 }
@@ -1032,7 +1275,7 @@ struct RcopLoops : PassInfoMixin<RcopLoops> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
     if (F.hasFnAttribute(Done) || isRuntime(*F.getParent()))
       return PreservedAnalyses::all();
-    instrument(F, FAM, coalescing(), backingOff());
+    instrument(F, FAM, coalescing(), backingOff(), udsm());
     return PreservedAnalyses::none();
   }
 };
@@ -1048,10 +1291,26 @@ struct Rcop : PassInfoMixin<Rcop> {
     for (Function &F : M) {
       if (F.isDeclaration() || F.hasFnAttribute(Done))
         continue;
-      instrument(F, FAM, coalescing(), backingOff());
+      instrument(F, FAM, coalescing(), backingOff(), udsm());
       FAM.invalidate(F, PreservedAnalyses::none());
       Changed = true;
     }
+    if (udsm()) {
+      // Before main: heaps are opened without userfaultfd.
+      LLVMContext &C = M.getContext();
+      Function *Ctor = Function::Create(FunctionType::get(Type::getVoidTy(C), false),
+                                        GlobalValue::InternalLinkage, "sss.rcop.udsm", M);
+      Ctor->addFnAttr(Done);
+      IRBuilder<> B(BasicBlock::Create(C, "", Ctor));
+      B.CreateCall(M.getOrInsertFunction("sss_rcop_udsm", Type::getVoidTy(C)));
+      B.CreateRetVoid();
+      appendToGlobalCtors(M, Ctor, 0);
+      Changed = true;
+    }
+    if (stats() && udsm())
+      errs() << "sss-rcop: " << M.getName() << ": UDSM: " << Total.Present
+             << " accesses checked one by one, " << Total.PresentHoisted << " covered by "
+             << Total.PresentRanges << " loop range fetches\n";
     if (stats())
       errs() << "sss-rcop: " << M.getName() << ": " << Total.Each << " stores instrumented, "
              << Total.Coalesced << " coalesced into " << Total.RangeNotes << " range notes, "

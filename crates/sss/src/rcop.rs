@@ -11,6 +11,9 @@
 //! `SSS_LLVM_CONFIG` the `llvm-config`. `SSS_RCOP_STATS=1` makes the pass
 //! report what it instrumented. `-fsss-opt=no|ia|bo|all` (default `ia`;
 //! a list such as `ia,bo`) selects the optimizations (see `docs/rcop.md`).
+//! `--udsm` also checks page presence before every load and store that
+//! may reach the heap, and makes the program open its heap without
+//! userfaultfd (UDSM).
 
 use crate::mpicc::{locate_lib, WrapArgs};
 use std::path::{Path, PathBuf};
@@ -93,7 +96,9 @@ fn command(
     ];
     cmd.extend(
         args.iter()
-            .filter(|a| !matches!(a.as_str(), "-show" | "--show") && !a.starts_with("-fsss-opt="))
+            .filter(|a| {
+                !matches!(a.as_str(), "-show" | "--show" | "--udsm") && !a.starts_with("-fsss-opt=")
+            })
             .cloned(),
     );
     if !compile_only {
@@ -138,13 +143,20 @@ pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
         .find_map(|a| a.strip_prefix("-fsss-opt="))
         .unwrap_or("ia");
     check_opt(opt)?;
+    // The pass reads its options from the environment; `udsm` rides
+    // along with the optimizations.
+    let opt = if args.args().iter().any(|a| a == "--udsm") {
+        format!("{opt},udsm")
+    } else {
+        opt.to_string()
+    };
     if show {
         println!("SSS_RCOP_OPT={opt} {}", cmd.join(" "));
         return Ok(0);
     }
     let st = Command::new(&cmd[0])
         .args(&cmd[1..])
-        .env("SSS_RCOP_OPT", opt)
+        .env("SSS_RCOP_OPT", &opt)
         .status()
         .map_err(|e| format!("{}: {e} (install clang-{LLVM})", cmd[0]))?;
     Ok(st.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))
@@ -165,6 +177,8 @@ mod tests {
             "clang-16 -fpass-plugin=/p.so -I/i -O0 x.c -L/l -Wl,-rpath,/l -lsss"
         );
         let (c, _) = command("clang-16", p, &a(&["-c", "x.c"]), inc, lib);
+        assert_eq!(c.join(" "), "clang-16 -fpass-plugin=/p.so -I/i -c x.c");
+        let (c, _) = command("clang-16", p, &a(&["--udsm", "-c", "x.c"]), inc, lib);
         assert_eq!(c.join(" "), "clang-16 -fpass-plugin=/p.so -I/i -c x.c");
     }
 

@@ -792,3 +792,264 @@ fn back_off_stays_quiet_without_retransmissions() {
     let quiet = backoffs(&exe, &["-n", "2"], &["2"], "0");
     assert!(quiet.iter().all(|&(_, b)| b == 0), "quiet: {quiet:?}");
 }
+
+/// The IR `sss cc --udsm` makes of `src` at `opt` (`-S -emit-llvm`),
+/// with the pass's report.
+fn udsm_ir(dir: &Path, src: &str, opt: &str) -> (String, String) {
+    let c = dir.join("u.c");
+    std::fs::write(&c, src).unwrap();
+    let ll = dir.join("u.ll");
+    let report = ok(Command::new(sss())
+        .args(["cc", "--udsm", opt, "-S", "-emit-llvm", "-o"])
+        .arg(&ll)
+        .arg(&c)
+        .env("SSS_RCOP_STATS", "1"));
+    (std::fs::read_to_string(&ll).unwrap(), report)
+}
+
+/// The body of function `name` in `ir`.
+fn body<'a>(ir: &'a str, name: &str) -> &'a str {
+    let at = ir
+        .find(&format!("@{name}("))
+        .unwrap_or_else(|| panic!("no {name}:\n{ir}"));
+    let rest = &ir[at..];
+    &rest[..rest.find("\n}").unwrap()]
+}
+
+/// The lines of `text` from the first containing `a` on; whether one of
+/// them after it contains `b`.
+fn before(text: &str, a: &str, b: &str) -> bool {
+    text.find(a).is_some_and(|i| text[i..].contains(b))
+}
+
+const UDSM_SRC: &str = r#"
+#include <string.h>
+long global;
+long get(long *p) { return *p; }
+long local(void) { long x[4]; memset(x, 1, sizeof x); return x[2] + global; }
+long sum(long *a, int n) {
+    long s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i];
+    return s;
+}
+void put(long *p, long v) { *p = v; }
+void copy(char *d, const char *s, unsigned long n) { memcpy(d, s, n); }
+long chase(long **p) { long s = 0; while (*p) { s += **p; p++; } return s; }
+long bump(long *p) { return __atomic_fetch_add(p, 1, __ATOMIC_SEQ_CST); }
+"#;
+
+/// UDSM: a load that may reach the heap tests the heap range and the
+/// page's byte in the presence map before it, and fetches only when the
+/// page is absent; stores are made present before they store (then
+/// noted); stack and global accesses are left alone; a loop over an
+/// affine range fetches it once in its preheader (no check inside, so
+/// it still vectorizes); memcpy makes both ranges present; a constructor
+/// selects UDSM at start-up. At -O0 every access is checked by itself.
+#[test]
+fn udsm_loads_and_stores_check_presence_first() {
+    if !have_llvm() {
+        return;
+    }
+    let dir = scratch("udsm-ir");
+    let (ir, report) = udsm_ir(&dir, UDSM_SRC, "-O2");
+    let get = body(&ir, "get");
+    assert!(
+        before(get, "@sss_rcop_lo", "@sss_rcop_map")
+            && before(
+                get,
+                "@sss_rcop_map",
+                "call void @sss_rcop_fetch(ptr %0, i64 8)"
+            )
+            && before(get, "@sss_rcop_fetch(", "load i64, ptr %0"),
+        "get:\n{get}"
+    );
+    let local = body(&ir, "local");
+    assert!(!local.contains("sss_rcop"), "local:\n{local}");
+    let sum = body(&ir, "sum");
+    assert!(
+        sum.contains("@sss_rcop_fetch_range") && !sum.contains("@sss_rcop_fetch("),
+        "sum:\n{sum}"
+    );
+    assert!(
+        sum.contains("<2 x i64>") || sum.contains("<4 x i64>"),
+        "not vectorized:\n{sum}"
+    );
+    let put = body(&ir, "put");
+    assert!(
+        before(put, "@sss_rcop_fetch(", "store i64 %1")
+            && before(put, "store i64 %1", "@sss_rcop_note("),
+        "put:\n{put}"
+    );
+    let copy = body(&ir, "copy");
+    assert!(
+        copy.contains("@sss_rcop_fetch(ptr %0, i64 %2)")
+            && copy.contains("@sss_rcop_fetch(ptr %1, i64 %2)"),
+        "copy:\n{copy}"
+    );
+    // Loads through pointers loaded in the loop: each checked (the
+    // rotated loop's first `*p` before it, then `**p` and the next `*p`).
+    assert_eq!(body(&ir, "chase").matches("@sss_rcop_fetch(").count(), 3);
+    let bump = body(&ir, "bump");
+    assert!(
+        before(bump, "@sss_rcop_fetch(", "atomicrmw add"),
+        "bump:\n{bump}"
+    );
+    assert!(
+        ir.contains("@llvm.global_ctors") && ir.contains("call void @sss_rcop_udsm()"),
+        "no constructor:\n{ir}"
+    );
+    assert!(report.contains("UDSM:"), "{report}");
+    let (ir0, _) = udsm_ir(&dir, UDSM_SRC, "-O0");
+    let sum0 = body(&ir0, "sum");
+    assert!(
+        sum0.contains("@sss_rcop_fetch(") && !sum0.contains("fetch_range"),
+        "{sum0}"
+    );
+    assert!(!body(&ir0, "local").contains("sss_rcop_fetch"));
+    // Without --udsm: no presence checks, no constructor.
+    let c = dir.join("u.c");
+    let out = ok(Command::new(sss())
+        .args(["cc", "-O2", "-S", "-emit-llvm", "-o", "-"])
+        .arg(&c));
+    assert!(!out.contains("sss_rcop_fetch") && !out.contains("sss_rcop_udsm"));
+}
+
+/// A launcher that runs its command where userfaultfd is forbidden, as a
+/// container's default seccomp profile does: the system call and
+/// `/dev/userfaultfd`'s `USERFAULTFD_IOC_NEW` fail with EPERM, in every
+/// child too.
+const NO_UFFD: &str = r#"
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_userfaultfd, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xAA00, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (argc < 2 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+        perror("nouffd");
+        return 2;
+    }
+    execvp(argv[1], argv + 1);
+    perror(argv[1]);
+    return 2;
+}
+"#;
+
+/// Builds `prog` with `sss cc --udsm`.
+fn build_udsm(dir: &Path, prog: &str) -> PathBuf {
+    let c = dir.join(format!("{prog}.c"));
+    let src = ok(Command::new("m4")
+        .arg(root().join("parmacs/sss.m4"))
+        .arg(root().join(format!("examples/parmacs/{prog}.c.in"))));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(format!("{prog}-udsm"));
+    ok(Command::new(sss())
+        .args(["cc", "--udsm", "-std=gnu11", "-O2", "-DSSS_PM_NO_NOTES"])
+        .arg(format!("-I{}", root().join("parmacs").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&c)
+        .arg(root().join("parmacs/sss_parmacs.c"))
+        .arg("-lm"));
+    exe
+}
+
+/// `job` inside the userfaultfd-forbidding launcher, with SSS_STATS=json.
+fn jailed(jail: &Path, exe: &Path, place: &[&str], protocol: &str, args: &[&str]) -> String {
+    let (_, out) = run(Command::new(jail)
+        .arg(sss())
+        .arg("run")
+        .args(place)
+        .arg(exe)
+        .args(args)
+        .env("SSS_DSM_PROTOCOL", protocol)
+        .env("SSS_DSM_HEAP", "1G")
+        .env("SSS_STATS", "json")
+        .env("SSS_NO_DAEMON", "1"));
+    out
+}
+
+/// UDSM (`sss cc --udsm`): LU and radix without their notes give the
+/// pthreads checksum on 1, 2, 4 tasks and across two hosts under ulrc
+/// and home_update, where userfaultfd is forbidden (every task reports
+/// `"userfaultfd":0` and no faults); the same programs built without
+/// `--udsm` fail there with an error that names `--udsm`.
+#[test]
+fn udsm_programs_run_where_userfaultfd_is_forbidden() {
+    if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("udsm");
+    let jail = dir.join("nouffd");
+    std::fs::write(dir.join("nouffd.c"), NO_UFFD).unwrap();
+    ok(Command::new("cc")
+        .arg("-o")
+        .arg(&jail)
+        .arg(dir.join("nouffd.c")));
+    for (prog, tag, args) in [
+        ("lu", "LU", ["128", "16"]),
+        ("radix", "RADIX", ["65536", "256"]),
+    ] {
+        let udsm = build_udsm(&dir, prog);
+        let pt = pthreads(&dir, prog);
+        for (what, place, p) in [
+            ("1 task", &["-n", "1"][..], 1),
+            ("2 tasks", &["-n", "2"][..], 2),
+            ("4 tasks", &["-n", "4"][..], 4),
+            (
+                "4 tasks, two hosts",
+                &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"][..],
+                4,
+            ),
+        ] {
+            let n = p.to_string();
+            let want = checksum(&ok(Command::new(&pt).arg(&n).args(args)), tag).unwrap();
+            for protocol in ["ulrc", "home_update"] {
+                let mut a = vec![n.as_str()];
+                a.extend(args);
+                let out = jailed(&jail, &udsm, place, protocol, &a);
+                assert_eq!(
+                    checksum(&out, tag).as_deref(),
+                    Some(want.as_str()),
+                    "{prog} built with sss cc --udsm, {what}, {protocol}:\n{out}"
+                );
+                assert_eq!(
+                    out.matches("\"userfaultfd\":0").count(),
+                    p,
+                    "{prog}, {what}: every task without userfaultfd:\n{out}"
+                );
+                assert!(
+                    !out.contains("\"userfaultfd\":1")
+                        && out.matches("\"read_faults\":0,\"write_faults\":0").count() == p,
+                    "{prog}, {what}: faults:\n{out}"
+                );
+            }
+        }
+        let adsm = build_parmacs(&dir, prog, true);
+        let out = jailed(&jail, &adsm, &["-n", "2"], "ulrc", &["2", args[0], args[1]]);
+        assert!(
+            checksum(&out, tag).is_none()
+                && out.contains("userfaultfd refused")
+                && out.contains("sss cc --udsm"),
+            "{prog} built without --udsm, userfaultfd forbidden:\n{out}"
+        );
+    }
+}
