@@ -442,17 +442,26 @@ impl EventFd {
     }
 }
 
-/// Waits until one of `fds` is readable or `timeout` passes. Returns the
-/// readiness of each descriptor.
-pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+/// The most descriptors [`poll_readable`] watches at once.
+pub const POLL_MAX: usize = 8;
+
+/// Waits until one of `fds` (at most [`POLL_MAX`]) is readable or
+/// `timeout` passes. Returns the readiness of each descriptor as a bit
+/// mask (bit `i` for `fds[i]`). Allocates nothing: the progress thread
+/// polls on every round.
+pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<u32> {
+    if fds.len() > POLL_MAX {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let mut p = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; POLL_MAX];
+    for (slot, &fd) in p.iter_mut().zip(fds) {
+        slot.fd = fd;
+        slot.events = libc::POLLIN;
+    }
     // ppoll, not poll: a 200 µs timeout must not become a millisecond.
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
@@ -461,12 +470,12 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
     let tp = ts
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: p is a valid array of p.len() pollfd structures; tp is null
+    // SAFETY: p holds fds.len() initialized pollfd structures; tp is null
     // or points to a timespec that outlives the call; no signal mask.
     let r = unsafe {
         libc::ppoll(
             p.as_mut_ptr(),
-            p.len() as libc::nfds_t,
+            fds.len() as libc::nfds_t,
             tp,
             std::ptr::null(),
         )
@@ -474,11 +483,15 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
     if r == -1 {
         let e = io::Error::last_os_error();
         if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(vec![false; fds.len()]);
+            return Ok(0);
         }
         return Err(e);
     }
-    Ok(p.iter().map(|x| x.revents != 0).collect())
+    Ok(p[..fds.len()]
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.revents != 0)
+        .fold(0, |m, (i, _)| m | 1 << i))
 }
 
 /// Writes `data` at `remote_addr` in process `pid` (same user).

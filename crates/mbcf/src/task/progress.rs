@@ -121,7 +121,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
                 let fds = [wake_fd, sock_fd];
                 // While waiters receive for themselves, only the doorbell.
                 let ready = sys::poll_readable(if socket_left { &fds[..1] } else { &fds }, timeout);
-                rung = ready.is_ok_and(|r| r.contains(&true));
+                rung = ready.is_ok_and(|r| r != 0);
                 if rung {
                     inner.wakeups.fetch_add(1, Ordering::Relaxed);
                 } else if claimed {
@@ -155,8 +155,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
             // something already waits in it (the application may have
             // gone to compute).
             if between_waits()
-                && !sys::poll_readable(&[sock_fd], Some(Duration::ZERO))
-                    .is_ok_and(|r| r.contains(&true))
+                && !sys::poll_readable(&[sock_fd], Some(Duration::ZERO)).is_ok_and(|r| r != 0)
             {
                 continue;
             }
