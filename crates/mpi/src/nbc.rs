@@ -58,6 +58,26 @@ pub(crate) enum Act {
 }
 
 impl Act {
+    /// A send to (`send`) or receive from `peer` of `len` bytes at `at`
+    /// of buffer `buf`.
+    pub(crate) fn msg(send: bool, peer: u32, buf: usize, at: usize, len: usize) -> Act {
+        if send {
+            Act::Send {
+                to: peer,
+                buf,
+                at,
+                len,
+            }
+        } else {
+            Act::Recv {
+                from: peer,
+                buf,
+                at,
+                len,
+            }
+        }
+    }
+
     fn is_msg(&self) -> bool {
         matches!(self, Act::Send { .. } | Act::Recv { .. })
     }

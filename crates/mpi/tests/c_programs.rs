@@ -94,22 +94,15 @@ fn nonblocking_collectives_progress() {
 fn nonblocking_collectives_on_intercommunicators() {
     let dir = scratch();
     let exe = compile(&dir, "nbcinter.c", false);
-    let places: &[(&str, &[&str])] = &[
-        ("1 task", &["-n", "1"]),
-        ("2 tasks, one node", &["-n", "2"]),
-        ("3 tasks, one node", &["-n", "3"]),
-        ("5 tasks, one node", &["-n", "5"]),
-        ("6 tasks, one node", &["-n", "6"]),
-        (
-            "2 tasks, two nodes",
-            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
-        ),
-        (
-            "5 tasks, two nodes",
-            &["-n", "5", "--hosts", "127.0.0.2,127.0.0.3"],
-        ),
-    ];
-    run_everywhere(&exe, &[], places, |n| format!("nbcinter: ok {n} tasks"));
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    places.push(("5 tasks, one node", &["-n", "5"]));
+    places.push(("6 tasks, one node", &["-n", "6"]));
+    places.push((
+        "5 tasks, two nodes",
+        &["-n", "5", "--hosts", "127.0.0.2,127.0.0.3"],
+    ));
+    run_everywhere(&exe, &[], &places, |n| format!("nbcinter: ok {n} tasks"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! (`coll`, `collv`, `iplan`): who the root is, `MPI_IN_PLACE`, the
 //! reduction, counts and blocks. Each check exists once, here.
 
-use super::{hv, lay, Handle};
+use super::{hv, lay, nbytes, recv_area, send_data, Handle};
 use crate::coll::{Block, Reduction};
 use crate::consts::{err, IN_PLACE, PROC_NULL};
 use crate::engine::MpiErr;
@@ -51,6 +51,14 @@ impl Shape {
             local: n,
             remote: None,
         })
+    }
+
+    /// The communicator and this task's part in a collective rooted at
+    /// `root`; None for a task with no part (`Role::Idle`).
+    pub(super) fn rooted(comm: Handle, root: c_int) -> Result<Option<(Shape, Role)>, MpiErr> {
+        let sh = Shape::of(comm)?;
+        let role = sh.role(root)?;
+        Ok((role != Role::Idle).then_some((sh, role)))
     }
 
     /// How many blocks a buffer with one block per task holds: one per
@@ -212,4 +220,47 @@ pub(super) unsafe fn scatter_counts(
             .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
     }
     Ok((blocks, total))
+}
+
+/// Our contribution to a reduction: `sendbuf`, or `recvbuf` for
+/// `MPI_IN_PLACE` (refused on an intercommunicator).
+///
+/// # Safety
+/// MPI's contract for the buffers.
+pub(super) unsafe fn contribution(
+    sh: &Shape,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+) -> Result<Vec<u8>, MpiErr> {
+    if sh.in_place(sendbuf)? {
+        // SAFETY: the caller's contract.
+        return Ok(unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec());
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { send_data(sendbuf, count, dt) }?.into_owned())
+}
+
+/// What a reduction to a root starts from here, as `role`: the root's
+/// contribution (an intercommunicator's root only receives: zeros), or
+/// the send buffer.
+///
+/// # Safety
+/// MPI's contract for the buffers.
+pub(super) unsafe fn reduce_input(
+    sh: &Shape,
+    role: Role,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+) -> Result<Vec<u8>, MpiErr> {
+    match role {
+        Role::Root if sh.remote.is_some() => Ok(vec![0; nbytes(count, dt)?]),
+        // SAFETY: the caller's contract.
+        Role::Root => unsafe { contribution(sh, sendbuf, recvbuf, count, dt) },
+        // SAFETY: the caller's contract.
+        Role::Leaf(_) | Role::Idle => Ok(unsafe { send_data(sendbuf, count, dt) }?.into_owned()),
+    }
 }

@@ -1,22 +1,13 @@
 //! The `v` collectives (per-task counts and displacements) and scans.
 
-use super::{call, hv, recv_area, recv_v, send_data, send_v, Area, Handle};
+use super::coll::reduce_area;
+use super::collarg::{contribution, reduction, scatter_counts, Shape};
+use super::{call, hv, recv_area, recv_v, send_v, Area, Handle};
 use crate::coll;
-use crate::consts::{err, IN_PLACE};
+use crate::consts::err;
 use crate::engine::MpiErr;
-use crate::runtime::with;
+use crate::nbc::algo::Role;
 use std::ffi::{c_int, c_void};
-
-fn in_place(p: *const c_void) -> bool {
-    p as usize == IN_PLACE
-}
-
-fn rank_size(comm: Handle) -> Result<(u32, u32), MpiErr> {
-    with(|e| {
-        let c = e.comm(hv(comm))?;
-        Ok((c.rank, c.size()))
-    })
-}
 
 /// `MPI_Gatherv`.
 ///
@@ -35,23 +26,20 @@ pub unsafe extern "C" fn MPI_Gatherv(
     comm: Handle,
 ) -> c_int {
     call("MPI_Gatherv", hv(comm), || {
-        let (me, n) = rank_size(comm)?;
-        let (at_root, idle) = super::coll::role(comm, me, root);
-        if idle {
+        let Some((sh, role)) = Shape::rooted(comm, root)? else {
             return Ok(());
-        }
-        // An intercommunicator's root (`MPI_ROOT`) sends nothing.
-        let mine = if at_root && (in_place(sendbuf) || crate::inter::is_inter(hv(comm))) {
-            None
-        } else {
-            // SAFETY: MPI's contract for sendbuf.
-            Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?)
         };
-        if !at_root {
+        let mine = if sh.own_part(role, sendbuf)? {
+            // SAFETY: MPI's contract for sendbuf.
+            Some(unsafe { super::send_data(sendbuf, sendcount, sendtype) }?)
+        } else {
+            None
+        };
+        if role != Role::Root {
             return coll::gatherv(hv(comm), mine.as_deref(), &mut [], &[], root);
         }
         // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
-        let (mut all, b) = unsafe { recv_v(recvbuf, recvcounts, displs, n, recvtype) }?;
+        let (mut all, b) = unsafe { recv_v(recvbuf, recvcounts, displs, sh.peers(), recvtype) }?;
         coll::gatherv(hv(comm), mine.as_deref(), all.bytes(), &b, root)?;
         all.finish();
         Ok(())
@@ -75,25 +63,22 @@ pub unsafe extern "C" fn MPI_Scatterv(
     comm: Handle,
 ) -> c_int {
     call("MPI_Scatterv", hv(comm), || {
-        let (me, n) = rank_size(comm)?;
-        let (at_root, idle) = super::coll::role(comm, me, root);
-        if idle {
+        let Some((sh, role)) = Shape::rooted(comm, root)? else {
             return Ok(());
-        }
-        // An intercommunicator's root (`MPI_ROOT`) receives nothing.
-        let mut mine = if at_root && (in_place(recvbuf) || crate::inter::is_inter(hv(comm))) {
-            None
-        } else {
+        };
+        let mut mine = if sh.own_part(role, recvbuf)? {
             // SAFETY: MPI's contract for recvbuf.
             Some(unsafe { recv_area(recvbuf, recvcount, recvtype) }?)
-        };
-        if at_root {
-            // SAFETY: MPI's contract: one int per task; sendbuf spans every block.
-            let (all, b) = unsafe { send_v(sendbuf, sendcounts, displs, n, sendtype) }?;
-            coll::scatterv(hv(comm), &all, &b, mine.as_mut().map(Area::bytes), root)?;
         } else {
-            coll::scatterv(hv(comm), &[], &[], mine.as_mut().map(Area::bytes), root)?;
-        }
+            None
+        };
+        let (all, b) = if role == Role::Root {
+            // SAFETY: MPI's contract: one int per task; sendbuf spans every block.
+            unsafe { send_v(sendbuf, sendcounts, displs, sh.peers(), sendtype) }?
+        } else {
+            Default::default()
+        };
+        coll::scatterv(hv(comm), &all, &b, mine.as_mut().map(Area::bytes), root)?;
         if let Some(m) = mine {
             m.finish();
         }
@@ -117,15 +102,15 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     comm: Handle,
 ) -> c_int {
     call("MPI_Allgatherv", hv(comm), || {
-        let (_, n) = rank_size(comm)?;
-        let mine = if in_place(sendbuf) {
+        let sh = Shape::of(comm)?;
+        let mine = if sh.in_place(sendbuf)? {
             None
         } else {
             // SAFETY: MPI's contract for sendbuf; copied as it may alias.
-            Some(unsafe { send_data(sendbuf, sendcount, sendtype) }?.into_owned())
+            Some(unsafe { super::send_data(sendbuf, sendcount, sendtype) }?.into_owned())
         };
         // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
-        let (mut all, b) = unsafe { recv_v(recvbuf, recvcounts, displs, n, recvtype) }?;
+        let (mut all, b) = unsafe { recv_v(recvbuf, recvcounts, displs, sh.peers(), recvtype) }?;
         coll::allgatherv(hv(comm), mine.as_deref(), all.bytes(), &b)?;
         all.finish();
         Ok(())
@@ -149,8 +134,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     comm: Handle,
 ) -> c_int {
     call("MPI_Alltoallv", hv(comm), || {
-        let (_, n) = rank_size(comm)?;
-        let send = if in_place(sendbuf) {
+        let sh = Shape::of(comm)?;
+        let n = sh.peers();
+        let send = if sh.in_place(sendbuf)? {
             None
         } else {
             // SAFETY: MPI's contract: one int per task, sendbuf spans every
@@ -159,16 +145,26 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             Some((s.into_owned(), sb))
         };
         // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
-        let (mut all, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
-        coll::alltoallv(
-            hv(comm),
-            send.as_ref().map(|(s, b)| (&s[..], &b[..])),
-            all.bytes(),
-            &rb,
-        )?;
-        all.finish();
-        Ok(())
+        let (all, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
+        all_to_all(comm, send, all, &rb)
     })
+}
+
+/// The exchange of `MPI_Alltoallv` and `MPI_Alltoallw` into `all`.
+fn all_to_all(
+    comm: Handle,
+    send: Option<(Vec<u8>, Vec<coll::Block>)>,
+    mut all: Area<'_>,
+    rb: &[coll::Block],
+) -> Result<(), MpiErr> {
+    coll::alltoallv(
+        hv(comm),
+        send.as_ref().map(|(s, b)| (&s[..], &b[..])),
+        all.bytes(),
+        rb,
+    )?;
+    all.finish();
+    Ok(())
 }
 
 /// `MPI_Scan` or `MPI_Exscan`.
@@ -186,18 +182,9 @@ unsafe fn scan(
 ) -> c_int {
     let name = if exclusive { "MPI_Exscan" } else { "MPI_Scan" };
     call(name, hv(comm), || {
-        let red = super::coll::reduction(dt, o)?;
-        let s = if in_place(sendbuf) {
-            None
-        } else {
-            // SAFETY: MPI's contract; copied as the buffers may alias.
-            Some(unsafe { send_data(sendbuf, count, dt) }?.into_owned())
-        };
-        // SAFETY: MPI's contract for recvbuf.
-        let mut acc = unsafe { recv_area(recvbuf, count, dt) }?;
-        if let Some(s) = s {
-            acc.bytes().copy_from_slice(&s);
-        }
+        let red = reduction(dt, o)?;
+        // SAFETY: MPI's contract for the buffers.
+        let mut acc = unsafe { reduce_area(comm, sendbuf, recvbuf, count, dt) }?;
         coll::scan(hv(comm), acc.bytes(), &red, exclusive)?;
         acc.finish();
         Ok(())
@@ -234,18 +221,13 @@ pub unsafe extern "C" fn MPI_Exscan(
     o: Handle,
     comm: Handle,
 ) -> c_int {
-    let keep = rank_size(comm).map(|(r, _)| r == 0).unwrap_or(false);
+    let keep = Shape::of(comm).is_ok_and(|sh| sh.rank == 0);
     if keep {
         // Rank 0 takes part (it starts the chain) without changing recvbuf.
         return call("MPI_Exscan", hv(comm), || {
-            let red = super::coll::reduction(dt, o)?;
-            let mut acc = if in_place(sendbuf) {
-                // SAFETY: MPI's contract for recvbuf.
-                unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec()
-            } else {
-                // SAFETY: MPI's contract for sendbuf.
-                unsafe { send_data(sendbuf, count, dt) }?.into_owned()
-            };
+            let red = reduction(dt, o)?;
+            // SAFETY: MPI's contract for the buffers.
+            let mut acc = unsafe { contribution(&Shape::of(comm)?, sendbuf, recvbuf, count, dt) }?;
             coll::scan(hv(comm), &mut acc, &red, true)
         });
     }
@@ -255,7 +237,8 @@ pub unsafe extern "C" fn MPI_Exscan(
 
 /// `MPI_Reduce_scatter`: the reduction of every task's `sum(recvcounts)`
 /// elements, task p getting `recvcounts[p]` of them (reduced at task 0,
-/// then scattered).
+/// then scattered); on an intercommunicator each group's tasks get, cut
+/// by their own counts, the reduction of the other group's vectors.
 ///
 /// # Safety
 /// MPI's contract for the buffers and the array.
@@ -269,107 +252,31 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     comm: Handle,
 ) -> c_int {
     call("MPI_Reduce_scatter", hv(comm), || {
-        if crate::inter::is_inter(hv(comm)) {
-            // SAFETY: the caller's contract.
-            return unsafe { inter_reduce_scatter(sendbuf, recvbuf, recvcounts, dt, o, comm) };
-        }
-        // Built on an intracommunicator's reduce and scatter.
-        let (me, n) = rank_size(comm)?;
-        let red = super::coll::reduction(dt, o)?;
-        if recvcounts.is_null() {
-            return Err(MpiErr::new(err::ARG, "recvcounts is NULL"));
-        }
-        // SAFETY: MPI's contract: one int per task.
-        let counts = unsafe { std::slice::from_raw_parts(recvcounts, n as usize) };
-        let mut displs = Vec::with_capacity(counts.len());
-        let mut total: c_int = 0;
-        for &c in counts {
-            if c < 0 {
-                return Err(MpiErr::new(err::COUNT, format!("negative count {c}")));
-            }
-            displs.push(total);
-            total = total
-                .checked_add(c)
-                .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
-        }
-        let sum = total;
-        let mut acc = if in_place(sendbuf) {
-            // SAFETY: MPI's contract: in place, recvbuf holds the whole input.
-            unsafe { recv_area(recvbuf, sum, dt) }?.bytes().to_vec()
-        } else {
-            // SAFETY: MPI's contract for sendbuf.
-            unsafe { send_data(sendbuf, sum, dt) }?.into_owned()
-        };
-        coll::reduce(hv(comm), &mut acc, &red, 0)?;
+        let sh = Shape::of(comm)?;
+        let red = reduction(dt, o)?;
         let size = super::lay(dt)?.size;
-        let b: Vec<coll::Block> = counts
-            .iter()
-            .zip(&displs)
-            .map(|(&c, &d)| (d as usize * size, c.max(0) as usize * size))
-            .collect();
+        // SAFETY: MPI's contract: one int per task of the local group.
+        let (b, total) = unsafe { scatter_counts(recvcounts, sh.local, size) }?;
+        // SAFETY: MPI's contract (in place, recvbuf holds the whole input).
+        let mut acc = unsafe { contribution(&sh, sendbuf, recvbuf, total, dt) }?;
+        let (at, len) = b[sh.rank as usize];
         // SAFETY: MPI's contract for recvbuf.
-        let mut out = unsafe { recv_area(recvbuf, counts[me as usize], dt) }?;
-        coll::scatterv(hv(comm), &acc, &b, Some(out.bytes()), 0)?;
+        let mut out = unsafe { recv_area(recvbuf, (len / size.max(1)) as c_int, dt) }?;
+        if sh.remote.is_some() {
+            // Across the groups: an allreduce, each task keeping its part.
+            crate::inter::allreduce(hv(comm), &mut acc, &red)?;
+            let got = acc
+                .get(at..at + len)
+                .ok_or_else(|| MpiErr::new(err::INTERN, "reduction shorter than the counts"))?;
+            out.bytes().copy_from_slice(got);
+        } else {
+            // Reduced at task 0, then scattered.
+            coll::reduce(hv(comm), &mut acc, &red, 0)?;
+            coll::scatterv(hv(comm), &acc, &b, Some(out.bytes()), 0)?;
+        }
         out.finish();
         Ok(())
     })
-}
-
-/// `MPI_Reduce_scatter` on an intercommunicator: each group's tasks get,
-/// cut by their `recvcounts` (one per task of their group), the
-/// reduction of the other group's vectors (as long as the sum of the
-/// counts, in both groups).
-///
-/// # Safety
-/// MPI's contract for the buffers and the array.
-unsafe fn inter_reduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    dt: Handle,
-    o: Handle,
-    comm: Handle,
-) -> Result<(), MpiErr> {
-    let n = crate::inter::size(hv(comm))? as usize;
-    let me = with(|e| Ok(e.comm(hv(comm))?.rank as usize))?;
-    let red = super::coll::reduction(dt, o)?;
-    if recvcounts.is_null() {
-        return Err(MpiErr::new(err::ARG, "recvcounts is NULL"));
-    }
-    if in_place(sendbuf) {
-        return Err(MpiErr::new(
-            err::ARG,
-            "MPI_IN_PLACE is not allowed on an intercommunicator",
-        ));
-    }
-    // SAFETY: MPI's contract: one int per task of the local group.
-    let counts = unsafe { std::slice::from_raw_parts(recvcounts, n) };
-    let mut total: c_int = 0;
-    let mut mine = (0, 0);
-    for (i, &c) in counts.iter().enumerate() {
-        if c < 0 {
-            return Err(MpiErr::new(err::COUNT, format!("negative count {c}")));
-        }
-        if i == me {
-            mine = (total, c);
-        }
-        total = total
-            .checked_add(c)
-            .ok_or_else(|| MpiErr::new(err::COUNT, "counts too large"))?;
-    }
-    // SAFETY: MPI's contract for sendbuf.
-    let mut acc = unsafe { send_data(sendbuf, total, dt) }?.into_owned();
-    crate::inter::allreduce(hv(comm), &mut acc, &red)?;
-    let size = super::lay(dt)?.size;
-    let (at, len) = (mine.0 as usize * size, mine.1 as usize * size);
-    // SAFETY: MPI's contract for recvbuf.
-    let mut out = unsafe { recv_area(recvbuf, mine.1, dt) }?;
-    let got = acc
-        .get(at..at + len)
-        .ok_or_else(|| MpiErr::new(err::INTERN, "reduction shorter than the counts"))?;
-    out.bytes().copy_from_slice(got);
-    out.finish();
-    Ok(())
 }
 
 /// `MPI_Reduce_scatter_block`: `MPI_Reduce_scatter` with equal counts.
@@ -411,8 +318,9 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     comm: Handle,
 ) -> c_int {
     call("MPI_Alltoallw", hv(comm), || {
-        let (_, n) = rank_size(comm)?;
-        let send = if in_place(sendbuf) {
+        let sh = Shape::of(comm)?;
+        let n = sh.peers();
+        let send = if sh.in_place(sendbuf)? {
             None
         } else {
             // SAFETY: MPI's contract; the send blocks are only read (and
@@ -422,15 +330,8 @@ pub unsafe extern "C" fn MPI_Alltoallw(
             Some((s.bytes().to_vec(), sb))
         };
         // SAFETY: MPI's contract for recvbuf and the arrays.
-        let (mut all, rb) = unsafe { super::blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;
-        coll::alltoallv(
-            hv(comm),
-            send.as_ref().map(|(s, b)| (&s[..], &b[..])),
-            all.bytes(),
-            &rb,
-        )?;
-        all.finish();
-        Ok(())
+        let (all, rb) = unsafe { super::blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;
+        all_to_all(comm, send, all, &rb)
     })
 }
 

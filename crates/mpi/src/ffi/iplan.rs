@@ -8,7 +8,9 @@
 //! schedule), the other group the root's rank there; `MPI_IN_PLACE` is
 //! refused.
 
-use super::collarg::{check_blocks, equal_blocks, reduction, scatter_counts, times, Shape};
+use super::collarg::{
+    check_blocks, contribution, equal_blocks, reduce_input, reduction, scatter_counts, times, Shape,
+};
 use super::{blocks_w, lay, nbytes, recv_area, recv_v, send_data, send_v, Area, Handle};
 use crate::coll::{Block, Reduction};
 use crate::engine::MpiErr;
@@ -108,11 +110,9 @@ pub(super) unsafe fn ibcast(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let sh = Shape::of(comm)?;
-    let role = sh.role(root)?;
-    if role == Role::Idle {
+    let Some((sh, role)) = Shape::rooted(comm, root)? else {
         return Ok(idle());
-    }
+    };
     // SAFETY: the caller's contract.
     let mut area = unsafe { recv_area(buf, count, dt) }?;
     let mut s = Sched::new(vec![area.bytes().to_vec()], None);
@@ -128,25 +128,6 @@ pub(super) unsafe fn ibcast(
     Ok((s, fin))
 }
 
-/// Our contribution to a reduction: `sendbuf`, or `recvbuf` in place.
-///
-/// # Safety
-/// MPI's contract for the buffers.
-unsafe fn contribution(
-    sh: &Shape,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-) -> Result<Vec<u8>, MpiErr> {
-    // SAFETY: the caller's contract.
-    match unsafe { sent(sh, sendbuf, count, dt) }? {
-        Some(v) => Ok(v),
-        // SAFETY: the caller's contract.
-        None => Ok(unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec()),
-    }
-}
-
 /// # Safety
 /// MPI's contract for the buffers until completion.
 #[allow(clippy::too_many_arguments)]
@@ -160,18 +141,12 @@ pub(super) unsafe fn ireduce(
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
     let red = reduction(dt, o)?;
-    let sh = Shape::of(comm)?;
-    let role = sh.role(root)?;
-    let commute = red.commute();
-    let acc = match (role, sh.inter()) {
-        (Role::Idle, _) => return Ok(idle()),
-        // An intercommunicator's root only receives.
-        (Role::Root, Some(_)) => vec![0; nbytes(count, dt)?],
-        // SAFETY: the caller's contract.
-        (Role::Root, None) => unsafe { contribution(&sh, sendbuf, recvbuf, count, dt) }?,
-        // SAFETY: the caller's contract.
-        (Role::Leaf(_), _) => unsafe { owned(sendbuf, count, dt) }?,
+    let Some((sh, role)) = Shape::rooted(comm, root)? else {
+        return Ok(idle());
     };
+    let commute = red.commute();
+    // SAFETY: the caller's contract.
+    let acc = unsafe { reduce_input(&sh, role, sendbuf, recvbuf, count, dt) }?;
     let tmp = vec![0; acc.len()];
     let mut s = Sched::new(vec![acc, tmp], Some(red));
     match sh.inter() {
@@ -295,11 +270,9 @@ pub(super) unsafe fn igather(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let sh = Shape::of(comm)?;
-    let role = sh.role(root)?;
-    if role == Role::Idle {
+    let Some((sh, role)) = Shape::rooted(comm, root)? else {
         return Ok(idle());
-    }
+    };
     // SAFETY: the caller's contract.
     let mine = unsafe { gathered(&sh, role, sendbuf, sendcount, sendtype) }?;
     let area = if role == Role::Root {
@@ -328,11 +301,9 @@ pub(super) unsafe fn igatherv(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let sh = Shape::of(comm)?;
-    let role = sh.role(root)?;
-    if role == Role::Idle {
+    let Some((sh, role)) = Shape::rooted(comm, root)? else {
         return Ok(idle());
-    }
+    };
     // SAFETY: the caller's contract.
     let mine = unsafe { gathered(&sh, role, sendbuf, sendcount, sendtype) }?;
     let area = if role == Role::Root {
@@ -417,11 +388,9 @@ pub(super) unsafe fn iscatter(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let sh = Shape::of(comm)?;
-    let role = sh.role(root)?;
-    if role == Role::Idle {
+    let Some((sh, role)) = Shape::rooted(comm, root)? else {
         return Ok(idle());
-    }
+    };
     let all = if role == Role::Root {
         let n = sh.peers();
         let chunk = nbytes(sendcount, sendtype)?;
@@ -450,11 +419,9 @@ pub(super) unsafe fn iscatterv(
     root: c_int,
     comm: Handle,
 ) -> Result<Plan, MpiErr> {
-    let sh = Shape::of(comm)?;
-    let role = sh.role(root)?;
-    if role == Role::Idle {
+    let Some((sh, role)) = Shape::rooted(comm, root)? else {
         return Ok(idle());
-    }
+    };
     let all = if role == Role::Root {
         // SAFETY: the caller's contract: one int per task.
         let (a, b) = unsafe { send_v(sendbuf, sendcounts, displs, sh.peers(), sendtype) }?;

@@ -1,7 +1,7 @@
 //! Small calls: `Is_thread_main`, `Alloc_mem`/`Free_mem`,
 //! `Reduce_local`, and the Fortran 90 parameterized types.
 
-use super::coll::reduction;
+use super::collarg::reduction;
 use super::{call, mk, out, recv_area, send_data, Handle};
 use crate::consts::{err, h, UNDEFINED};
 use crate::engine::MpiErr;

@@ -1,7 +1,7 @@
 //! One-sided communication: windows, `Put`, `Get`, accumulates, fences,
 //! locks and flushes (see `crate::win`).
 
-use super::coll::reduction;
+use super::collarg::reduction;
 use super::{call, dst, hv, mk, nbytes, out, src, Handle};
 use crate::buf::UserBuf;
 use crate::consts::{err, h};

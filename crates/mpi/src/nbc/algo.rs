@@ -10,18 +10,8 @@ pub(crate) fn barrier(s: &mut Sched, n: u32, rank: u32) {
     let mut k = 1;
     while k < n {
         s.add(vec![
-            Act::Send {
-                to: (rank + k) % n,
-                buf: 0,
-                at: 0,
-                len: 0,
-            },
-            Act::Recv {
-                from: (rank + n - k) % n,
-                buf: 0,
-                at: 0,
-                len: 0,
-            },
+            Act::msg(true, (rank + k) % n, 0, 0, 0),
+            Act::msg(false, (rank + n - k) % n, 0, 0, 0),
         ]);
         k *= 2;
     }
@@ -35,12 +25,7 @@ pub(crate) fn bcast(s: &mut Sched, n: u32, rank: u32, buf: usize, root: u32) {
     let mut mask = 1;
     while mask < n {
         if vr & mask != 0 {
-            s.add(vec![Act::Recv {
-                from: real(vr - mask),
-                buf,
-                at: 0,
-                len,
-            }]);
+            s.add(vec![Act::msg(false, real(vr - mask), buf, 0, len)]);
             break;
         }
         mask <<= 1;
@@ -49,12 +34,7 @@ pub(crate) fn bcast(s: &mut Sched, n: u32, rank: u32, buf: usize, root: u32) {
     let mut sends = Vec::new();
     while mask > 0 {
         if vr + mask < n {
-            sends.push(Act::Send {
-                to: real(vr + mask),
-                buf,
-                at: 0,
-                len,
-            });
+            sends.push(Act::msg(true, real(vr + mask), buf, 0, len));
         }
         mask >>= 1;
     }
@@ -84,23 +64,10 @@ fn reduce_tree(s: &mut Sched, n: u32, rank: u32, acc: usize, tmp: usize, root: u
                         inout: acc,
                     }
                 };
-                s.add(vec![
-                    Act::Recv {
-                        from: real(src),
-                        buf: tmp,
-                        at: 0,
-                        len,
-                    },
-                    fold,
-                ]);
+                s.add(vec![Act::msg(false, real(src), tmp, 0, len), fold]);
             }
         } else {
-            s.add(vec![Act::Send {
-                to: real(vr & !mask),
-                buf: acc,
-                at: 0,
-                len,
-            }]);
+            s.add(vec![Act::msg(true, real(vr & !mask), acc, 0, len)]);
             break;
         }
         mask <<= 1;
@@ -118,19 +85,9 @@ pub(crate) fn reduce(s: &mut Sched, n: u32, rank: u32, root: u32, commute: bool)
     reduce_tree(s, n, rank, 0, 1, 0, commute);
     let len = s.bufs[0].len();
     if rank == 0 {
-        s.add(vec![Act::Send {
-            to: root,
-            buf: 0,
-            at: 0,
-            len,
-        }]);
+        s.add(vec![Act::msg(true, root, 0, 0, len)]);
     } else if rank == root {
-        s.add(vec![Act::Recv {
-            from: 0,
-            buf: 0,
-            at: 0,
-            len,
-        }]);
+        s.add(vec![Act::msg(false, 0, 0, 0, len)]);
     }
 }
 
@@ -152,27 +109,7 @@ pub(crate) fn gatherv(
     blocks: &[Block],
     root: u32,
 ) {
-    if rank != root {
-        let len = s.bufs[mine].len();
-        s.add(vec![Act::Send {
-            to: root,
-            buf: mine,
-            at: 0,
-            len,
-        }]);
-        return;
-    }
-    s.add(
-        (0..n)
-            .filter(|&p| p != root)
-            .map(|p| Act::Recv {
-                from: p,
-                buf: all,
-                at: blocks[p as usize].0,
-                len: blocks[p as usize].1,
-            })
-            .collect(),
-    );
+    linear(s, (n, rank, root), mine, all, blocks, true);
 }
 
 /// Block p of buffer `all` at `root` into buffer `mine` of task p (the
@@ -186,27 +123,44 @@ pub(crate) fn scatterv(
     mine: usize,
     root: u32,
 ) {
+    linear(s, (n, rank, root), mine, all, blocks, false);
+}
+
+/// Linear gather (`gather`) or scatter between buffer `mine` of every
+/// task and block p of buffer `all` at the root, of `(n, rank, root)`.
+fn linear(
+    s: &mut Sched,
+    (n, rank, root): (u32, u32, u32),
+    mine: usize,
+    all: usize,
+    blocks: &[Block],
+    gather: bool,
+) {
     if rank != root {
         let len = s.bufs[mine].len();
-        s.add(vec![Act::Recv {
-            from: root,
-            buf: mine,
-            at: 0,
-            len,
-        }]);
+        s.add(vec![Act::msg(gather, root, mine, 0, len)]);
         return;
     }
-    s.add(
-        (0..n)
-            .filter(|&p| p != root)
-            .map(|p| Act::Send {
-                to: p,
-                buf: all,
-                at: blocks[p as usize].0,
-                len: blocks[p as usize].1,
-            })
-            .collect(),
-    );
+    let peers: Vec<u32> = (0..n).filter(|&p| p != root).collect();
+    s.add(blocks_with(&peers, |p| p, all, blocks, !gather));
+}
+
+/// A message with each of `peers` (`to` gives its address): block p of
+/// buffer `buf`, sent (`send`) or received.
+fn blocks_with(
+    peers: &[u32],
+    to: impl Fn(u32) -> u32,
+    buf: usize,
+    blocks: &[Block],
+    send: bool,
+) -> Vec<Act> {
+    peers
+        .iter()
+        .map(|&p| {
+            let (at, len) = blocks[p as usize];
+            Act::msg(send, to(p), buf, at, len)
+        })
+        .collect()
 }
 
 /// Allgather(v): every task's buffer 0 into its block of buffer 1
@@ -248,21 +202,8 @@ pub(crate) fn allgatherv(s: &mut Sched, n: u32, rank: u32, blocks: &[Block]) {
 /// block p of buffer 1 (our own block copied by the caller).
 pub(crate) fn alltoallv(s: &mut Sched, n: u32, rank: u32, sblocks: &[Block], rblocks: &[Block]) {
     let peers: Vec<u32> = (1..n).map(|k| (rank + k) % n).collect();
-    let mut acts: Vec<Act> = peers
-        .iter()
-        .map(|&p| Act::Recv {
-            from: p,
-            buf: 1,
-            at: rblocks[p as usize].0,
-            len: rblocks[p as usize].1,
-        })
-        .collect();
-    acts.extend(peers.iter().map(|&p| Act::Send {
-        to: p,
-        buf: 0,
-        at: sblocks[p as usize].0,
-        len: sblocks[p as usize].1,
-    }));
+    let mut acts = blocks_with(&peers, |p| p, 1, rblocks, false);
+    acts.extend(blocks_with(&peers, |p| p, 0, sblocks, true));
     s.add(acts);
 }
 
@@ -280,32 +221,17 @@ pub(crate) fn scan(s: &mut Sched, n: u32, rank: u32, exclusive: bool) {
     };
     if rank > 0 {
         s.add(vec![
-            Act::Recv {
-                from: rank - 1,
-                buf: 1,
-                at: 0,
-                len,
-            },
+            Act::msg(false, rank - 1, 1, 0, len),
             copy(0, 2),
             // Prefix first: inclusive = prefix (op) ours.
             Act::Fold { inv: 1, inout: 2 },
             copy(if exclusive { 1 } else { 2 }, 0),
         ]);
         if rank + 1 < n {
-            s.add(vec![Act::Send {
-                to: rank + 1,
-                buf: 2,
-                at: 0,
-                len,
-            }]);
+            s.add(vec![Act::msg(true, rank + 1, 2, 0, len)]);
         }
     } else if n > 1 {
-        s.add(vec![Act::Send {
-            to: 1,
-            buf: 0,
-            at: 0,
-            len,
-        }]);
+        s.add(vec![Act::msg(true, 1, 0, 0, len)]);
     }
 }
 
@@ -315,15 +241,22 @@ pub(crate) fn reduce_scatter(s: &mut Sched, n: u32, rank: u32, blocks: &[Block],
     reduce_tree(s, n, rank, 0, 1, 0, commute);
     scatterv(s, n, rank, 0, blocks, 2, 0);
     if rank == 0 {
-        let (at, len) = blocks[0];
-        s.add(vec![Act::Copy {
-            from: 0,
-            at,
-            to: 2,
-            to_at: 0,
-            len,
-        }]);
+        own_block(s, 0, blocks[0], 2);
     }
+}
+
+/// After the rounds so far: block `(at, len)` of buffer `from` to the
+/// start of buffer `to` (as much as it holds), the root's own part of
+/// a scatter.
+fn own_block(s: &mut Sched, from: usize, (at, len): Block, to: usize) {
+    let len = len.min(s.bufs[to].len());
+    s.add(vec![Act::Copy {
+        from,
+        at,
+        to,
+        to_at: 0,
+        len,
+    }]);
 }
 
 /// Who a rooted collective makes this task: the root, a task that
@@ -362,40 +295,21 @@ impl Inter {
         if self.leader() {
             let (sl, rl) = (s.bufs[send].len(), s.bufs[recv].len());
             s.add(vec![
-                Act::Send {
-                    to: self.remote(0),
-                    buf: send,
-                    at: 0,
-                    len: sl,
-                },
-                Act::Recv {
-                    from: self.remote(0),
-                    buf: recv,
-                    at: 0,
-                    len: rl,
-                },
+                Act::msg(true, self.remote(0), send, 0, sl),
+                Act::msg(false, self.remote(0), recv, 0, rl),
             ]);
         }
     }
 
     /// One round: whole buffer `buf` to (`send`) or from remote task `q`.
     fn one(self, s: &mut Sched, q: u32, buf: usize, send: bool) {
-        let (to, len) = (self.remote(q), s.bufs[buf].len());
-        s.add(vec![if send {
-            Act::Send {
-                to,
-                buf,
-                at: 0,
-                len,
-            }
-        } else {
-            Act::Recv {
-                from: to,
-                buf,
-                at: 0,
-                len,
-            }
-        }]);
+        let len = s.bufs[buf].len();
+        s.add(vec![Act::msg(send, self.remote(q), buf, 0, len)]);
+    }
+
+    /// Every remote task, by its rank in the remote group.
+    fn all_remote(n: usize) -> Vec<u32> {
+        (0..n as u32).collect()
     }
 }
 
@@ -474,14 +388,7 @@ pub(crate) fn inter_scatter(s: &mut Sched, x: Inter, role: Role, blocks: &[Block
         Role::Leaf(q) => {
             if x.leader() {
                 x.one(s, q, 0, false);
-                let (at, len) = blocks[0];
-                s.add(vec![Act::Copy {
-                    from: 0,
-                    at,
-                    to: 1,
-                    to_at: 0,
-                    len: len.min(s.bufs[1].len()),
-                }]);
+                own_block(s, 0, blocks[0], 1);
             }
             scatterv(s, x.l, x.rank, 0, blocks, 1, 0);
         }
@@ -493,34 +400,20 @@ pub(crate) fn inter_scatter(s: &mut Sched, x: Inter, role: Role, blocks: &[Block
 /// the other group sends its buffer 0 to or receives its buffer 1 from
 /// the root.
 pub(crate) fn inter_rooted_v(s: &mut Sched, x: Inter, role: Role, blocks: &[Block], gather: bool) {
+    let (root_buf, leaf_buf) = if gather { (1, 0) } else { (0, 1) };
     match role {
         Role::Root => {
-            let buf = if gather { 1 } else { 0 };
-            s.add(
-                (0..blocks.len() as u32)
-                    .map(|i| {
-                        let (at, len) = blocks[i as usize];
-                        if gather {
-                            Act::Recv {
-                                from: x.remote(i),
-                                buf,
-                                at,
-                                len,
-                            }
-                        } else {
-                            Act::Send {
-                                to: x.remote(i),
-                                buf,
-                                at,
-                                len,
-                            }
-                        }
-                    })
-                    .collect(),
-            );
+            let remote = Inter::all_remote(blocks.len());
+            s.add(blocks_with(
+                &remote,
+                |i| x.remote(i),
+                root_buf,
+                blocks,
+                !gather,
+            ));
         }
         Role::Idle => {}
-        Role::Leaf(q) => x.one(s, q, if gather { 0 } else { 1 }, gather),
+        Role::Leaf(q) => x.one(s, q, leaf_buf, gather),
     }
 }
 
@@ -537,20 +430,15 @@ pub(crate) fn inter_allgather(s: &mut Sched, x: Inter, blocks: &[Block]) {
 /// (`sblocks`) to remote task j, and block j of buffer 1 (`rblocks`)
 /// from it, all in one round.
 pub(crate) fn inter_pairwise(s: &mut Sched, x: Inter, sblocks: &[Block], rblocks: &[Block]) {
-    let mut acts: Vec<Act> = (0..rblocks.len() as u32)
-        .map(|j| Act::Recv {
-            from: x.remote(j),
-            buf: 1,
-            at: rblocks[j as usize].0,
-            len: rblocks[j as usize].1,
-        })
-        .collect();
-    acts.extend((0..sblocks.len() as u32).map(|j| Act::Send {
-        to: x.remote(j),
-        buf: 0,
-        at: sblocks[j as usize].0,
-        len: sblocks[j as usize].1,
-    }));
+    let remote = |b: &[Block]| Inter::all_remote(b.len());
+    let mut acts = blocks_with(&remote(rblocks), |j| x.remote(j), 1, rblocks, false);
+    acts.extend(blocks_with(
+        &remote(sblocks),
+        |j| x.remote(j),
+        0,
+        sblocks,
+        true,
+    ));
     s.add(acts);
 }
 
