@@ -5,7 +5,7 @@
  * Iallgather(v), Ialltoall(v,w) and Ireduce_scatter(_block), all
  * outstanding at once and completed together, must leave every buffer
  * as its blocking form does. Then the errors under MPI_ERRORS_RETURN: a
- * root out of range, MPI_IN_PLACE, Iscan/Iexscan, a null operation, a
+ * root out of range, MPI_IN_PLACE (also a non-root's), Iscan/Iexscan, a null operation, a
  * negative count and a null request, each with its class, after which
  * the intercommunicator still works. Rank 0 prints "nbcinter: ok N tasks"
  * (one task: nothing to pair). */
@@ -218,6 +218,10 @@ static void errors(MPI_Comm ic)
     CHECK(MPI_Iallreduce(MPI_IN_PLACE, y, 1, MPI_INT, MPI_SUM, ic, &q) == MPI_ERR_ARG);
     CHECK(MPI_Iallgather(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, ic, &q) == MPI_ERR_ARG);
     CHECK(MPI_Ialltoall(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, ic, &q) == MPI_ERR_ARG);
+    /* MPI_IN_PLACE where only a root may pass it (every task here names
+     * remote rank 0): refused, not read as a buffer. */
+    CHECK(MPI_Igather(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, 0, ic, &q) == MPI_ERR_ARG);
+    CHECK(MPI_Scatter(x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, 0, ic) == MPI_ERR_ARG);
     CHECK(MPI_Iscan(x, y, 1, MPI_INT, MPI_SUM, ic, &q) == MPI_ERR_COMM);
     CHECK(MPI_Iexscan(x, y, 1, MPI_INT, MPI_SUM, ic, &q) == MPI_ERR_COMM);
     CHECK(MPI_Iallreduce(x, y, 1, MPI_INT, MPI_OP_NULL, ic, &q) == MPI_ERR_OP);
