@@ -440,6 +440,7 @@ impl Task {
             blocked_waits: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
+            has_deferred: AtomicBool::new(false),
             idm: Mutex::new(None),
             idm_slots: Mutex::new(HashMap::new()),
             idm_down: Mutex::new(Vec::new()),

@@ -215,6 +215,10 @@ pub(crate) struct Inner {
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
     deferred: Mutex<Vec<(u32, u32, Vec<u8>)>>,
+    /// `deferred` is not empty: set as signals are queued, cleared as
+    /// the last are taken, both under its lock. Looked at without the
+    /// lock by the paths that run a signal straight from the ring.
+    has_deferred: AtomicBool,
     /// Held by the thread running signal handlers: one at a time, in
     /// order.
     signal_runner: Mutex<()>,

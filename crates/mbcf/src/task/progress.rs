@@ -222,9 +222,19 @@ impl Inner {
             drain_signal_ring(&self.ctl.signal_ring(), signals);
             // Queued under the net lock: signals run in arrival order,
             // whichever thread received them.
-            if let Ok(mut d) = self.deferred.lock() {
-                d.append(signals);
-            }
+            self.defer(signals);
+        }
+    }
+
+    /// Queues received signals behind those already queued (under the
+    /// net lock, which orders them by arrival).
+    fn defer(&self, sigs: &mut Vec<(u32, u32, Vec<u8>)>) {
+        if sigs.is_empty() {
+            return;
+        }
+        if let Ok(mut d) = self.deferred.lock() {
+            d.append(sigs);
+            self.has_deferred.store(true, Ordering::SeqCst);
         }
     }
 
@@ -248,18 +258,21 @@ impl Inner {
                 inner: me,
                 _owner: None,
             };
+            let mut ran = 0;
             SIGNAL_BUF.with_borrow_mut(|msg| loop {
                 let Ok(net) = self.net.try_lock() else {
                     break;
                 };
-                if self.deferred.lock().map_or(true, |d| !d.is_empty()) {
+                // Every queuing holds the net lock: under it, a clear
+                // flag means nothing is queued ahead of the ring.
+                if self.has_deferred.load(Ordering::SeqCst) {
                     break;
                 }
                 let Some(from) = ring.pop(msg) else {
                     break;
                 };
                 drop(net);
-                self.signals_inline.fetch_add(1, Ordering::Relaxed);
+                ran += 1;
                 if msg.len() < 4 {
                     continue;
                 }
@@ -274,6 +287,9 @@ impl Inner {
                     f(&ctx, &msg[4..]);
                 }
             });
+            if ran > 0 {
+                self.signals_inline.fetch_add(ran, Ordering::Relaxed);
+            }
             drop(running);
         }
         // A slot reserved but not yet filled is left for the next look.
@@ -284,9 +300,7 @@ impl Inner {
             let mut sig = Vec::new();
             drain_signal_ring(&ring, &mut sig);
             // Queued under the net lock, like every signal.
-            if let Ok(mut d) = self.deferred.lock() {
-                d.append(&mut sig);
-            }
+            self.defer(&mut sig);
             drop(net);
         }
         self.run_signals();
@@ -300,7 +314,9 @@ impl Inner {
     pub(super) fn run_signals(&self) {
         // The progress loop calls this every round: nothing queued costs
         // one uncontended lock, not a reference count and the runner.
-        if self.deferred.lock().map_or(true, |d| d.is_empty()) {
+        // Whoever queues a signal calls this afterwards: a flag it set
+        // itself, or one another thread set, which runs them then.
+        if !self.has_deferred.load(Ordering::SeqCst) {
             return;
         }
         let Some(me) = self.me.upgrade() else {
@@ -316,7 +332,10 @@ impl Inner {
             };
             loop {
                 let batch = match self.deferred.lock() {
-                    Ok(mut d) if !d.is_empty() => std::mem::take(&mut *d),
+                    Ok(mut d) if !d.is_empty() => {
+                        self.has_deferred.store(false, Ordering::SeqCst);
+                        std::mem::take(&mut *d)
+                    }
                     _ => break,
                 };
                 for (from, h, payload) in batch {
@@ -396,11 +415,7 @@ impl Inner {
         // Queued before the net lock goes, so that signals received later
         // cannot overtake these.
         let queued = !sig.is_empty();
-        if queued {
-            if let Ok(mut d) = self.deferred.lock() {
-                d.append(&mut sig);
-            }
-        }
+        self.defer(&mut sig);
         if any {
             self.flush_at(&mut net, now);
             self.handle_events(&mut net);
