@@ -260,6 +260,10 @@ impl Inner {
             };
             let mut ran = 0;
             SIGNAL_BUF.with_borrow_mut(|msg| loop {
+                // Nothing more in the ring: no lock to take for that.
+                if !ring.ready() {
+                    break;
+                }
                 let Ok(net) = self.net.try_lock() else {
                     break;
                 };
