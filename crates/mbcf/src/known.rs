@@ -272,6 +272,13 @@ pub const SETTINGS: &[Known] = &[
         Dsm,
     ),
     k(
+        "SSS_MPI_NBC_SIGNAL",
+        "on",
+        "on, off",
+        "MPI: while nonblocking collectives run, an MBCF signal after each message lets the receiver advance them between MPI calls",
+        Task,
+    ),
+    k(
         "SSS_PARMACS_PLACEMENT",
         "first_touch",
         "first_touch, block, cyclic[:pages]",

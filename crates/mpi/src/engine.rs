@@ -562,7 +562,18 @@ impl Engine {
                 .task
                 .fifo_push(self.peers[i].fifo, bytes, Options::default())
                 .map(drop),
+        }?;
+        // While schedules run, the receiver's part of one may wait for
+        // this message: the signal after it lets the receiver advance
+        // them between its MPI calls (applied after the push).
+        if crate::nbc::signal_peers() {
+            self.stats.nbc_signals += 1;
+            // A lost signal costs only progress between calls.
+            let _ = self
+                .task
+                .signal(w, crate::nbc::SIGNAL, &[], Options::default());
         }
+        Ok(())
     }
 
     fn push(&mut self, w: u32, bytes: &[u8], completes: Option<usize>) {

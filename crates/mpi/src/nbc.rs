@@ -11,16 +11,33 @@
 //! communicator in the same order, so the k-th matches the k-th
 //! everywhere, never a blocking collective's messages (small tags) or
 //! another outstanding one's, whatever order they progress in.
+//!
+//! Between MPI calls: while a schedule runs here, every message the
+//! engine pushes into a peer's FIFO is followed by an MBCF signal
+//! ([`SIGNAL`]; `SSS_MPI_NBC_SIGNAL=off` sends none). Its handler
+//! ([`on_signal`]), which MBCF runs on the receiver's progress thread
+//! when no thread of it waits, advances the schedules if it gets the
+//! library's lock and the schedules' without waiting. When it does not,
+//! the thread holding one is inside MPI: it looks at [`PENDING`] after
+//! it lets the lock go (`runtime::with`, [`progress`]) and advances them
+//! then. A thread waiting in MPI advances them itself (the message wakes
+//! it), so the handler leaves them to it. Schedules with a user-defined
+//! operation move only inside MPI calls: a handler runs no program code.
 
 use crate::coll::Reduction;
 use crate::consts::err;
 use crate::engine::{Dest, Engine, MpiErr};
 use crate::runtime::with;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 pub(crate) mod algo;
+
+/// The MBCF handler index of the signal that follows a message while
+/// schedules run (below 256: same-node senders check it in the
+/// receiver's published handler mask).
+pub(crate) const SIGNAL: u32 = 240;
 
 /// Tags of nonblocking collectives: above every tag the blocking
 /// collectives and windows use on the collective context.
@@ -141,6 +158,12 @@ impl Sched {
         Ok(())
     }
 
+    /// Whether a step runs the program's code (a user-defined
+    /// operation): never from a signal handler.
+    fn runs_user_code(&self) -> bool {
+        matches!(self.red, Some(Reduction::User { .. }))
+    }
+
     fn reduction(&self) -> Result<&Reduction, MpiErr> {
         self.red
             .as_ref()
@@ -182,10 +205,132 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 static SEEN: AtomicU64 = AtomicU64::new(0);
 /// The next sequence number of each communicator context.
 static SEQ: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
+/// A signal came and its handler did not advance the schedules: the
+/// next thread to let go of a lock they need (or to look up from a
+/// wait) advances them. Cleared by a pass that holds both locks.
+static PENDING: AtomicBool = AtomicBool::new(false);
+/// Threads waiting in MPI (`runtime::wait_until`): they advance the
+/// schedules themselves.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+/// Messages carry a signal while schedules run (`SSS_MPI_NBC_SIGNAL`).
+static SIGNALS: AtomicBool = AtomicBool::new(true);
 
 /// Whether any schedule runs.
 pub(crate) fn active() -> bool {
     COUNT.load(Ordering::Acquire) > 0
+}
+
+/// Reads `SSS_MPI_NBC_SIGNAL` (at `MPI_Init`): `on` (default) or `off`.
+pub(crate) fn init_from_env() -> Result<(), MpiErr> {
+    let v = std::env::var("SSS_MPI_NBC_SIGNAL").ok();
+    SIGNALS.store(parse_signal(v.as_deref())?, Ordering::Relaxed);
+    Ok(())
+}
+
+fn parse_signal(v: Option<&str>) -> Result<bool, MpiErr> {
+    match v.map(str::trim) {
+        None | Some("" | "on" | "1") => Ok(true),
+        Some("off" | "0") => Ok(false),
+        Some(other) => Err(MpiErr::new(
+            err::OTHER,
+            format!(
+                "SSS_MPI_NBC_SIGNAL={:?}: expected on or off",
+                other.chars().take(40).collect::<String>()
+            ),
+        )),
+    }
+}
+
+/// Whether a message pushed now is followed by a signal: schedules run
+/// here, so the receiver likely has its part of one outstanding. Two
+/// relaxed loads when none runs.
+pub(crate) fn signal_peers() -> bool {
+    COUNT.load(Ordering::Relaxed) > 0 && SIGNALS.load(Ordering::Relaxed)
+}
+
+/// Whether a signal's pass is owed: a waiting thread stops waiting.
+pub(crate) fn wanted() -> bool {
+    COUNT.load(Ordering::Relaxed) > 0 && PENDING.load(Ordering::Relaxed)
+}
+
+/// Called after a thread let go of the library's lock: runs the pass a
+/// signal could not (it found the lock taken). A relaxed load when no
+/// schedule runs.
+pub(crate) fn after_release() {
+    if COUNT.load(Ordering::Relaxed) > 0 {
+        // Pairs with the fence in `on_signal`: either the handler's
+        // try-lock saw the lock free, or this load sees its flag.
+        fence(Ordering::SeqCst);
+        if PENDING.load(Ordering::Relaxed) {
+            progress();
+        }
+    }
+}
+
+/// Marks the calling thread as waiting in MPI until the guard drops;
+/// the handler then leaves the schedules to it.
+pub(crate) fn waiting() -> Waiting {
+    WAITING.fetch_add(1, Ordering::SeqCst);
+    Waiting(())
+}
+
+/// See [`waiting`].
+pub(crate) struct Waiting(());
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITING.fetch_sub(1, Ordering::SeqCst);
+        // A handler that saw us waiting left its pass to us.
+        after_release();
+    }
+}
+
+/// The signal's handler: advances the schedules if neither lock is
+/// taken, never waiting for one (it runs on MBCF's progress thread, or
+/// on a thread of ours that waits in MBCF, maybe with a lock held).
+pub(crate) fn on_signal() {
+    if !active() {
+        return;
+    }
+    PENDING.store(true, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    if WAITING.load(Ordering::SeqCst) > 0 {
+        return;
+    }
+    // The library's lock first, then the schedules': a thread advancing
+    // them takes the library's lock while it holds theirs, so this order
+    // with try-locks never waits on it. Either lock's holder looks at
+    // `PENDING` after it lets go.
+    let _ = crate::runtime::try_with(|e| {
+        let mut list = match ACTIVE.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        PENDING.store(false, Ordering::Relaxed);
+        pass(&mut list, &mut Eng::Held(e));
+    });
+}
+
+/// How a pass reaches the engine: taking the library's lock for each
+/// step (inside MPI calls), or through the lock a signal's handler
+/// holds for the whole pass.
+enum Eng<'a> {
+    Lock,
+    Held(&'a mut Engine),
+}
+
+impl Eng<'_> {
+    fn run<T>(&mut self, f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Result<T, MpiErr> {
+        match self {
+            Eng::Lock => with(f),
+            Eng::Held(e) => f(e),
+        }
+    }
+
+    fn in_handler(&self) -> bool {
+        matches!(self, Eng::Held(_))
+    }
 }
 
 fn list() -> MutexGuard<'static, Vec<Running>> {
@@ -240,25 +385,46 @@ pub(crate) fn start(comm: usize, sched: Sched, finish: Finish) -> Result<usize, 
 /// one moved. A thread that finds another advancing leaves it to that
 /// one (and to the news its completions send).
 pub(crate) fn progress() -> bool {
-    if !active() {
-        return false;
+    let mut moved = false;
+    loop {
+        if !active() {
+            return moved;
+        }
+        let mut list = match ACTIVE.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return moved,
+        };
+        // What a signal announced before this point is in the engine's
+        // queues when the pass looks.
+        PENDING.store(false, Ordering::Relaxed);
+        moved |= pass(&mut list, &mut Eng::Lock);
+        drop(list);
+        // A handler that found the schedules' lock taken meanwhile.
+        fence(Ordering::SeqCst);
+        if !PENDING.load(Ordering::Relaxed) {
+            return moved;
+        }
     }
-    let mut list = match ACTIVE.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return false,
-    };
+}
+
+/// One pass over the schedules; whether one moved.
+fn pass(list: &mut Vec<Running>, eng: &mut Eng<'_>) -> bool {
     // Every completion counted up to here is seen by the pass below.
-    let start = with(|e| Ok(e.events)).unwrap_or(u64::MAX);
+    let start = eng.run(|e| Ok(e.events)).unwrap_or(u64::MAX);
     let mut moved = false;
     let mut i = 0;
     while i < list.len() {
-        let (m, done) = advance(&mut list[i]);
+        if eng.in_handler() && list[i].sched.runs_user_code() {
+            i += 1;
+            continue;
+        }
+        let (m, done) = advance(&mut list[i], eng);
         moved |= m;
         if done {
             let r = list.remove(i);
             COUNT.fetch_sub(1, Ordering::AcqRel);
-            let _ = with(|e| {
+            let _ = eng.run(|e| {
                 e.nbc_complete(r.req, r.error);
                 Ok(())
             });
@@ -279,11 +445,11 @@ pub(crate) fn settled(events: u64) -> bool {
 
 /// Moves one schedule on: whether it moved, and whether it finished
 /// (its results written).
-fn advance(r: &mut Running) -> (bool, bool) {
+fn advance(r: &mut Running, eng: &mut Eng<'_>) -> (bool, bool) {
     let mut moved = false;
     loop {
         if !r.inflight.is_empty() {
-            match collect(r) {
+            match collect(r, eng) {
                 Ok(true) => {}
                 Ok(false) => return (moved, false),
                 Err(e) => r.error = e.class,
@@ -311,7 +477,7 @@ fn advance(r: &mut Running) -> (bool, bool) {
         moved = true;
         let (msgs, after): (Vec<Act>, Vec<Act>) = round.into_iter().partition(Act::is_msg);
         r.after = after;
-        if let Err(e) = post(r, &msgs) {
+        if let Err(e) = post(r, &msgs, eng) {
             r.error = e.class;
         }
     }
@@ -319,12 +485,12 @@ fn advance(r: &mut Running) -> (bool, bool) {
 
 /// Posts a round's messages: receives first, so a message to ourselves
 /// finds its receive.
-fn post(r: &mut Running, msgs: &[Act]) -> Result<(), MpiErr> {
+fn post(r: &mut Running, msgs: &[Act], eng: &mut Eng<'_>) -> Result<(), MpiErr> {
     let (comm, ctx, tag) = (r.comm, r.ctx, r.tag);
     let group = r.group.clone();
     let bufs = &r.sched.bufs;
     let inflight = &mut r.inflight;
-    with(|e| {
+    eng.run(|e| {
         for a in msgs.iter().filter(|a| matches!(a, Act::Recv { .. })) {
             if let Act::Recv { from, buf, at, len } = *a {
                 let id = e.handle();
@@ -359,10 +525,10 @@ fn world(group: &[u32], rank: u32) -> Result<u32, MpiErr> {
 }
 
 /// Whether the round's messages completed (their bytes then in place).
-fn collect(r: &mut Running) -> Result<bool, MpiErr> {
+fn collect(r: &mut Running, eng: &mut Eng<'_>) -> Result<bool, MpiErr> {
     let inflight = std::mem::take(&mut r.inflight);
     let bufs = &mut r.sched.bufs;
-    let out = with(|e: &mut Engine| {
+    let out = eng.run(|e: &mut Engine| {
         e.progress();
         if !inflight
             .iter()

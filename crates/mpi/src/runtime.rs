@@ -91,6 +91,7 @@ pub(crate) fn init() -> Result<(), MpiErr> {
         return Err(MpiErr::new(err::OTHER, "MPI_Init called twice"));
     }
     crate::stats::init_from_env()?;
+    crate::nbc::init_from_env()?;
     let joining =
         |e: &dyn std::fmt::Display| MpiErr::new(err::OTHER, format!("joining the job: {e}"));
     // The same settings Task::init reads: the largest FIFO message MBCF
@@ -100,6 +101,13 @@ pub(crate) fn init() -> Result<(), MpiErr> {
         .proto
         .max_fifo;
     let task = sss_mbcf::Task::init().map_err(|e| joining(&e))?;
+    // Schedules advance between MPI calls on the signal that follows
+    // each message while they run (see `nbc`).
+    task.set_handler(
+        crate::nbc::SIGNAL,
+        std::sync::Arc::new(|_, _| crate::nbc::on_signal()),
+    )
+    .map_err(|e| joining(&e))?;
     *g = Some(Engine::new(task, max_fifo)?);
     PHASE.store(1, Ordering::Release);
     Ok(())
@@ -108,8 +116,12 @@ pub(crate) fn init() -> Result<(), MpiErr> {
 /// Runs `f` on the engine; `MPI_ERR_OTHER` before init or after finalize.
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Result<T, MpiErr> {
     let mut g = lock();
-    match g.as_mut() {
-        Some(e) if !multiple() => f(e),
+    let r = match g.as_mut() {
+        Some(e) if !multiple() => {
+            let r = f(e);
+            drop(g);
+            r
+        }
         Some(e) => {
             let before = e.events;
             let r = f(e);
@@ -120,15 +132,40 @@ pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Resul
             }
             r
         }
-        None => Err(MpiErr::new(
-            err::OTHER,
-            if finalized() {
-                "called after MPI_Finalize"
-            } else {
-                "called before MPI_Init"
-            },
-        )),
+        None => {
+            return Err(MpiErr::new(
+                err::OTHER,
+                if finalized() {
+                    "called after MPI_Finalize"
+                } else {
+                    "called before MPI_Init"
+                },
+            ))
+        }
+    };
+    // A signal's handler may have found the lock taken.
+    crate::nbc::after_release();
+    r
+}
+
+/// Runs `f` on the engine if its lock is free at once (a signal
+/// handler's access: it must never wait for a thread of ours); `None`
+/// when taken, before init or after finalize.
+pub(crate) fn try_with<T>(f: impl FnOnce(&mut Engine) -> T) -> Option<T> {
+    let mut g = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    let e = g.as_mut()?;
+    let before = e.events;
+    let r = f(e);
+    let moved = e.events != before;
+    drop(g);
+    if moved && multiple() {
+        news();
     }
+    Some(r)
 }
 
 /// Makes progress until `cond` holds, waiting (lock released) while
@@ -137,6 +174,8 @@ pub(crate) fn wait_until(
     partner: Option<u32>,
     mut cond: impl FnMut(&mut Engine) -> Result<bool, MpiErr>,
 ) -> Result<(), MpiErr> {
+    // Signals of schedules leave them to this thread meanwhile.
+    let _waiting = crate::nbc::waiting();
     if multiple() {
         return wait_shared(partner, cond);
     }
@@ -160,7 +199,8 @@ pub(crate) fn wait_until(
         // (READs done, credits back) on every 16th.
         let turns = std::cell::Cell::new(0u32);
         let pred = |_| {
-            if probe.ready() {
+            // A signal's handler left the schedules to us.
+            if probe.ready() || crate::nbc::wanted() {
                 return true;
             }
             turns.set(turns.get().wrapping_add(1));
@@ -222,6 +262,7 @@ fn wait_shared(
         let me = task.rank();
         let pred = |_| {
             GEN.load(Ordering::SeqCst) != seen
+                || crate::nbc::wanted()
                 || STATE
                     .try_lock()
                     .map_or(true, |g| g.as_ref().is_none_or(Engine::has_work))

@@ -178,6 +178,9 @@ pub(crate) struct Counters {
     /// staged data, mapped here (no READ).
     pub direct_msgs: u64,
     pub direct_bytes: u64,
+    /// MBCF signals that followed a message while nonblocking
+    /// collectives ran here (`nbc`).
+    pub nbc_signals: u64,
 }
 
 impl Counters {
@@ -283,7 +286,8 @@ pub(crate) fn report(
          \"mbcf_write_pct\":{write_pct:.3},\"coll_messages\":{},\"coll_bytes\":{},\
          \"posted_first_messages\":{},\
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
-         \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\"collectives\":{{",
+         \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
+         \"nbc_signals\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -305,6 +309,7 @@ pub(crate) fn report(
         c.direct_bytes,
         c.ring_msgs,
         c.ring_bytes,
+        c.nbc_signals,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{compile, run_everywhere, scratch, LAUNCHER, PLACEMENTS};
+use support::{compile, run_everywhere, run_everywhere_env, scratch, LAUNCHER, PLACEMENTS};
 
 /// Not a test of its own: the launcher when the launch variable is set.
 #[test]
@@ -84,6 +84,35 @@ fn nonblocking_collectives_progress() {
         &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
     ));
     run_everywhere(&exe, &[], &places, |n| format!("nbcprog: ok {n} tasks"));
+}
+
+/// Nonblocking collectives complete while every task computes without
+/// calling MPI (the signal after each message lets the receiver advance
+/// its schedules): `MPI_Iallreduce` and `MPI_Ibcast`, eager and by
+/// rendezvous, alone and two at once, each polled in the result buffer
+/// for at most 10 s before `MPI_Wait`.
+#[test]
+fn nonblocking_collectives_progress_between_calls() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbcasync.c", false);
+    run_everywhere(&exe, &[], &PLACEMENTS[1..], |n| {
+        format!("nbcasync: ok {n} tasks (")
+    });
+}
+
+/// With `SSS_MPI_NBC_SIGNAL=off` no signal follows a message and
+/// schedules move only inside MPI calls: the same program, which then
+/// does not poll, still completes with the right results.
+#[test]
+fn nonblocking_collectives_without_signals() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbcasync.c", false);
+    run_everywhere_env(
+        &exe,
+        &[("SSS_MPI_NBC_SIGNAL", "off")],
+        &PLACEMENTS[1..],
+        |n| format!("nbcasync: ok {n} tasks, signals off"),
+    );
 }
 
 /// Nonblocking collectives on intercommunicators (both groups, either

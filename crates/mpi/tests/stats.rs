@@ -71,6 +71,10 @@ fn json_statistics_count_what_the_program_sent() {
                 num(t, "sent_messages"),
                 num(t, "eager_messages") + num(t, "rendezvous_messages")
             );
+            // A signal follows a message only while a nonblocking
+            // collective runs: the Ibarrier's one message, none of the
+            // point-to-point and blocking collectives before it.
+            assert_eq!(num(t, "nbc_signals"), 1, "{what}: task {r}: {t}");
         }
         // MBCF's own counters: across nodes the data went in datagrams,
         // none of them refused or malformed.

@@ -85,9 +85,29 @@ pub fn run_everywhere(
     placements: &[(&str, &[&str])],
     expect: impl Fn(u32) -> String,
 ) {
+    run_with(exe, args, &[], placements, expect)
+}
+
+/// [`run_everywhere`] with `env` set for the tasks.
+pub fn run_everywhere_env(
+    exe: &Path,
+    env: &[(&str, &str)],
+    placements: &[(&str, &[&str])],
+    expect: impl Fn(u32) -> String,
+) {
+    run_with(exe, &[], env, placements, expect)
+}
+
+fn run_with(
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    placements: &[(&str, &[&str])],
+    expect: impl Fn(u32) -> String,
+) {
     for (what, placement) in placements {
         let n: u32 = placement[1].parse().expect("task count");
-        let (code, out, err) = LAUNCHER.run(placement, exe, args, &[]);
+        let (code, out, err) = LAUNCHER.run(placement, exe, args, env);
         let want = expect(n);
         let lines = out.lines().filter(|l| l.contains(&want)).count();
         assert!(
