@@ -756,12 +756,14 @@ const SCEV *extreme(const SCEV *S, Loop *L, bool Max, ScalarEvolution &SE) {
 
 // Plans F's presence checks: which accesses one range per loop nest
 // covers, which are checked one by one.
-UdsmPlan planUdsm(Function &F, const DataLayout &DL, LoopInfo *LI, ScalarEvolution *SE) {
+UdsmPlan planUdsm(Function &F, const DataLayout &DL, LoopInfo *LI, ScalarEvolution *SE,
+                  DominatorTree *DT) {
   UdsmPlan Plan;
   for (Access &A : heapAccesses(F, DL)) {
     Loop *L = LI ? LI->getLoopFor(A.I->getParent()) : nullptr;
     auto *Len = dyn_cast<ConstantInt>(A.Len);
     std::optional<Hoisted> Best;
+    const char *Why = "outermost loop";
     Type *I64 = Type::getInt64Ty(F.getContext());
     if (L && Len && !isa<MemIntrinsic>(A.I) && SE->isSCEVable(A.Ptr->getType())) {
       // Addresses as integers (their least and greatest need no base).
@@ -771,21 +773,42 @@ UdsmPlan planUdsm(Function &F, const DataLayout &DL, LoopInfo *LI, ScalarEvoluti
       const SCEV *Hi = L ? SE->getAddExpr(Lo, SE->getConstant(I64, Len->getZExtValue())) : Lo;
       for (; L; L = L->getParentLoop()) {
         BasicBlock *Pre = L->getLoopPreheader();
-        if (!Pre || !syncFree(L))
+        if (!Pre || !syncFree(L)) {
+          Why = Pre ? "a call that may synchronize" : "no preheader";
           break;
+        }
         Lo = extreme(Lo, L, false, *SE);
         Hi = Lo ? extreme(Hi, L, true, *SE) : nullptr;
-        if (!Lo || !Hi)
+        if (!Lo || !Hi) {
+          Why = "address not bounded in the loop";
           break;
+        }
         SCEVExpander X(*SE, DL, "sss.udsm");
         if (X.isSafeToExpandAt(Lo, Pre->getTerminator()) &&
             X.isSafeToExpandAt(Hi, Pre->getTerminator()))
           Best = Hoisted{L, Lo, Hi};
+        // Out to the enclosing loop only if L is entered on each of its
+        // iterations (or skipped only by a guard of L whose condition is
+        // the same on all of them, an empty trip count): a nest run
+        // under a condition that varies (`if (owner(I, J) == me)`,
+        // which the compiler may fold into the guard) would otherwise
+        // fetch the box of every iteration's range, most of which the
+        // condition never lets run.
+        if (Loop *Outer = L->getParentLoop()) {
+          BasicBlock *Entry = Pre;
+          if (BranchInst *G = L->getLoopGuardBranch())
+            if (Outer->isLoopInvariant(G->getCondition()))
+              Entry = G->getParent();
+          if (!Outer->getLoopLatch() || !DT->dominates(Entry, Outer->getLoopLatch())) {
+            Why = "entered under a condition";
+            break;
+          }
+        }
       }
     }
     if (explain())
       errs() << "sss-rcop: " << F.getName() << ": UDSM: " << *A.I << ": "
-             << (Best ? "loop range" : "checked by itself") << "\n";
+             << (Best ? "loop range" : "checked by itself") << " (stopped: " << Why << ")\n";
     if (Best && explain())
       errs() << "    lo " << *Best->Lo << "\n    hi " << *Best->Hi << "\n";
     if (!Best) {
@@ -957,7 +980,7 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
   // UDSM: planned (and loop ranges expanded) first, inserted last.
   std::optional<UdsmPlan> Present;
   if (Udsm)
-    Present = planUdsm(F, DL, LI, SE);
+    Present = planUdsm(F, DL, LI, SE, DT);
   // Cursor stores (and their increments), noted by bucket at loop exit.
   std::vector<std::pair<Cursor, Value *>> Cursors; // with N, the slots
   SmallPtrSet<Instruction *, 8> ByCursor;
