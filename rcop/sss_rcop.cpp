@@ -68,10 +68,19 @@ static bool explain() {
 namespace {
 
 // True when no store through P can reach the heap: its underlying
-// object is a stack slot or a global variable.
+// object is a stack slot, a global variable, or a block from the C
+// library's or C++'s allocator (a declaration clang gives an allocation
+// family: `malloc`, `calloc`, `realloc`, `operator new`, ...; not under
+// `-fno-builtin`), which is the process's own memory, never the DSM
+// heap (G_MALLOC's `sss_pm_malloc` has no family).
 bool isPrivate(const Value *P) {
   const Value *U = getUnderlyingObject(P, 0);
-  return isa<AllocaInst>(U) || isa<GlobalVariable>(U);
+  if (isa<AllocaInst>(U) || isa<GlobalVariable>(U))
+    return true;
+  if (auto *CB = dyn_cast<CallBase>(U))
+    if (const Function *F = CB->getCalledFunction())
+      return F->isDeclaration() && F->hasFnAttribute("alloc-family");
+  return false;
 }
 
 struct Point {

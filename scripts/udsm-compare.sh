@@ -4,7 +4,11 @@
 # read misses) and `sss cc --udsm` (inline presence checks, no
 # userfaultfd), on P tasks over two loopback hosts under ulrc, REPS runs
 # each; then both and the pthreads build on one task (instrumentation
-# overhead). One line per run: program, build, tasks, the program's time
+# overhead) with inputs large enough for runs of half a second or more
+# (LU n = 1536, Radix 24M keys), the pthreads build compiled by the same
+# clang -O2 as `sss cc` (SSS_CC, default clang-16), so that the ratio
+# measures the instrumentation, not one compiler against another. One
+# line per run: program, build, tasks, the program's time
 # (s), and per task read+write faults, explicit fetches (pages made
 # present by compiled checks) and pages fetched from homes. Every timed
 # run holds /tmp/bench.lock.
@@ -25,7 +29,7 @@ for prog in lu radix; do
     "$work/$prog.c" parmacs/sss_parmacs.c -lm
   "$SSS" cc --udsm -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$work/$prog-udsm" \
     "$work/$prog.c" parmacs/sss_parmacs.c -lm
-  cc -std=gnu11 -O2 -o "$work/$prog-pt" "$work/$prog-pt.c" -lpthread -lm
+  "${SSS_CC:-clang-16}" -std=gnu11 -O2 -o "$work/$prog-pt" "$work/$prog-pt.c" -lpthread -lm
 done
 
 # run PROG BUILD NTASKS PLACE... -- ARGS...
@@ -63,7 +67,7 @@ for rep in $(seq "$REPS"); do
 done
 for rep in $(seq "$REPS"); do
   for build in pt adsm udsm; do
-    run lu "$build" 1 -n 1 -- 1 512 16
-    run radix "$build" 1 -n 1 -- 1 1048576
+    run lu "$build" 1 -n 1 -- 1 1536 16
+    run radix "$build" 1 -n 1 -- 1 25165824
   done
 done

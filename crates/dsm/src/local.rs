@@ -105,8 +105,10 @@ impl Shared {
         };
         let (mut lo, mut hi) = (page, page + 1);
         // First-touch pages are claimed one by one: asking the home of a
-        // neighbour would claim it.
-        if r.placement != Placement::FirstTouch {
+        // neighbour would claim it. A task alone claims every page
+        // anyway: its runs grow as any other (one mapping for many
+        // pages, not one each until MAX_RUNS, then copies).
+        if r.placement != Placement::FirstTouch || self.size == 1 {
             let end = r.start + r.pages;
             while hi < end && hi - page < MAX_RUN && free(hi)? {
                 hi += 1;
