@@ -560,3 +560,20 @@ fn collect(r: &mut Running, eng: &mut Eng<'_>) -> Result<bool, MpiErr> {
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_signal;
+
+    #[test]
+    fn signal_setting_is_on_by_default_and_refuses_other_values() {
+        for v in [None, Some(""), Some("on"), Some(" 1 ")] {
+            assert!(parse_signal(v).expect("accepted"), "{v:?}");
+        }
+        for v in ["off", "0"] {
+            assert!(!parse_signal(Some(v)).expect("accepted"), "{v}");
+        }
+        let e = parse_signal(Some("yes")).expect_err("refused");
+        assert!(e.msg.contains("SSS_MPI_NBC_SIGNAL"), "{}", e.msg);
+    }
+}
