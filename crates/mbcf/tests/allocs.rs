@@ -97,11 +97,13 @@ fn a_small_write_ping_pong_over_udp_allocates_nothing() {
     let sent: Vec<(u64, u64)> = hs.into_iter().map(|h| h.join().unwrap()).collect();
     let allocs = ALLOCS.load(Ordering::SeqCst);
     eprintln!("{allocs} allocations, datagrams and retransmissions {sent:?}");
-    // Acks ride on the answers: one datagram per WRITE, each way (a
-    // retransmission or a delayed ack now and then, on a loaded machine).
+    // Acks ride on the answers: one datagram per WRITE each way on a quiet
+    // machine. On a loaded one a waiter that blocks past the ack delay
+    // gets a bare ack (3479 datagrams for 3000 WRITEs seen beside a build),
+    // never more than one per WRITE.
     for &(packets, retx) in &sent {
         assert!(
-            packets <= ROUNDS + ROUNDS / 20,
+            packets <= 2 * ROUNDS,
             "{packets} datagrams for {ROUNDS} WRITEs"
         );
         assert!(retx <= ROUNDS / 50, "{retx} retransmissions");
