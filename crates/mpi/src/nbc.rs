@@ -302,6 +302,12 @@ pub(crate) fn on_signal() {
     // with try-locks never waits on it. Either lock's holder looks at
     // `PENDING` after it lets go.
     let _ = crate::runtime::try_with(|e| {
+        // A thread that began waiting since the look above would sleep
+        // through what this pass takes from the FIFO and completes: it
+        // looked under this lock, so under it is the last look.
+        if WAITING.load(Ordering::SeqCst) > 0 {
+            return;
+        }
         let mut list = match ACTIVE.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),

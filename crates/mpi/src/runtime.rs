@@ -114,7 +114,20 @@ pub(crate) fn init() -> Result<(), MpiErr> {
 }
 
 /// Runs `f` on the engine; `MPI_ERR_OTHER` before init or after finalize.
+/// Then advances the schedules if a signal's handler found the lock
+/// taken meanwhile.
 pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Result<T, MpiErr> {
+    let r = with_only(f);
+    // A signal's handler may have found the lock taken.
+    crate::nbc::after_release();
+    r
+}
+
+/// [`with`] without advancing the schedules after: what a wait uses for
+/// its look before it sleeps, which must stay the last look (a pass run
+/// after it could take from the FIFO the message the wait then sleeps
+/// for). The wait's predicate watches the handler's flag instead.
+fn with_only<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Result<T, MpiErr> {
     let mut g = lock();
     let r = match g.as_mut() {
         Some(e) if !multiple() => {
@@ -143,8 +156,6 @@ pub(crate) fn with<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Resul
             ))
         }
     };
-    // A signal's handler may have found the lock taken.
-    crate::nbc::after_release();
     r
 }
 
@@ -181,7 +192,7 @@ pub(crate) fn wait_until(
     }
     loop {
         crate::nbc::progress();
-        let step = with(|e| {
+        let step = with_only(|e| {
             e.progress();
             Ok((!cond(e)?).then(|| (e.task.clone(), e.fifo_probe(), e.events)))
         })?;
@@ -235,7 +246,7 @@ fn wait_shared(
     loop {
         // News (an event moved) wakes this loop to advance them again.
         crate::nbc::progress();
-        let step = with(|e| {
+        let step = with_only(|e| {
             e.progress();
             // Read under the lock: news of what completes after this
             // look moves it.

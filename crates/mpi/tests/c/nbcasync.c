@@ -137,6 +137,47 @@ static void one(int n, int poll) {
     free(bc);
 }
 
+/* Blocking ping-pong between ranks 0 and 1 while each has a schedule
+ * outstanding (so every message carries a signal, which the receiver,
+ * waiting in MPI_Recv, leaves to itself): an Ibcast whose root starts it
+ * only after the ping-pong, on a communicator of its own per root. A
+ * wait must not sleep through a message a signal's pass took from the
+ * FIFO (it did, once: the pass ran after the wait's last look). */
+static void pingpong_beside_schedules(void) {
+    MPI_Comm a, b;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    int x = rank == 1 ? 11 : -1, y = rank == 0 ? 22 : -1;
+    MPI_Request r[2];
+    /* Everyone but the root starts each at once: ranks 0 and 1 each wait
+     * in one for the other. */
+    if (rank != 1)
+        CHECK(MPI_Ibcast(&x, 1, MPI_INT, 1, a, &r[0]) == MPI_SUCCESS);
+    if (rank != 0)
+        CHECK(MPI_Ibcast(&y, 1, MPI_INT, 0, b, &r[1]) == MPI_SUCCESS);
+    int v = 0;
+    for (int i = 0; i < 20000 && rank < 2; i++) {
+        if (rank == 0) {
+            CHECK(MPI_Send(&i, 1, MPI_INT, 1, 5, MPI_COMM_WORLD) == MPI_SUCCESS);
+            CHECK(MPI_Recv(&v, 1, MPI_INT, 1, 6, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE) == MPI_SUCCESS);
+        } else {
+            CHECK(MPI_Recv(&v, 1, MPI_INT, 0, 5, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE) == MPI_SUCCESS);
+            CHECK(MPI_Send(&v, 1, MPI_INT, 0, 6, MPI_COMM_WORLD) == MPI_SUCCESS);
+        }
+        CHECK(v == i);
+    }
+    if (rank == 1)
+        CHECK(MPI_Ibcast(&x, 1, MPI_INT, 1, a, &r[0]) == MPI_SUCCESS);
+    if (rank == 0)
+        CHECK(MPI_Ibcast(&y, 1, MPI_INT, 0, b, &r[1]) == MPI_SUCCESS);
+    CHECK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE) == MPI_SUCCESS);
+    CHECK(x == 11 && y == 22);
+    MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -148,6 +189,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
         for (int rep = 0; rep < 3; rep++)
             one(counts[k], poll);
+    pingpong_beside_schedules();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         printf("nbcasync: ok %d tasks%s (%g)\n", size,
