@@ -100,20 +100,18 @@ impl Endpoint {
             nofc: false,
             status_return: opts.status_return,
         };
-        build_packets(
+        let cut = Cut {
             local,
             dst,
             epoch,
             id,
             flags,
-            op,
             ps,
             frags,
-            &mut self.pool,
-            |m, p| {
-                c.push(m, p);
-            },
-        );
+        };
+        build_packets(&cut, op, &mut self.pool, |m, p| {
+            c.push(m, p);
+        });
         self.stats.pooled_reuses = self.pool.reused;
         if op.has_reply() || opts.status_return {
             let p = Pending::for_op(&op);
@@ -154,26 +152,24 @@ impl Endpoint {
         let ps = self.cfg.payload_size;
         let (local, epoch, format) = (self.local, self.cfg.epoch, self.cfg.format);
         let out_q = &mut self.nofc_out;
-        build_packets(
+        let cut = Cut {
             local,
             dst,
             epoch,
             id,
             flags,
-            op,
             ps,
-            1,
-            &mut self.pool,
-            |meta, payload| {
-                let p = Packet {
-                    payload: &payload[..],
-                    ..meta
-                };
-                let mut out = Vec::new();
-                emit_into(&p, format, &mut out);
-                out_q.push_back((dst, out));
-            },
-        );
+            frags: 1,
+        };
+        build_packets(&cut, op, &mut self.pool, |meta, payload| {
+            let p = Packet {
+                payload: &payload[..],
+                ..meta
+            };
+            let mut out = Vec::new();
+            emit_into(&p, format, &mut out);
+            out_q.push_back((dst, out));
+        });
         if op.has_reply() || opts.status_return {
             let p = Pending::for_op(&op);
             self.nofc_pending.insert(id, (dst, p));
@@ -190,25 +186,33 @@ impl Endpoint {
     }
 }
 
-/// Cuts an operation into its packets (all but sequence numbers filled
-/// in), handing each to `push` in order.
-#[allow(clippy::too_many_arguments)]
-fn build_packets(
+/// Where and how an operation is cut into packets.
+struct Cut {
     local: TaskId,
     dst: TaskId,
     epoch: u32,
+    /// The operation's id.
     id: u32,
     flags: Flags,
-    op: Op<'_>,
+    /// Payload bytes per packet.
     ps: usize,
+    /// Packets the operation takes.
     frags: u16,
+}
+
+/// Cuts an operation into its packets (all but sequence numbers filled
+/// in), handing each to `push` in order.
+fn build_packets(
+    cut: &Cut,
+    op: Op<'_>,
     pool: &mut Pool,
     mut push: impl FnMut(Packet<'static>, Chunk),
 ) {
+    let (ps, frags) = (cut.ps, cut.frags);
     let meta = |body: Body, key: u64, addr: u64| {
-        let mut m = request_meta(local, dst, epoch, body);
-        m.op = id;
-        m.flags = flags;
+        let mut m = request_meta(cut.local, cut.dst, cut.epoch, body);
+        m.op = cut.id;
+        m.flags = cut.flags;
         m.key = key;
         m.addr = addr;
         m
