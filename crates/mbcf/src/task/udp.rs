@@ -13,7 +13,7 @@ use super::transport::{Carried, Lane, Submission, TransportKind};
 use super::{Inner, PeerInfo, ReqState};
 use crate::sys::{self};
 use crate::Error;
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 use sss_proto::{Endpoint, McastId, OpId, SubmitError};
 use sss_seal::Seals;
 use std::net::SocketAddr;
@@ -24,12 +24,13 @@ use std::sync::Arc;
 /// The rank behind each udp source address, so that a datagram's claimed
 /// source can be checked against where it came from.
 pub(super) struct Senders {
+    /// Addresses of a job of up to [`FEW_SENDERS`] peers, scanned rather
+    /// than hashed: every received datagram is looked up.
+    few: Vec<(SocketAddr, u32)>,
+    /// Addresses of a larger job.
     by_addr: HashMap<SocketAddr, u32>,
     /// Tasks bound to an unspecified address are known by port alone.
     by_port: HashMap<u16, u32>,
-    /// `by_addr` as a list, looked through instead of hashed while it is
-    /// this short: every received datagram is looked up.
-    few: Vec<(SocketAddr, u32)>,
 }
 
 /// Peers up to this many are found by a scan rather than a hash.
@@ -37,31 +38,34 @@ const FEW_SENDERS: usize = 16;
 
 impl Senders {
     pub(super) fn new(peers: &[PeerInfo]) -> Self {
-        let mut s = Self {
-            by_addr: HashMap::new(),
-            by_port: HashMap::new(),
-            few: Vec::new(),
-        };
-        for (r, p) in peers.iter().enumerate() {
-            if p.addr.ip().is_unspecified() {
-                s.by_port.insert(p.addr.port(), r as u32);
-            } else {
-                s.by_addr.insert(p.addr, r as u32);
+        let (wild, addrs): (Vec<_>, Vec<_>) = peers
+            .iter()
+            .enumerate()
+            .map(|(r, p)| (p.addr, r as u32))
+            .partition(|(a, _)| a.ip().is_unspecified());
+        let by_port = wild.into_iter().map(|(a, r)| (a.port(), r)).collect();
+        if addrs.len() <= FEW_SENDERS {
+            Self {
+                few: addrs,
+                by_addr: HashMap::default(),
+                by_port,
+            }
+        } else {
+            Self {
+                few: Vec::new(),
+                by_addr: addrs.into_iter().collect(),
+                by_port,
             }
         }
-        if s.by_addr.len() <= FEW_SENDERS {
-            s.few = s.by_addr.iter().map(|(&a, &r)| (a, r)).collect();
-        }
-        s
     }
 
     pub(super) fn rank(&self, a: SocketAddr) -> Option<u32> {
-        let known = if self.by_addr.len() <= FEW_SENDERS {
-            self.few.iter().find(|(x, _)| *x == a).map(|&(_, r)| r)
-        } else {
-            self.by_addr.get(&a).copied()
-        };
-        known.or_else(|| self.by_port.get(&a.port()).copied())
+        self.few
+            .iter()
+            .find(|(x, _)| *x == a)
+            .map(|&(_, r)| r)
+            .or_else(|| self.by_addr.get(&a).copied())
+            .or_else(|| self.by_port.get(&a.port()).copied())
     }
 }
 
