@@ -17,10 +17,12 @@
 //! | `UPD_ACK` | update acknowledgements received | bumped by copy holders |
 //! | `ARRIVED` | barriers this task has arrived at | the owner; a waiter that waited long READs it |
 //! | `MARKS` | copy marks set at this home (see below) | fetchers add to it after their marks (a WRITE's notify, or a FETCH_ADD after a holder bit) |
+//! | `BAR_STAMP` | per task (up to `DIRECT_MAX`): barrier arrival records received from it | its record's WRITE adds 1 (notify) |
 //! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
 //! | `FT` | first-touch directory: home rank + 1 per page, 0 = unclaimed | CAS by the first toucher |
+//! | `BAR_IN` | per task and barrier parity: that task's last arrival record (episode, notice count, first entry, entries, then the write notices it published since its previous record) | that task's WRITE |
 //!
 //! A second sparse segment per task, the *holder directory*, has one word
 //! per heap page (at `page * 8`): for `Update` pages homed at this task,
@@ -60,6 +62,13 @@ pub const ARRIVED: usize = 88;
 /// Copy marks set at this home (lazy protocols), so that a release looks
 /// for newly copied pages only when this moved.
 pub const MARKS: usize = 96;
+/// Barrier arrival records received, one word per sending task (jobs of
+/// at most [`DIRECT_MAX`] tasks).
+pub const BAR_STAMP: usize = 128;
+/// Jobs of at most this many tasks synchronize barriers all to all: each
+/// task WRITEs its arrival record (with its new write notices) to every
+/// other; larger jobs count arrivals at rank 0.
+pub const DIRECT_MAX: usize = 16;
 
 /// Locks, at most this many.
 pub const MAX_LOCKS: usize = 256;
@@ -91,5 +100,21 @@ pub const FT: usize = LOG + LOG_CAP * 8;
 /// Pages of first-touch ranges, at most.
 pub const FT_WORDS: usize = 1 << 22;
 
+/// Barrier arrival records: per sending task, two slots (episode
+/// parity: a task can be one barrier ahead of a reader, never two).
+pub const BAR_IN: usize = FT + FT_WORDS * 8;
+/// Bytes of one arrival record slot.
+pub const BAR_SLOT: usize = 2048;
+/// Words of a record before its notices: episode, notice count, index of
+/// the first notice carried, notices carried.
+pub const BAR_HEAD: usize = 4;
+/// Notices one record carries at most.
+pub const BAR_CAP: usize = BAR_SLOT / 8 - BAR_HEAD;
+
+/// The slot of task `from`'s arrival record for barrier `episode`.
+pub const fn bar_slot(from: usize, episode: u64) -> usize {
+    BAR_IN + (from * 2 + (episode % 2) as usize) * BAR_SLOT
+}
+
 /// Bytes of the metadata segment.
-pub const META_BYTES: usize = FT + FT_WORDS * 8;
+pub const META_BYTES: usize = BAR_IN + DIRECT_MAX * 2 * BAR_SLOT;

@@ -652,6 +652,8 @@ impl Dsm {
             fetches: g(&c.fetches),
             userfaultfd: u64::from(!self.shared.udsm()),
             fault_errors: g(&c.fault_errors),
+            sync_requests: g(&c.sync_requests),
+            sync_writes: g(&c.sync_writes),
         }
     }
 

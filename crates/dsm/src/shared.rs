@@ -29,6 +29,9 @@ pub(crate) struct State {
     pub(crate) gain: Vec<u64>,
     /// Notices this task published.
     pub(crate) published: u64,
+    /// `published` when this task sent its last barrier arrival record:
+    /// its next record carries the notices from there.
+    pub(crate) bar_sent: u64,
     /// Present pages of `HomeOnly` ranges: dropped at every acquire.
     pub(crate) transient: HashSet<u64>,
     /// Pages whose holder bit (`Update`, `Invalidate`) or copy mark

@@ -78,13 +78,20 @@ pub struct Stats {
     /// bug of ours, or a home that failed; the faulting thread may stay
     /// blocked until the job's time-out.
     pub fault_errors: u64,
+    /// MBCF operations of locks, barriers and acquires (the notice pull)
+    /// to other tasks that wait for an answer (FETCH_ADD, SWAP, READ):
+    /// each is a round trip unless others are in flight with it.
+    pub sync_requests: u64,
+    /// One-way MBCF WRITEs of barriers (arrival records with their write
+    /// notices, or the last arrival's release of the others).
+    pub sync_writes: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -112,6 +119,8 @@ impl Stats {
             self.fetches,
             self.userfaultfd,
             self.fault_errors,
+            self.sync_requests,
+            self.sync_writes,
         )
     }
 }
@@ -143,6 +152,8 @@ pub(crate) struct Counters {
     pub(crate) bad_messages: AtomicU64,
     pub(crate) fetches: AtomicU64,
     pub(crate) fault_errors: AtomicU64,
+    pub(crate) sync_requests: AtomicU64,
+    pub(crate) sync_writes: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, n: u64) {

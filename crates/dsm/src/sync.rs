@@ -3,7 +3,7 @@
 //! SS-Wait and a bounded recheck, with release and acquire semantics.
 
 use crate::layout as L;
-use crate::shared::Shared;
+use crate::shared::{lock, Shared};
 use crate::stats::bump;
 use crate::Error;
 use sss_mbcf::Options;
@@ -43,6 +43,7 @@ impl Shared {
         if rank == self.rank {
             return Ok(self.local_word(off).fetch_add(v, Ordering::AcqRel));
         }
+        bump(&self.stats.sync_requests, 1);
         self.fetch_add(self.meta_at(rank, off)?, v)
     }
 
@@ -51,6 +52,7 @@ impl Shared {
         if rank == self.rank {
             return Ok(self.local_word(off).swap(v, Ordering::AcqRel));
         }
+        bump(&self.stats.sync_requests, 1);
         Ok(self
             .task
             .swap(self.meta_at(rank, off)?, v, Options::default())?
@@ -106,20 +108,32 @@ impl Shared {
         Ok(())
     }
 
+    /// Barrier: release, then wait for every task, then acquire. Jobs of
+    /// at most [`L::DIRECT_MAX`] tasks go all to all ([`Shared::arrive`]):
+    /// one WRITE to each other task, which carries the write notices the
+    /// acquire needs, and no round trip; larger jobs count arrivals at
+    /// rank 0 and the acquire READs every task's notices.
     pub(crate) fn barrier(&self) -> Result<(), Error> {
         self.release()?;
-        let n = self.size as u64;
         // Every task passes the same barriers in the same order: its
         // count of arrivals is the episode it is in.
         let arrived = self.local_word(L::ARRIVED);
-        arrived.store(arrived.load(Ordering::Relaxed) + 1, Ordering::Release);
+        let episode = arrived.load(Ordering::Relaxed) + 1;
+        arrived.store(episode, Ordering::Release);
+        if self.size as usize <= L::DIRECT_MAX && !self.cfg.fault_no_wakeups {
+            let arrivals = self.arrive(episode)?;
+            bump(&self.stats.barriers, 1);
+            return self.acquire_after(&arrivals);
+        }
+        let n = self.size as u64;
         let old = self.meta_add(0, L::BAR_COUNT, 1)?;
-        let episode = old / n + 1;
+        debug_assert_eq!(old / n + 1, episode);
         if (old + 1) % n == 0 && !self.cfg.fault_no_wakeups {
             let bytes = episode.to_le_bytes();
             for r in 0..self.size {
                 self.task
                     .write(self.meta_at(r, L::BAR_GEN)?, &bytes, Options::default())?;
+                bump(&self.stats.sync_writes, 1);
             }
         }
         // The last arrival's write ends the wait; should it go missing,
@@ -135,16 +149,113 @@ impl Shared {
                 bump(&self.stats.missed_wakeups, 1);
                 break;
             }
-            if let Some(after) = self.cfg.stall.after.filter(|&a| !said && t0.elapsed() >= a) {
-                said = true;
-                let msg = self.stalled(episode, after)?;
-                if self.cfg.stall.abort {
-                    return Err(Error::Stalled(msg));
-                }
-                eprintln!("{msg}");
-            }
+            self.stall_check(episode, t0, &mut said)?;
         }
         bump(&self.stats.barriers, 1);
         self.acquire()
     }
+
+    /// Reports (or, with `SSS_DSM_STALL=abort:…`, fails) a barrier wait
+    /// longer than the stall setting, once.
+    fn stall_check(&self, episode: u64, t0: Instant, said: &mut bool) -> Result<(), Error> {
+        if let Some(after) = self
+            .cfg
+            .stall
+            .after
+            .filter(|&a| !*said && t0.elapsed() >= a)
+        {
+            *said = true;
+            let msg = self.stalled(episode, after)?;
+            if self.cfg.stall.abort {
+                return Err(Error::Stalled(msg));
+            }
+            eprintln!("{msg}");
+        }
+        Ok(())
+    }
+
+    /// The all-to-all barrier of a small job: WRITEs this task's arrival
+    /// record for `episode` to every other task (its notice count and the
+    /// notices published since its previous record, as many as one
+    /// datagram holds; the WRITE's notify bumps this task's stamp there,
+    /// after the data), then waits until every other task's stamp here
+    /// reached `episode` and reads their records. The release before has
+    /// fenced every write of this interval at its home, so a task that
+    /// sees a record may read what it covers. Returns the records, by
+    /// rank (None for this task and for a record that does not hold
+    /// together: the acquire then READs that task's notices).
+    fn arrive(&self, episode: u64) -> Result<Vec<Option<Arrival>>, Error> {
+        let mut arrivals: Vec<Option<Arrival>> = (0..self.size).map(|_| None).collect();
+        if self.size == 1 {
+            return Ok(arrivals);
+        }
+        let record = {
+            let mut st = lock(&self.state);
+            let count = st.published;
+            let from = st.bar_sent.min(count);
+            // One datagram: the notify comes with the record's only packet.
+            let cap = (self.task.payload() / 8).saturating_sub(L::BAR_HEAD);
+            let n = (count - from).min(cap.min(L::BAR_CAP) as u64);
+            let mut rec = Vec::with_capacity((L::BAR_HEAD + n as usize) * 8);
+            for w in [episode, count, from, n] {
+                rec.extend_from_slice(&w.to_ne_bytes());
+            }
+            for i in from..from + n {
+                let slot = (i % L::LOG_CAP as u64) as usize;
+                let p = self.local_word(L::LOG + slot * 8).load(Ordering::Relaxed);
+                rec.extend_from_slice(&p.to_ne_bytes());
+            }
+            st.bar_sent = count;
+            rec
+        };
+        let me = self.rank as usize;
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            let stamp = self.meta_at(r, L::BAR_STAMP + me * 8)?;
+            let at = self.meta_at(r, L::bar_slot(me, episode))?;
+            self.task.write(at, &record, Options::notify(stamp))?;
+            bump(&self.stats.sync_writes, 1);
+        }
+        let t0 = Instant::now();
+        let mut said = false;
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            let stamp = self.local_word(L::BAR_STAMP + r as usize * 8);
+            while self
+                .task
+                .wait_word_timeout(stamp, |v| v >= episode, WAKE_RECHECK)
+                .is_none()
+            {
+                self.stall_check(episode, t0, &mut said)?;
+            }
+            arrivals[r as usize] = self.arrival(r, episode);
+        }
+        Ok(arrivals)
+    }
+
+    /// Task `from`'s arrival record for `episode` in this task's slot,
+    /// checked: another task wrote it, so it may be anything.
+    fn arrival(&self, from: u32, episode: u64) -> Option<Arrival> {
+        let at = L::bar_slot(from as usize, episode);
+        let w = |i: usize| self.local_word(at + i * 8).load(Ordering::Acquire);
+        let (ep, count, first, n) = (w(0), w(1), w(2), w(3));
+        if ep != episode || first > count || n > (L::BAR_CAP as u64).min(count - first) {
+            self.bad_message(from, "barrier arrival record");
+            return None;
+        }
+        Some(Arrival {
+            count,
+            from: first,
+            notices: (0..n as usize).map(|i| w(L::BAR_HEAD + i)).collect(),
+        })
+    }
+}
+
+/// The write notices another task's barrier arrival record carried.
+#[derive(Debug)]
+pub(crate) struct Arrival {
+    /// Notices it had published when it arrived.
+    pub(crate) count: u64,
+    /// Index (in its log) of the first notice carried.
+    pub(crate) from: u64,
+    /// Notices `[from, from + len)` of its log.
+    pub(crate) notices: Vec<u64>,
 }

@@ -481,3 +481,71 @@ fn a_copy_no_longer_read_is_not_fetched_for_ever() {
         );
     }
 }
+
+/// Regression (issue 20, two hosts): a barrier cost rank 1 a FETCH_ADD
+/// at rank 0, and every acquire after it READ each other task's notice
+/// count and log: three round trips a barrier for rank 1, two for rank
+/// 0, besides the last arrival's WRITE to everyone. Now each task WRITEs
+/// one arrival record to each other task, carrying the write notices it
+/// published since its last one, and waits for theirs: no round trip.
+#[test]
+fn a_barrier_is_one_write_to_each_other_task() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        let tasks: u64 = placement[1].parse().unwrap_or(2);
+        for scenario in ["ulrc,note,edge", "ulrc,trap,edge", "invalidate,trap,edge"] {
+            let out = run(placement, scenario);
+            for rank in 0..tasks as u32 {
+                // Two a sweep, and finalize's.
+                let barriers = count(&out, rank, "barriers");
+                assert_eq!(barriers, 2 * SWEEPS + 1, "{scenario}\n{out}");
+                let writes = count(&out, rank, "sync_writes");
+                assert_eq!(writes, barriers * (tasks - 1), "{scenario}\n{out}");
+                let requests = count(&out, rank, "sync_requests");
+                assert_eq!(requests, 0, "{scenario}: rank {rank}\n{out}");
+            }
+        }
+    }
+}
+
+/// An arrival record carries the notices of one datagram at most: with
+/// 256-byte packets 28, while each task here publishes 64 a sweep (it
+/// writes the block homed at the other task). The acquire READs the rest
+/// from the writer's log, once a sweep, and every task still reads every
+/// word the other wrote.
+#[test]
+fn notices_a_record_cannot_carry_are_read_from_the_log() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        for (payload, reads) in [("256", SWEEPS), ("", 0)] {
+            let env: &[(&str, &str)] = if payload.is_empty() {
+                &[]
+            } else {
+                &[("SSS_PAYLOAD", payload)]
+            };
+            let scenario = "ulrc,note,remote";
+            let (code, out, err) = LAUNCHER.run_self(placement, TASK_ENV, scenario, env);
+            assert!(
+                code == Some(0) && out.contains("SPEED-OK"),
+                "{scenario}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+            for rank in 0..2 {
+                let notices = count(&out, rank, "notices");
+                assert_eq!(notices, SWEEPS * BLOCK as u64, "{out}");
+                let requests = count(&out, rank, "sync_requests");
+                assert_eq!(requests, reads, "payload {payload:?}\n{out}");
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@ mod update;
 use crate::layout as L;
 use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED, MAX_STREAK};
 use crate::stats::bump;
+use crate::sync::Arrival;
 use crate::sys::PAGE;
 use crate::Error;
 use directory::BUSY;
@@ -233,6 +234,12 @@ impl Shared {
     /// stencil's boundary rows) are fetched again at once instead, while
     /// their homes are likely still at the same synchronization.
     pub(crate) fn acquire(&self) -> Result<(), Error> {
+        self.acquire_after(&[])
+    }
+
+    /// [`Shared::acquire`] after a barrier whose arrival records carried
+    /// other tasks' notices (by rank; a task without one is asked).
+    pub(crate) fn acquire_after(&self, arrivals: &[Option<Arrival>]) -> Result<(), Error> {
         // Writes of this task not yet released would be lost with the page.
         self.release()?;
         let mut drop_all = false;
@@ -240,7 +247,7 @@ impl Shared {
         let lazy = lock(&self.place).lazy;
         let mut counts = Vec::new();
         if lazy {
-            drop_all = self.pull_notices(&mut pages, &mut counts)?;
+            drop_all = self.pull_notices(&mut pages, &mut counts, arrivals)?;
         }
         let refresh = {
             let mut st = lock(&self.state);
@@ -284,17 +291,23 @@ impl Shared {
 
     /// Appends the write notices other tasks published since the last
     /// look to `pages`; true when a task published more than its log
-    /// holds since (drop every copy). Each task's count and the entries
-    /// after the last one seen travel in one round trip, every task's
-    /// at once: the count is read first, and the owner writes entries
-    /// before it publishes the count, so entries below it are complete.
-    /// The counts reached go to `counts`, for the caller to record once
-    /// the pages are dropped (an error before then loses no notice).
+    /// holds since (drop every copy). A task's barrier arrival record in
+    /// `arrivals` gives its count and the notices since its previous
+    /// record (usually all that is new here); what it does not carry is
+    /// READ from that task's log. Of the other tasks, each count and the
+    /// entries after the last one seen travel in one round trip, every
+    /// task's at once: the count is read first, and the owner writes
+    /// entries before it publishes the count, so entries below it are
+    /// complete. The counts reached go to `counts`, for the caller to
+    /// record once the pages are dropped (an error before then loses no
+    /// notice).
     fn pull_notices(
         &self,
         pages: &mut Vec<u64>,
         counts: &mut Vec<(u32, u64)>,
+        arrivals: &[Option<Arrival>],
     ) -> Result<bool, Error> {
+        let mut drop_all = false;
         let mut asks = Vec::new();
         for r in 0..self.size {
             if r == self.rank {
@@ -304,6 +317,29 @@ impl Shared {
                 let st = lock(&self.state);
                 (st.seen[r as usize], st.gain[r as usize])
             };
+            if let Some(a) = arrivals.get(r as usize).and_then(Option::as_ref) {
+                if a.count <= seen {
+                    continue;
+                }
+                if a.count - seen > L::LOG_CAP as u64 {
+                    drop_all = true;
+                } else {
+                    // [seen, count): before the record's notices, in
+                    // them, after them.
+                    let end = a.from + a.notices.len() as u64;
+                    self.read_log(r, seen, a.from.min(a.count), pages)?;
+                    let (lo, hi) = (seen.max(a.from), a.count.min(end));
+                    if lo < hi {
+                        pages.extend_from_slice(
+                            &a.notices[(lo - a.from) as usize..(hi - a.from) as usize],
+                        );
+                    }
+                    self.read_log(r, seen.max(end), a.count, pages)?;
+                }
+                lock(&self.state).gain[r as usize] = a.count - seen;
+                counts.push((r, a.count));
+                continue;
+            }
             let count = self
                 .task
                 .fetch_add(self.meta_at(r, L::NOTICES)?, 0, Options::default())?;
@@ -320,9 +356,9 @@ impl Shared {
                 n * 8,
                 Options::default(),
             )?;
+            bump(&self.stats.sync_requests, 2);
             asks.push((r, seen, count, log));
         }
-        let mut drop_all = false;
         for (r, seen, count, log) in asks {
             let count = count.wait_value()?;
             let peek = log.wait_data()?;
@@ -339,23 +375,31 @@ impl Shared {
                         .chunks_exact(8)
                         .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes)),
                 );
-                let mut i = seen + got as u64;
-                while i < count {
-                    let slot = (i % L::LOG_CAP as u64) as usize;
-                    let n = ((count - i) as usize).min(L::LOG_CAP - slot).min(8192);
-                    let at = self.meta_at(r, L::LOG + slot * 8)?;
-                    let d = self.task.read(at, n * 8, Options::default())?.wait_data()?;
-                    pages.extend(
-                        d.chunks_exact(8)
-                            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes)),
-                    );
-                    i += n as u64;
-                }
+                self.read_log(r, seen + got as u64, count, pages)?;
             }
             lock(&self.state).gain[r as usize] = count - seen;
             counts.push((r, count));
         }
         Ok(drop_all)
+    }
+
+    /// Appends entries `[from, to)` of task `r`'s notice log (READs of at
+    /// most 8192 entries; none when `from >= to`).
+    fn read_log(&self, r: u32, from: u64, to: u64, pages: &mut Vec<u64>) -> Result<(), Error> {
+        let mut i = from;
+        while i < to {
+            let slot = (i % L::LOG_CAP as u64) as usize;
+            let n = ((to - i) as usize).min(L::LOG_CAP - slot).min(8192);
+            let at = self.meta_at(r, L::LOG + slot * 8)?;
+            let d = self.task.read(at, n * 8, Options::default())?.wait_data()?;
+            bump(&self.stats.sync_requests, 1);
+            pages.extend(
+                d.chunks_exact(8)
+                    .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes)),
+            );
+            i += n as u64;
+        }
+        Ok(())
     }
 
     /// Drops present pages among `pages` (state lock held).
