@@ -34,8 +34,11 @@ use std::sync::Arc;
 
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
+mod alone;
 mod matched;
 mod ring;
+
+pub(crate) use alone::{AlonePoll, RecvStart};
 
 /// Largest message sent eagerly, in bytes.
 pub(crate) const EAGER_MAX: usize = 8192;
@@ -60,10 +63,6 @@ enum SendWait {
 
 #[derive(Debug)]
 struct RecvState {
-    ctx: u32,
-    /// World rank, or any.
-    src: Option<u32>,
-    tag: Option<i32>,
     buf: Dest,
     group: Arc<Vec<u32>>,
     /// READs of a matched rendezvous: the request and its offset.
@@ -122,6 +121,17 @@ impl Msg {
     }
 }
 
+/// A posted receive: its request and what it matches, kept beside the
+/// id so that matching an arrival reads no request.
+#[derive(Debug, Clone, Copy)]
+struct Posted {
+    id: usize,
+    ctx: u32,
+    /// World rank, or any.
+    src: Option<u32>,
+    tag: Option<i32>,
+}
+
 struct Out {
     bytes: Vec<u8>,
     /// A request done when this leaves the outbox.
@@ -137,9 +147,17 @@ struct Peer {
     ring_credit: RemoteAddr,
 }
 
+/// What a wait needs outside the library's lock: the task, and a look
+/// at the FIFO. One reference count for a wait instead of one per part.
+pub(crate) struct Waiter {
+    pub task: Task,
+    pub probe: sss_mbcf::FifoProbe,
+}
+
 /// The library's state in one process.
 pub(crate) struct Engine {
     pub task: Task,
+    pub waiter: Arc<Waiter>,
     pub rank: u32,
     pub size: u32,
     seg: Segment,
@@ -158,7 +176,12 @@ pub(crate) struct Engine {
     returned: Vec<u64>,
     outbox: Vec<VecDeque<Out>>,
     self_inbox: VecDeque<Vec<u8>>,
-    posted: Vec<usize>,
+    /// Receives posted, in posting order.
+    posted: Vec<Posted>,
+    /// A blocking receive posted in place of a request (`engine/alone.rs`):
+    /// matched before `posted`, as every receive there was posted after
+    /// it or cannot match what it matches.
+    alone: Option<alone::Alone>,
     unexpected: VecDeque<Msg>,
     pub reqs: IdMap<Req>,
     next_handle: usize,
@@ -295,6 +318,10 @@ impl Engine {
         comms.insert(h::COMM_WORLD, world);
         comms.insert(h::COMM_SELF, own);
         Ok(Engine {
+            waiter: Arc::new(Waiter {
+                task: task.clone(),
+                probe: fifo.probe(),
+            }),
             task,
             rank,
             size,
@@ -310,6 +337,7 @@ impl Engine {
             outbox: (0..n).map(|_| VecDeque::new()).collect(),
             self_inbox: VecDeque::new(),
             posted: Vec::new(),
+            alone: None,
             unexpected: VecDeque::new(),
             reqs: IdMap::default(),
             next_handle: h::FIRST_USER,
@@ -332,6 +360,12 @@ impl Engine {
             stats: Default::default(),
             started: std::time::Instant::now(),
         })
+    }
+
+    /// Keeps request `r` as `id`, counted in the statistics.
+    fn add_req(&mut self, id: usize, r: Req) {
+        self.stats.requests += 1;
+        self.reqs.insert(id, r);
     }
 
     /// A fresh handle value for a request or communicator.
@@ -359,8 +393,7 @@ impl Engine {
     ) -> Result<usize, MpiErr> {
         let Some((ctx, w)) = self.route(comm, dest, tag)? else {
             let id = self.handle();
-            self.reqs
-                .insert(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
+            self.add_req(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
             return Ok(id);
         };
         let id = self.handle();
@@ -437,11 +470,6 @@ impl Engine {
         self.reqs.get(&id).and_then(|r| r.peer)
     }
 
-    /// Tells, without the engine, whether a message waits in the FIFO.
-    pub(crate) fn fifo_probe(&self) -> sss_mbcf::FifoProbe {
-        self.fifo.probe()
-    }
-
     /// A send on context `ctx` to world rank `w` as request `id`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send_ctx(
@@ -499,7 +527,7 @@ impl Engine {
         };
         self.stats.sent(data.len(), !matches!(wait, SendWait::Fin));
         let plain = matches!(wait, SendWait::Outbox);
-        self.reqs.insert(
+        self.add_req(
             id,
             Req {
                 comm,
@@ -611,8 +639,7 @@ impl Engine {
         }
         let id = self.handle();
         if src == crate::consts::PROC_NULL {
-            self.reqs
-                .insert(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
+            self.add_req(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
             return Ok(id);
         }
         self.recv_ctx(
@@ -660,15 +687,12 @@ impl Engine {
         id: usize,
     ) {
         let st = RecvState {
-            ctx,
-            src,
-            tag,
             buf,
             group,
             reads: Vec::new(),
             fin: None,
         };
-        self.reqs.insert(
+        self.add_req(
             id,
             Req {
                 comm,
@@ -688,7 +712,7 @@ impl Engine {
                 self.stats.received(m.env.len, false);
                 self.deliver(id, m);
             }
-            None => self.posted.push(id),
+            None => self.posted.push(Posted { id, ctx, src, tag }),
         }
     }
 
@@ -895,20 +919,24 @@ impl Engine {
     /// Matches an arrived message (eager, or RTS) with the first posted
     /// receive it fits, or queues it unexpected.
     fn arrive(&mut self, src: u32, env: Env, data: &[u8]) {
-        let hit = self.posted.iter().position(|id| {
-            matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
-                if matches(src, &env, r.ctx, r.src, r.tag))
-        });
+        // The blocking receive posted in place of a request comes first.
+        if self.alone.is_some() && self.arrive_alone(src, &env, data) {
+            return;
+        }
+        let hit = self
+            .posted
+            .iter()
+            .position(|p| matches(src, &env, p.ctx, p.src, p.tag));
         match hit {
             // A receive waits: the bytes go straight from the FIFO's (or
             // the ring's) copy into it (no copy of our own kept).
             Some(i) if env.kind == Kind::Eager => {
-                let id = self.posted.remove(i);
+                let id = self.posted.remove(i).id;
                 self.stats.received(env.len, true);
                 self.deliver_eager(id, src, &env, data);
             }
             Some(i) => {
-                let id = self.posted.remove(i);
+                let id = self.posted.remove(i).id;
                 self.stats.received(env.len, true);
                 self.deliver(id, Msg::new(src, env, data));
             }
@@ -1159,7 +1187,7 @@ impl Engine {
 
     /// Cancels a receive not yet matched; false if it was matched.
     pub(crate) fn cancel_recv(&mut self, id: usize) -> bool {
-        let Some(i) = self.posted.iter().position(|&p| p == id) else {
+        let Some(i) = self.posted.iter().position(|p| p.id == id) else {
             return false;
         };
         self.posted.remove(i);

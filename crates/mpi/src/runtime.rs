@@ -185,18 +185,31 @@ pub(crate) fn wait_until(
     partner: Option<u32>,
     mut cond: impl FnMut(&mut Engine) -> Result<bool, MpiErr>,
 ) -> Result<(), MpiErr> {
+    wait_looking(|e| {
+        e.progress();
+        Ok((!cond(e)?).then_some(partner))
+    })
+}
+
+/// Waits with `look`, run under the lock as each look of the wait: it
+/// makes what progress it needs and returns `None` when the wait is
+/// over, or the task expected to answer (if any) to wait for. Its first
+/// run may be the call's own first look (`MPI_Recv` posts its receive
+/// there): no look of the wait comes before it.
+pub(crate) fn wait_looking(
+    look: impl FnMut(&mut Engine) -> Result<Option<Option<u32>>, MpiErr>,
+) -> Result<(), MpiErr> {
     // Signals of schedules leave them to this thread meanwhile.
     let _waiting = crate::nbc::waiting();
     if multiple() {
-        return wait_shared(partner, cond);
+        return wait_shared(look);
     }
+    let mut look = look;
     loop {
         crate::nbc::progress();
-        let step = with_only(|e| {
-            e.progress();
-            Ok((!cond(e)?).then(|| (e.task.clone(), e.fifo_probe(), e.events)))
-        })?;
-        let Some((task, probe, events)) = step else {
+        let step =
+            with_only(|e| Ok(look(e)?.map(|partner| (partner, e.waiter.clone(), e.events))))?;
+        let Some((partner, waiter, events)) = step else {
             return Ok(());
         };
         // What completed since the schedules last looked may let one of
@@ -204,6 +217,7 @@ pub(crate) fn wait_until(
         if !crate::nbc::settled(events) {
             continue;
         }
+        let (task, probe) = (&waiter.task, &waiter.probe);
         let me = task.rank();
         // A message in the FIFO is what most waits wait for: looked at
         // without the lock on every turn; the rest `progress` may act on
@@ -236,24 +250,23 @@ pub(crate) fn wait_until(
     }
 }
 
-/// [`wait_until`] when several threads may wait: the leader waits in
+/// [`wait_looking`] when several threads may wait: the leader waits in
 /// MBCF until progress has work or news came, the others sleep for news.
 fn wait_shared(
-    partner: Option<u32>,
-    mut cond: impl FnMut(&mut Engine) -> Result<bool, MpiErr>,
+    mut look: impl FnMut(&mut Engine) -> Result<Option<Option<u32>>, MpiErr>,
 ) -> Result<(), MpiErr> {
     let mut seat = Seat(false);
     loop {
         // News (an event moved) wakes this loop to advance them again.
         crate::nbc::progress();
         let step = with_only(|e| {
-            e.progress();
+            let wait = look(e)?;
             // Read under the lock: news of what completes after this
             // look moves it.
             let seen = GEN.load(Ordering::SeqCst);
-            Ok((!cond(e)?).then(|| (e.task.clone(), seen, e.events)))
+            Ok(wait.map(|partner| (partner, e.task.clone(), seen, e.events)))
         })?;
-        let Some((task, seen, events)) = step else {
+        let Some((partner, task, seen, events)) = step else {
             return Ok(());
         };
         // A schedule may wait on what completed since the last pass over

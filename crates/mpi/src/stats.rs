@@ -181,6 +181,14 @@ pub(crate) struct Counters {
     /// MBCF signals that followed a message while nonblocking
     /// collectives ran here (`nbc`).
     pub nbc_signals: u64,
+    /// Requests the library made (point-to-point, collectives' messages,
+    /// nonblocking collectives): a blocking send or receive done without
+    /// one counts none.
+    pub requests: u64,
+    /// Blocking receives (`MPI_Recv`), and the looks they took under the
+    /// library's lock: the first, then one per turn of their wait.
+    pub blocking_recvs: u64,
+    pub blocking_recv_looks: u64,
 }
 
 impl Counters {
@@ -287,7 +295,8 @@ pub(crate) fn report(
          \"posted_first_messages\":{},\
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
-         \"nbc_signals\":{},\"collectives\":{{",
+         \"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
+         \"blocking_recv_looks\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -310,6 +319,9 @@ pub(crate) fn report(
         c.ring_msgs,
         c.ring_bytes,
         c.nbc_signals,
+        c.requests,
+        c.blocking_recvs,
+        c.blocking_recv_looks,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

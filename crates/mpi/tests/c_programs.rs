@@ -24,6 +24,17 @@ fn point_to_point() {
     run_everywhere(&exe, &[], PLACEMENTS, |n| format!("p2p: ok {n} tasks"));
 }
 
+/// `MPI_Recv` posted without a request keeps MPI's semantics
+/// (`tests/c/recvalone.c`; the counts are in `tests/stats.rs`).
+#[test]
+fn blocking_receives_posted_alone() {
+    let dir = scratch();
+    let exe = compile(&dir, "recvalone.c", false);
+    run_everywhere(&exe, &[], &PLACEMENTS[1..], |_| {
+        "recvalone: ok semantics".to_string()
+    });
+}
+
 #[test]
 fn collectives_and_communicators() {
     let dir = scratch();

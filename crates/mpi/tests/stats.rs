@@ -143,6 +143,57 @@ fn json_statistics_count_what_the_program_sent() {
     }
 }
 
+/// The JSON objects of a run, by rank.
+fn objects(err: &str) -> Vec<Value> {
+    let mut tasks: Vec<Value> = err
+        .lines()
+        .filter(|l| l.contains("\"sss_mpi_stats\""))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    tasks.sort_by_key(|v| num(v, "rank"));
+    tasks
+}
+
+/// `MPI_Recv` and `MPI_Send` make no request when nothing else is posted
+/// (`tests/c/recvalone.c`): eleven receives of messages already here
+/// take one look under the library's lock each (they took two, and a
+/// request each, when every receive was a request); a ping-pong's
+/// receives make none either, on one node and across nodes.
+#[test]
+fn blocking_receives_posted_alone_make_no_request() {
+    let dir = scratch();
+    let exe = compile(&dir, "recvalone.c", false);
+    for (what, place) in PLACES {
+        let (code, out, err) = LAUNCHER.run(place, &exe, &["counts"], &[("SSS_STATS", "json")]);
+        assert!(
+            code == Some(0) && out.contains("recvalone: ok counts"),
+            "{what}: exit {code:?}\n{out}\n{err}"
+        );
+        let t = objects(&err);
+        assert_eq!(t.len(), 2, "{what}: {err}");
+        for k in ["requests", "blocking_recvs", "blocking_recv_looks"] {
+            assert_eq!(num(&t[0], k), 0, "{what}: {k}: {}", t[0]);
+        }
+        assert_eq!(num(&t[1], "requests"), 0, "{what}: {}", t[1]);
+        assert_eq!(num(&t[1], "blocking_recvs"), 11, "{what}: {}", t[1]);
+        assert_eq!(num(&t[1], "blocking_recv_looks"), 11, "{what}: {}", t[1]);
+
+        let (code, out, err) = LAUNCHER.run(place, &exe, &["pingpong"], &[("SSS_STATS", "json")]);
+        assert!(
+            code == Some(0) && out.contains("recvalone: ok pingpong"),
+            "{what}: exit {code:?}\n{out}\n{err}"
+        );
+        let t = objects(&err);
+        assert_eq!(t.len(), 2, "{what}: {err}");
+        for t in &t {
+            assert_eq!(num(t, "requests"), 0, "{what}: {t}");
+            assert_eq!(num(t, "blocking_recvs"), 1000, "{what}: {t}");
+            // A receive that waits looks once more when its message came.
+            assert!(num(t, "blocking_recv_looks") >= 1000, "{what}: {t}");
+        }
+    }
+}
+
 #[test]
 fn one_readable_line_per_task_and_bad_values_refused() {
     let dir = scratch();

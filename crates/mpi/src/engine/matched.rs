@@ -47,15 +47,12 @@ impl Engine {
             .ok_or_else(|| MpiErr::new(err::REQUEST, format!("invalid message {msg:#x}")))?;
         let id = self.handle();
         let st = RecvState {
-            ctx: m.env.ctx,
-            src: Some(m.src),
-            tag: Some(m.env.tag),
             buf,
             group,
             reads: Vec::new(),
             fin: None,
         };
-        self.reqs.insert(
+        self.add_req(
             id,
             Req {
                 comm,
@@ -73,7 +70,7 @@ impl Engine {
     /// A request already complete (a buffered send's).
     pub(crate) fn completed(&mut self, comm: usize) -> usize {
         let id = self.handle();
-        self.reqs.insert(id, super::done_req(comm, 0, 0));
+        self.add_req(id, super::done_req(comm, 0, 0));
         id
     }
 
@@ -83,7 +80,7 @@ impl Engine {
         let id = self.handle();
         let mut r = super::done_req(comm, 0, 0);
         r.done = false;
-        self.reqs.insert(id, r);
+        self.add_req(id, r);
         id
     }
 

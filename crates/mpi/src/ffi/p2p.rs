@@ -4,8 +4,8 @@ use super::requests::release;
 use super::{call, empty_status, hv, mk, out, put_status, send_data, Handle, MpiStatus};
 use crate::buf::{TypedBuf, UserBuf};
 use crate::consts::{err, h, UNDEFINED};
-use crate::engine::{Dest, MpiErr, St};
-use crate::runtime::{wait_until, with};
+use crate::engine::{AlonePoll, Dest, MpiErr, RecvStart, St};
+use crate::runtime::{wait_looking, wait_until, with};
 use std::ffi::{c_int, c_void};
 
 /// Starts a send of `count` elements of `dt` at `buf`.
@@ -177,15 +177,79 @@ pub unsafe extern "C" fn MPI_Recv(
     call("MPI_Recv", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
         let dest = unsafe { recv_dest(buf, count, dt) }?;
-        let (id, peer) = with(|e| {
-            let id = e.irecv(hv(comm), source, tag, dest)?;
-            Ok((id, e.partner(id)))
-        })?;
-        let st = finish_from(id, peer)?;
+        let st = recv_blocking(hv(comm), source, tag, dest)?;
         // SAFETY: the caller's contract.
         unsafe { put_status(status, &st) };
         status_error(&st, "MPI_Recv")
     })
+}
+
+/// A blocking receive into `dest`: posted in the wait's first look,
+/// without a request when nothing posted before could match the same
+/// messages (`engine/alone.rs`); its status.
+fn recv_blocking(comm: usize, source: c_int, tag: c_int, dest: Dest) -> Result<St, MpiErr> {
+    // Until the receive completes or becomes a request, the engine's
+    // place for it names the caller's buffer: however the wait ends, the
+    // place is then withdrawn.
+    struct Placed(bool);
+    impl Drop for Placed {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = with(|e| {
+                    e.alone_withdraw();
+                    Ok(())
+                });
+            }
+        }
+    }
+    let mut placed = Placed(false);
+    let mut dest = Some(dest);
+    let (mut req, mut peer, mut out) = (None, None, None);
+    wait_looking(|e| {
+        e.stats.blocking_recv_looks += 1;
+        if let Some(d) = dest.take() {
+            match e.recv_blocking(comm, source, tag, d)? {
+                RecvStart::Done(st) => {
+                    out = Some(st);
+                    return Ok(None);
+                }
+                RecvStart::Alone { peer: p } => {
+                    (placed.0, peer) = (true, p);
+                    return Ok(Some(p));
+                }
+                RecvStart::Request { id, peer: p } => {
+                    (req, peer) = (Some(id), p);
+                }
+            }
+        } else {
+            e.progress();
+        }
+        if req.is_none() {
+            match e.alone_poll() {
+                AlonePoll::Waiting => return Ok(Some(peer)),
+                AlonePoll::Done(st) => {
+                    placed.0 = false;
+                    out = Some(st);
+                    return Ok(None);
+                }
+                AlonePoll::Request(id) => {
+                    placed.0 = false;
+                    req = Some(id);
+                }
+                AlonePoll::Gone => {
+                    placed.0 = false;
+                    return Err(MpiErr::new(err::INTERN, "blocking receive withdrawn"));
+                }
+            }
+        }
+        let id = req.unwrap_or_default();
+        if !e.reqs.contains_key(&id) {
+            return Err(MpiErr::new(err::REQUEST, "request vanished"));
+        }
+        out = e.take(id);
+        Ok(out.is_none().then_some(peer))
+    })?;
+    out.ok_or_else(|| MpiErr::new(err::REQUEST, "request vanished"))
 }
 
 /// `MPI_Isend`.
