@@ -7,6 +7,7 @@ use crate::protocol::directory::SC_MAX;
 use crate::protocol::Protocol;
 use crate::shared::{lock, page_of, Shared, MAX_DROPPED};
 use crate::stats::bump;
+use crate::sync::Arrival;
 use crate::sys::{self, PAGE};
 use crate::Error;
 use sss_mbcf::Options;
@@ -282,6 +283,46 @@ impl Shared {
 }
 
 impl Shared {
+    /// Installs pages their homes pushed with their barrier arrival
+    /// records (`(page, home, index)`, see `split_pushed`); returns those
+    /// not installed that way (a copy not marked at its home, or a home
+    /// that is not the page's), for [`Shared::refresh`] to READ.
+    pub(crate) fn install_pushed(
+        &self,
+        arrivals: &[Option<Arrival>],
+        pushed: Vec<(u64, u32, usize)>,
+    ) -> Result<Vec<u64>, Error> {
+        let mut rest = Vec::new();
+        let wp = self.traps();
+        for (p, home, k) in pushed {
+            let Some(a) = arrivals.get(home as usize).and_then(Option::as_ref) else {
+                rest.push(p);
+                continue;
+            };
+            // Its home, asked before the state lock (it may look at the
+            // allocations).
+            if self.home_of(p)? != home {
+                self.bad_message(home, "pushed page");
+                rest.push(p);
+                continue;
+            }
+            let data = self.pushed_page(home, a.episode, k)?;
+            let mut st = lock(&self.state);
+            // Marked at its home (a protocol switch clears the marks), so
+            // the home notices its next writes.
+            if st.present.contains(&p) || !st.registered.contains(&p) {
+                rest.push(p);
+                continue;
+            }
+            if self.install(p, self.page_addr(p)?, &data, wp)? {
+                st.present.insert(p);
+                bump(&self.stats.pages_fetched, 1);
+                bump(&self.stats.pages_refreshed, 1);
+            }
+        }
+        Ok(rest)
+    }
+
     /// Fetches `pages` (just dropped at an acquire, of lazy ranges, not
     /// present, sorted or not) again from their homes, every READ at once,
     /// and installs them, so the reads that follow do not fault. Pages
@@ -320,6 +361,7 @@ impl Shared {
                     .get(home as usize)
                     .ok_or(Error::Invalid("no such home"))?
                     .at(off);
+                bump(&self.stats.sync_requests, 1);
                 Some((marks, self.task.read(at, len, Options::default())?))
             };
             asks.push((first, n, read));

@@ -22,7 +22,7 @@
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
 //! | `FT` | first-touch directory: home rank + 1 per page, 0 = unclaimed | CAS by the first toucher |
-//! | `BAR_IN` | per task and barrier parity: that task's last arrival record (episode, notice count, first entry, entries, then the write notices it published since its previous record) | that task's WRITE |
+//! | `BAR_IN` | per task and barrier parity: that task's last arrival record (episode, notice count, first notice, counts, then the write notices it published since its previous record, the pages it wants pushed, the pages it pushed) and the bytes of the pages pushed | that task's WRITEs (pages first) |
 //!
 //! A second sparse segment per task, the *holder directory*, has one word
 //! per heap page (at `page * 8`): for `Update` pages homed at this task,
@@ -103,13 +103,20 @@ pub const FT_WORDS: usize = 1 << 22;
 /// Barrier arrival records: per sending task, two slots (episode
 /// parity: a task can be one barrier ahead of a reader, never two).
 pub const BAR_IN: usize = FT + FT_WORDS * 8;
-/// Bytes of one arrival record slot.
-pub const BAR_SLOT: usize = 2048;
-/// Words of a record before its notices: episode, notice count, index of
-/// the first notice carried, notices carried.
-pub const BAR_HEAD: usize = 4;
+/// Bytes of a slot's record: its head, then the notices, the pages the
+/// sender would like pushed and the pages it pushed (page numbers).
+pub const BAR_RECORD: usize = 2048;
+/// Words of a record's head: episode, notice count, index of the first
+/// notice carried, notices carried, pages wanted, pages pushed.
+pub const BAR_HEAD: usize = 6;
+/// Pages a record asks its reader to push at the next barrier, at most.
+pub const WANT_MAX: usize = 16;
+/// Pages a record comes with (their bytes after the record), at most.
+pub const PUSH_MAX: usize = 8;
 /// Notices one record carries at most.
-pub const BAR_CAP: usize = BAR_SLOT / 8 - BAR_HEAD;
+pub const BAR_CAP: usize = BAR_RECORD / 8 - BAR_HEAD - WANT_MAX - PUSH_MAX;
+/// Bytes of one arrival slot: the record, then the pushed pages.
+pub const BAR_SLOT: usize = BAR_RECORD + PUSH_MAX * 4096;
 
 /// The slot of task `from`'s arrival record for barrier `episode`.
 pub const fn bar_slot(from: usize, episode: u64) -> usize {

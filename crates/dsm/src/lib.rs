@@ -224,6 +224,7 @@ impl Dsm {
             state: Mutex::new(State {
                 seen: vec![0; size as usize],
                 gain: vec![0; size as usize],
+                wanted: vec![Vec::new(); size as usize],
                 ..State::default()
             }),
             out: Mutex::new(Out::default()),
@@ -625,6 +626,7 @@ impl Dsm {
             pages_fetched: g(&c.pages_fetched),
             pages_prefetched: g(&c.pages_prefetched),
             pages_refreshed: g(&c.pages_refreshed),
+            pages_pushed: g(&c.pages_pushed),
             diffs: g(&c.diffs),
             twins: g(&c.twins),
             mapped_pages: g(&c.mapped_pages),

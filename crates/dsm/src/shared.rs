@@ -32,6 +32,9 @@ pub(crate) struct State {
     /// `published` when this task sent its last barrier arrival record:
     /// its next record carries the notices from there.
     pub(crate) bar_sent: u64,
+    /// Per rank: the pages of this home that rank asked, in its last
+    /// barrier arrival record, to be pushed with the next one.
+    pub(crate) wanted: Vec<Vec<u64>>,
     /// Present pages of `HomeOnly` ranges: dropped at every acquire.
     pub(crate) transient: HashSet<u64>,
     /// Pages whose holder bit (`Update`, `Invalidate`) or copy mark

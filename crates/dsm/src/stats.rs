@@ -20,6 +20,10 @@ pub struct Stats {
     /// Of those, copies fetched again at the acquire that dropped them
     /// (read again after an earlier drop).
     pub pages_refreshed: u64,
+    /// Pages of this home sent with barrier arrival records to tasks
+    /// that asked for them (their copies, dropped by the acquire after,
+    /// are installed from these instead of READ again).
+    pub pages_pushed: u64,
     /// Pages diffed against their twin.
     pub diffs: u64,
     /// Twins kept (page copies taken at a page's first trapped write of
@@ -78,8 +82,9 @@ pub struct Stats {
     /// bug of ours, or a home that failed; the faulting thread may stay
     /// blocked until the job's time-out.
     pub fault_errors: u64,
-    /// MBCF operations of locks, barriers and acquires (the notice pull)
-    /// to other tasks that wait for an answer (FETCH_ADD, SWAP, READ):
+    /// MBCF operations of locks, barriers and acquires (the notice pull,
+    /// the READs of dropped copies fetched again) to other tasks that
+    /// wait for an answer (FETCH_ADD, SWAP, READ):
     /// each is a round trip unless others are in flight with it.
     pub sync_requests: u64,
     /// One-way MBCF WRITEs of barriers (arrival records with their write
@@ -91,12 +96,13 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
             self.pages_prefetched,
             self.pages_refreshed,
+            self.pages_pushed,
             self.diffs,
             self.twins,
             self.mapped_pages,
@@ -132,6 +138,7 @@ pub(crate) struct Counters {
     pub(crate) pages_fetched: AtomicU64,
     pub(crate) pages_prefetched: AtomicU64,
     pub(crate) pages_refreshed: AtomicU64,
+    pub(crate) pages_pushed: AtomicU64,
     pub(crate) diffs: AtomicU64,
     pub(crate) twins: AtomicU64,
     pub(crate) mapped_pages: AtomicU64,

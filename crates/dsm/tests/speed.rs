@@ -86,6 +86,9 @@ fn run_task(scenario: &str) -> TaskResult {
     if variant == Some("fade") {
         return fade(dsm);
     }
+    if variant == Some("two_writers") {
+        return two_writers(dsm, writes);
+    }
     // "edge": each task reads only the first page of the next task's
     // block, as a stencil reads its neighbour's boundary row.
     let edge = variant == Some("edge");
@@ -268,6 +271,41 @@ fn fade(dsm: Dsm) -> TaskResult {
         dsm.barrier()?;
         if me == 1 && round <= 4 {
             check(load(a) == round, "faded word")?;
+        }
+        dsm.barrier()?;
+    }
+    let st = dsm.finalize()?;
+    println!("SPEED-OK rank={me} {}", st.to_json(me as u32));
+    Ok(())
+}
+
+/// Ranks 0 and 1 write words 0 and 1 of a page homed at rank 0 in each
+/// of 24 intervals (rank 1 a little later, so that its bytes reach the
+/// home after rank 0 arrived at the barrier); rank 2 reads both after
+/// each barrier (a hot copy, pushed by rank 0 with its arrival record).
+fn two_writers(dsm: Dsm, writes: WriteMode) -> TaskResult {
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let a = dsm
+        .malloc_all(n * BLOCK * PAGE, Placement::Block)?
+        .cast::<u64>();
+    for round in 1..=24u64 {
+        if me < 2 {
+            if me == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let w = a.wrapping_add(me);
+            store(w, round);
+            if writes == WriteMode::Note {
+                dsm.note_write(w.cast(), 8)?;
+            }
+        }
+        dsm.barrier()?;
+        if me == 2 {
+            let (w0, w1) = (load(a), load(a.wrapping_add(1)));
+            check(
+                w0 == round && w1 == round,
+                &format!("round {round}: words {w0} and {w1}"),
+            )?;
         }
         dsm.barrier()?;
     }
@@ -488,6 +526,9 @@ fn a_copy_no_longer_read_is_not_fetched_for_ever() {
 /// 0, besides the last arrival's WRITE to everyone. Now each task WRITEs
 /// one arrival record to each other task, carrying the write notices it
 /// published since its last one, and waits for theirs: no round trip.
+/// The boundary page each task reads again after every drop was READ
+/// again at the acquire (a round trip); its home now pushes it with its
+/// record.
 #[test]
 fn a_barrier_is_one_write_to_each_other_task() {
     if LAUNCHER.is_part() {
@@ -509,6 +550,14 @@ fn a_barrier_is_one_write_to_each_other_task() {
                 assert_eq!(writes, barriers * (tasks - 1), "{scenario}\n{out}");
                 let requests = count(&out, rank, "sync_requests");
                 assert_eq!(requests, 0, "{scenario}: rank {rank}\n{out}");
+            }
+            if scenario.starts_with("ulrc") {
+                let sum = |c: &str| (0..tasks as u32).map(|r| count(&out, r, c)).sum::<u64>();
+                let (refreshed, pushed) = (sum("pages_refreshed"), sum("pages_pushed"));
+                assert!(
+                    refreshed == pushed && refreshed >= tasks * (SWEEPS - 4),
+                    "{scenario}: {refreshed} refreshed, {pushed} pushed\n{out}"
+                );
             }
         }
     }
@@ -546,6 +595,31 @@ fn notices_a_record_cannot_carry_are_read_from_the_log() {
                 let requests = count(&out, rank, "sync_requests");
                 assert_eq!(requests, reads, "payload {payload:?}\n{out}");
             }
+        }
+    }
+}
+
+/// A page its home pushed with its arrival record is the home's copy
+/// when the home arrived: another writer's bytes of the same interval may
+/// reach the home only after that. A copy is installed from a push only
+/// when no task but the home noticed the page since its last record;
+/// here rank 1 writes the page too, late, so rank 2 READs it again (and
+/// would read rank 1's word of the interval before from the push).
+#[test]
+fn a_page_another_task_also_wrote_is_not_taken_from_a_push() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "3"][..],
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        for writes in ["note", "trap"] {
+            let scenario = format!("ulrc,{writes},two_writers");
+            let out = run(placement, &scenario);
+            // The home pushed the page to the readers that asked.
+            let pushed = count(&out, 0, "pages_pushed");
+            assert!(pushed >= 16, "{scenario}: {pushed} pushed\n{out}");
         }
     }
 }

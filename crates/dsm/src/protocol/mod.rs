@@ -14,7 +14,7 @@ mod update;
 use crate::layout as L;
 use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED, MAX_STREAK};
 use crate::stats::bump;
-use crate::sync::Arrival;
+use crate::sync::{split_pushed, Arrival};
 use crate::sys::PAGE;
 use crate::Error;
 use directory::BUSY;
@@ -286,6 +286,9 @@ impl Shared {
             }
             refresh
         };
+        let (pushed, refresh) = split_pushed(arrivals, refresh);
+        let mut refresh = refresh;
+        refresh.extend(self.install_pushed(arrivals, pushed)?);
         self.refresh(refresh)
     }
 
