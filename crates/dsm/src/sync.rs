@@ -459,3 +459,48 @@ pub(crate) fn split_pushed(
     }
     (pushed, rest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(count: u64, from: u64, notices: &[u64], pushed: &[u64]) -> Option<Arrival> {
+        Some(Arrival {
+            count,
+            from,
+            notices: notices.to_vec(),
+            pushed: pushed.to_vec(),
+            episode: 1,
+        })
+    }
+
+    #[test]
+    fn a_pushed_page_is_taken_only_when_its_home_alone_noticed_it() {
+        // Rank 0 (this task) wrote page 9; rank 1 pushed 5, 6 and 9 and
+        // noticed 5, 6 and 9; rank 2 noticed 6.
+        let arrivals = [
+            rec(1, 0, &[9], &[]),
+            rec(13, 10, &[5, 6, 9], &[5, 6, 9]),
+            rec(4, 3, &[6], &[]),
+        ];
+        let (pushed, rest) = split_pushed(&arrivals, vec![5, 6, 7, 9]);
+        assert_eq!(pushed, vec![(5, 1, 0)]);
+        assert_eq!(rest, vec![6, 7, 9]);
+    }
+
+    #[test]
+    fn records_missing_notices_push_nothing() {
+        // Rank 2 carried 1 of its 2 notices: the other may name page 5.
+        let arrivals = [
+            rec(0, 0, &[], &[]),
+            rec(1, 0, &[5], &[5]),
+            rec(2, 0, &[8], &[]),
+        ];
+        assert_eq!(split_pushed(&arrivals, vec![5]), (vec![], vec![5]));
+        // A task without a record: nothing either.
+        let arrivals = [rec(0, 0, &[], &[]), rec(1, 0, &[5], &[5]), None];
+        assert_eq!(split_pushed(&arrivals, vec![5]), (vec![], vec![5]));
+        // No records (a barrier of rank 0's count): nothing.
+        assert_eq!(split_pushed(&[], vec![5]), (vec![], vec![5]));
+    }
+}
