@@ -19,7 +19,8 @@ fn main() {
     let payload = vec![1u8; size];
     let last = args.next();
     let signal = last.as_deref() == Some("signal");
-    let mbcf_only = signal || last.as_deref() == Some("mbcf");
+    let fifo = last.as_deref() == Some("fifo");
+    let mbcf_only = signal || fifo || last.as_deref() == Some("mbcf");
     let nodes: &[&str] = if mode == "shm" {
         &["127.0.0.1"]
     } else {
@@ -35,7 +36,11 @@ fn main() {
             let mut data = payload2.clone();
             std::thread::spawn(move || {
                 let t = Task::join(Box::new(b), TaskConfig::from_env().unwrap()).unwrap();
-                let seg = t.alloc(64 + size.max(8), Perm::ALL).unwrap();
+                let seg = t
+                    .alloc(4096 + sss_mbcf::fifo_bytes(64, 64), Perm::ALL)
+                    .unwrap();
+                let mut q = t.fifo_create(&seg, 4096, 64, 64).unwrap();
+                let mut msg = Vec::new();
                 let all = t.exchange(&seg).unwrap();
                 let peer = &all[1 - t.rank() as usize];
                 let flag = seg.word(0).unwrap();
@@ -55,6 +60,17 @@ fn main() {
                 let start = Instant::now();
                 let mut wt = 0u64;
                 for i in 1..=rounds {
+                    if fifo {
+                        let dst = peer.at(4096);
+                        if t.rank() == 0 {
+                            t.fifo_push(dst, &data, Options::default()).unwrap();
+                            q.wait_pop(&t, &mut msg);
+                        } else {
+                            q.wait_pop(&t, &mut msg);
+                            t.fifo_push(dst, &msg, Options::default()).unwrap();
+                        }
+                        continue;
+                    }
                     if signal {
                         if t.rank() == 0 {
                             t.signal(1, 0, &data, Options::default()).unwrap();
@@ -80,7 +96,13 @@ fn main() {
                 if t.rank() == 0 {
                     println!(
                         "mbcf {mode}{}, {size} B: {:.3} us round trip",
-                        if signal { " signal" } else { "" },
+                        if signal {
+                            " signal"
+                        } else if fifo {
+                            " fifo"
+                        } else {
+                            ""
+                        },
                         el.as_secs_f64() * 1e6 / rounds as f64
                     );
                     println!("{:?}", t.stats());

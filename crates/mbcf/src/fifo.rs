@@ -3,11 +3,20 @@
 //! (applied by the receiver's progress thread, or directly by a sender on
 //! the same node through the shared mapping); the receiver pops locally.
 //!
-//! The ring is a bounded multi-producer queue after D. Vyukov: each slot
-//! carries a sequence word, so producers reserve slots with one CAS on
-//! `tail` and publish with one release store, and a full ring is seen at
-//! once — a push into a full queue fails with `FifoFull`, never loses or
-//! overwrites a message.
+//! The ring is a bounded multi-producer queue: producers reserve slots
+//! with one CAS on `tail` and publish a slot with one release store of
+//! its sequence word; a push into a full queue fails with `FifoFull`,
+//! never loses or overwrites a message.
+//!
+//! The consumer never writes a slot: it frees slots by advancing `head`,
+//! which producers read only when their last view of it says the ring is
+//! full (the view is kept by the producer, outside the ring). So a
+//! message costs two cache-line transfers between the two CPUs, the
+//! slot's to the producer and back to the consumer, as a WRITE does: in
+//! the earlier design (D. Vyukov's, where a pop marks its slot free in
+//! the sequence word) the consumer's mark took the line back and the
+//! producer's next look at the mark fetched it shared before its fill
+//! fetched it again to own it, four transfers a message.
 //!
 //! Layout at the queue address (all little-endian, native atomics):
 //!
@@ -17,10 +26,12 @@
 //!      4     4  slot_size: bytes per slot, a multiple of 8, >= 24
 //!      8     4  slots: number of slots, a power of two
 //!     12    52  reserved (zero)
-//!     64     8  head: next position to pop (receiver only)        [own line]
+//!     64     8  head: next position to pop (written by the receiver;
+//!                 producers read it when the ring looks full) [own line]
 //!    128     8  tail: next position to reserve (every producer)  [own line]
 //!    192     …  slots[slots], each slot_size bytes:
-//!                 0  8  seq: position + 1 when full, position when free
+//!                 0  8  seq: position + 1 once the slot at that position
+//!                       is filled (written by producers only)
 //!                 8  4  len: message bytes
 //!                12  4  from: sender rank
 //!                16  …  message (slot_size - 16 bytes at most)
@@ -51,9 +62,10 @@ pub struct FifoHeader {
     pub slots: u32,
     /// Padding to the end of the cache line; zero.
     pub _reserved: [u8; 52],
-    /// Next position to pop. Owner: the receiver; producers read it only
-    /// for statistics. Alone on its cache line so pops do not bounce the
-    /// producers' line.
+    /// Next position to pop: every slot before it is free. Owner: the
+    /// receiver (release store after it read the slot); producers read
+    /// it (acquire) when their last view of it says the ring is full.
+    /// Alone on its cache line so pops do not bounce the producers' line.
     pub head: AtomicU64,
     /// Padding so `tail` starts its own cache line.
     pub _pad1: [u8; 56],
@@ -78,6 +90,29 @@ fn slot_size_for(max_msg: usize) -> usize {
 /// indices live in memory peers may scribble on, so a corrupted queue must
 /// not spin the pusher forever.
 const PUSH_TRIES: u32 = 1024;
+
+/// A producer's last view of a ring's `head`, kept in its own memory
+/// between pushes (see the module's notes): a slot behind it is known
+/// free without a look at the consumer's line. Shared by the producer's
+/// threads; release and acquire pass on what the consumer's `head`
+/// published to whichever thread uses the view next.
+#[derive(Debug, Default)]
+pub(crate) struct HeadView(AtomicU64);
+
+impl HeadView {
+    /// A view that has seen nothing (position 0).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn set(&self, head: u64) {
+        self.0.store(head, Ordering::Release);
+    }
+}
 
 /// Bytes of a ring of `slots` slots of `slot_size` bytes, if that geometry
 /// is one `create` could have made.
@@ -211,20 +246,23 @@ impl Ring {
 
     /// Pushes a message; `FifoFull` when no slot is free (or the indices
     /// are corrupt and never offer one), `TooLarge` when it exceeds the
-    /// slot.
+    /// slot. For a producer that keeps no view of `head` (it reads
+    /// `head` whenever the ring may have wrapped).
     pub fn push(&self, from: u32, msg: &[u8]) -> Result<(), Status> {
-        self.push_parts(from, &[msg])
+        self.push_parts(from, &[msg], &HeadView::new())
     }
 
     /// [`Ring::push`] of the concatenation of `parts`, copied straight
     /// into the slot (a signal's handler index and payload, with no
-    /// buffer to join them first).
-    pub fn push_parts(&self, from: u32, parts: &[&[u8]]) -> Result<(), Status> {
+    /// buffer to join them first). `seen` is this producer's last view
+    /// of `head`, kept between pushes to the same ring.
+    pub fn push_parts(&self, from: u32, parts: &[&[u8]], seen: &HeadView) -> Result<(), Status> {
         let h = self.header();
         let len: usize = parts.iter().map(|m| m.len()).sum();
         if len > self.slot_size - SLOT_HEADER {
             return Err(Status::TooLarge);
         }
+        let slots = u64::from(self.slots);
         let mut pos = h.tail.load(Ordering::Relaxed);
         let mut tries = 0;
         loop {
@@ -232,26 +270,36 @@ impl Ring {
             if tries > PUSH_TRIES {
                 return Err(Status::FifoFull);
             }
-            let seq = self.seq(pos).load(Ordering::Acquire);
-            let dif = seq.wrapping_sub(pos) as i64;
-            if dif == 0 {
-                // SeqCst: a signal's sender reads the receiver's sleep flag
-                // next (`Peer::asleep`), which the receiver sets before it
-                // looks at `tail`; on x86 this locked CAS is the full
-                // fence that pairing needs, with no second one.
-                match h.tail.compare_exchange_weak(
-                    pos,
-                    pos.wrapping_add(1),
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(p) => pos = p,
+            // Free when the consumer is past the slot's previous message.
+            // Only when the view says full is the consumer's line read.
+            if pos.wrapping_sub(seen.get()) >= slots {
+                // Acquire: the consumer read that message before it
+                // moved `head` (release), so the slot may be written now.
+                let head = h.head.load(Ordering::Acquire);
+                seen.set(head);
+                if pos.wrapping_sub(head) >= slots {
+                    // Full, unless `pos` is stale (others pushed and the
+                    // consumer popped since it was read).
+                    let now = h.tail.load(Ordering::Relaxed);
+                    if now == pos {
+                        return Err(Status::FifoFull);
+                    }
+                    pos = now;
+                    continue;
                 }
-            } else if dif < 0 {
-                return Err(Status::FifoFull);
-            } else {
-                pos = h.tail.load(Ordering::Relaxed);
+            }
+            // SeqCst: a signal's sender reads the receiver's sleep flag
+            // next (`Peer::asleep`), which the receiver sets before it
+            // looks at `tail`; on x86 this locked CAS is the full fence
+            // that pairing needs, with no second one.
+            match h.tail.compare_exchange_weak(
+                pos,
+                pos.wrapping_add(1),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(p) => pos = p,
             }
         }
         // SAFETY: the slot lies inside the checked ring (masked offset,
@@ -264,12 +312,12 @@ impl Ring {
     }
 
     /// Pops the oldest message into `out` (cleared first); returns the
-    /// sender's rank, or `None` when empty. Receiver only.
+    /// sender's rank, or `None` when empty. Receiver only. Writes `head`
+    /// only, never the slot.
     pub fn pop(&self, out: &mut Vec<u8>) -> Option<u32> {
         let h = self.header();
         let pos = h.head.load(Ordering::Relaxed);
-        let seq = self.seq(pos);
-        if seq.load(Ordering::Acquire) != pos.wrapping_add(1) {
+        if self.seq(pos).load(Ordering::Acquire) != pos.wrapping_add(1) {
             return None;
         }
         let max = self.slot_size - SLOT_HEADER;
@@ -277,8 +325,7 @@ impl Ring {
         // its producer is done with it; the length is clamped to `max`.
         let from = unsafe { crate::mem::slot_take(self.base, self.slot_off(pos), max, out) };
         // Release: we are done reading before producers may reuse it.
-        seq.store(pos.wrapping_add(self.slots as u64), Ordering::Release);
-        h.head.store(pos.wrapping_add(1), Ordering::Relaxed);
+        h.head.store(pos.wrapping_add(1), Ordering::Release);
         Some(from)
     }
 
@@ -373,6 +420,83 @@ mod tests {
             assert_eq!(out, [k]);
             assert!(!ring.ready());
         }
+    }
+
+    /// The consumer frees slots through `head` only: a pop leaves the
+    /// slot's line (its sequence word) as the producer wrote it, so the
+    /// producer's next fill of that line is its only transfer.
+    #[test]
+    fn a_pop_writes_head_and_never_the_slot() {
+        let (_buf, mem) = buffer(fifo_bytes(4, 8));
+        let ring = Ring::create(mem, 4, 8).unwrap();
+        let seen = HeadView::new();
+        let mut out = Vec::new();
+        for pos in 0..9u64 {
+            ring.push_parts(2, &[&[pos as u8]], &seen).unwrap();
+            assert_eq!(ring.seq(pos).load(Ordering::Relaxed), pos + 1);
+            assert_eq!(ring.pop(&mut out), Some(2));
+            assert_eq!(out, [pos as u8]);
+            assert_eq!(
+                ring.seq(pos).load(Ordering::Relaxed),
+                pos + 1,
+                "slot untouched"
+            );
+            assert_eq!(ring.header().head.load(Ordering::Relaxed), pos + 1);
+        }
+    }
+
+    /// A producer looks at the consumer's `head` only when its own view
+    /// says the ring is full: with `head` scribbled over, pushes its view
+    /// already allows still go in, the next one reads `head` and finds
+    /// the ring full, and once `head` is sane again the push goes in.
+    #[test]
+    fn a_producer_reads_head_only_when_its_view_says_full() {
+        let (_buf, mem) = buffer(fifo_bytes(4, 8));
+        let ring = Ring::create(mem, 4, 8).unwrap();
+        let seen = HeadView::new();
+        let h = &ring.header().head;
+        h.store(u64::MAX / 2, Ordering::Relaxed);
+        for k in 0..4u8 {
+            ring.push_parts(0, &[&[k]], &seen).unwrap();
+        }
+        assert_eq!(ring.push_parts(0, &[&[4]], &seen), Err(Status::FifoFull));
+        // The consumer had popped two before the scribble.
+        h.store(2, Ordering::Relaxed);
+        ring.push_parts(0, &[&[4]], &seen).unwrap();
+        ring.push_parts(0, &[&[5]], &seen).unwrap();
+        assert_eq!(ring.push_parts(0, &[&[6]], &seen), Err(Status::FifoFull));
+        let mut out = Vec::new();
+        assert_eq!(ring.pop(&mut out), Some(0));
+        assert_eq!(out, [2]);
+    }
+
+    /// A full ring refuses the push and loses nothing; each pop makes room
+    /// for exactly one more, with a view shared by two producers.
+    #[test]
+    fn a_full_ring_refuses_and_loses_nothing() {
+        let (_buf, mem) = buffer(fifo_bytes(2, 8));
+        let ring = Ring::create(mem, 2, 8).unwrap();
+        let seen = HeadView::new();
+        let mut out = Vec::new();
+        let mut next = 0u8;
+        let mut want = 0u8;
+        for _ in 0..5 {
+            while ring
+                .push_parts(u32::from(next % 2), &[&[next]], &seen)
+                .is_ok()
+            {
+                next += 1;
+            }
+            assert_eq!(ring.len(), 2);
+            assert_eq!(ring.pop(&mut out), Some(u32::from(want % 2)));
+            assert_eq!(out, [want]);
+            want += 1;
+        }
+        while ring.pop(&mut out).is_some() {
+            assert_eq!(out, [want]);
+            want += 1;
+        }
+        assert_eq!(want, next);
     }
 
     #[test]

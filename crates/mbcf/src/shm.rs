@@ -22,7 +22,7 @@
 //! where the receiver checks and applies as usual. Either way the receiver
 //! counts what it applied and refused.
 
-use crate::fifo::{Ring, FIFO_HEADER};
+use crate::fifo::{HeadView, Ring, FIFO_HEADER};
 use crate::mem::Checked;
 use crate::segment::{Perm, SegmentInfo};
 use crate::seqlock::Stale;
@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// Magic of a control block ("SSCT").
 pub const CTL_MAGIC: u32 = 0x5353_4354;
 /// Layout version of [`Ctl`]: a peer's block of another layout is refused.
-pub const CTL_VERSION: u32 = 2;
+pub const CTL_VERSION: u32 = 3;
 /// Segments a control block publishes.
 pub const CTL_SEGMENTS: usize = 256;
 /// Slots of the inbound signal ring.
@@ -74,8 +74,15 @@ pub(crate) struct Ctl {
     pub pid: u32,
     /// The task's node name, NUL-padded, for the node daemon.
     pub node: [u8; 32],
+    /// Threads of the task blocked in a wait (futex) right now; SS-Wait
+    /// partners on the node read it at the start of every wait to decide
+    /// whether spinning pays. On this line, which nothing else writes
+    /// after creation, so that reading it costs a cache miss only when it
+    /// changed (beside the counters that every same-node sender bumps,
+    /// each look of an oversubscribed wait missed once per peer).
+    pub blocked: AtomicU32,
     /// Padding.
-    pub _pad0: [u8; 20],
+    pub _pad0: [u8; 16],
     /// Bumped after anything lands in this task's memory; the task's
     /// waiters block on it (futex). Written by the progress thread and by
     /// same-node senders.
@@ -121,11 +128,8 @@ pub(crate) struct Ctl {
     pub retransmissions: AtomicU64,
     /// Operations refused by the task's udp receive path.
     pub udp_rejected: AtomicU64,
-    /// Threads of the task blocked in a wait (futex) right now; SS-Wait
-    /// partners on the node read it to decide whether spinning pays.
-    pub blocked: AtomicU32,
     /// Padding.
-    pub _pad3: u32,
+    pub _pad3: u64,
     /// Bitmap of registered signal handlers 0–255. Owner: the task.
     pub handlers: [AtomicU64; 4],
     /// Datagrams the task's udp receive path refused unopened: not sealed
@@ -136,6 +140,11 @@ pub(crate) struct Ctl {
     /// Published segments. Owner: the task.
     pub segs: [SegEntry; CTL_SEGMENTS],
 }
+
+// `blocked` is read by every waiter on the node at the start of its wait:
+// never on the line the counters same-node senders bump live on.
+const _: () =
+    assert!(std::mem::offset_of!(Ctl, blocked) / 64 != std::mem::offset_of!(Ctl, applied) / 64);
 
 /// Offset of the signal ring in the control file (64-byte aligned).
 pub const SIGNAL_RING_AT: usize = std::mem::size_of::<Ctl>().next_multiple_of(64);
@@ -390,6 +399,8 @@ struct Published {
 /// its geometry read then and never again, its segment kept mapped.
 pub(crate) struct OpenFifo {
     pub ring: Ring,
+    /// Our last view of the queue's head.
+    pub seen: HeadView,
     _map: Arc<Mapping>,
     pub ctl: Arc<CtlMap>,
     /// Where the queue's segment was in the peer's table, and as what.
@@ -463,6 +474,12 @@ pub(crate) struct Peer {
     /// handed to the udp path, where the owner checks it against its own
     /// table.
     ask_owner: bool,
+    /// Our last view of the head of the peer's signal ring.
+    sig_seen: HeadView,
+    /// The queue (key, address) FIFO operations last went to, and our
+    /// view of its head: a stream of pushes to one queue reads the
+    /// receiver's `head` only when the ring looks full.
+    fifo_seen: (u64, u64, HeadView),
 }
 
 impl Peer {
@@ -476,6 +493,8 @@ impl Peer {
             hints: [(0, 0); 4],
             next_hint: 0,
             ask_owner: false,
+            sig_seen: HeadView::new(),
+            fifo_seen: (0, 0, HeadView::new()),
         })
     }
 
@@ -546,6 +565,7 @@ impl Peer {
         let map = self.maps.get(&seg.id).cloned().ok_or(Status::BadKey)?;
         Ok(Some(OpenFifo {
             ring,
+            seen: HeadView::new(),
             _map: map,
             ctl: self.ctl.clone(),
             index,
@@ -704,7 +724,12 @@ impl Peer {
                     self.check(key, addr, total, Perm::WRITE)?;
                     self.local(&p, addr, total)
                 })
-                .and_then(|ring| ring.push(me, data));
+                .and_then(|ring| {
+                    if (self.fifo_seen.0, self.fifo_seen.1) != (key, addr) {
+                        self.fifo_seen = (key, addr, HeadView::new());
+                    }
+                    ring.push_parts(me, &[data], &self.fifo_seen.2)
+                });
                 self.finish(r.map(|_| Reply::Done))
             }
             Op::Signal {
@@ -719,7 +744,11 @@ impl Peer {
                     return self.finish(Err(Status::NoSuchHandler));
                 }
                 let index = handler.to_le_bytes();
-                match self.ctl.signal_ring().push_parts(me, &[&index, data]) {
+                match self
+                    .ctl
+                    .signal_ring()
+                    .push_parts(me, &[&index, data], &self.sig_seen)
+                {
                     Ok(()) => {
                         let c = self.ctl.ctl();
                         c.applied.fetch_add(1, Ordering::Relaxed);

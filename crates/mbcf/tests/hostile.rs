@@ -101,10 +101,11 @@ fn a_fifo_header_rewritten_by_a_peer_is_refused_and_nothing_outside_is_written()
             matches!(r, Err(Error::Remote(Status::FifoFull))),
             "{what}: hostile tail: {r:?}"
         );
-        // A tail at the end of the index space whose slot reads free: the
-        // push wraps instead of overflowing, and stays in the ring.
+        // A tail at the end of the index space with the head just behind
+        // it (its slot free): the push wraps instead of overflowing, and
+        // stays in the ring.
         poke(128, &u64::MAX.to_le_bytes());
-        poke(192 + 3 * 48, &u64::MAX.to_le_bytes());
+        poke(64, &(u64::MAX - 1).to_le_bytes());
         push(32).unwrap_or_else(|e| panic!("{what}: wrapping push: {e:?}"));
         assert!(guard_intact(384), "{what}: bytes past the ring written");
 

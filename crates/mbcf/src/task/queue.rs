@@ -129,7 +129,11 @@ impl FifoSender {
                 .and_then(crate::Request::wait)
                 .map(drop);
         }
-        let r = self.fifo.landed(self.fifo.ring.push(inner.rank, msg));
+        let r = self.fifo.landed(
+            self.fifo
+                .ring
+                .push_parts(inner.rank, &[msg], &self.fifo.seen),
+        );
         if r.is_ok() {
             inner.prewake(rank);
         }
