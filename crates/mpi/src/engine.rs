@@ -686,22 +686,7 @@ impl Engine {
         buf: Dest,
         id: usize,
     ) {
-        let st = RecvState {
-            buf,
-            group,
-            reads: Vec::new(),
-            fin: None,
-        };
-        self.add_req(
-            id,
-            Req {
-                comm,
-                done: false,
-                status: St::default(),
-                peer: src,
-                kind: ReqKind::Recv(Box::new(st)),
-            },
-        );
+        self.add_req(id, recv_req(comm, src, buf, group));
         self.progress();
         let hit = self
             .unexpected
@@ -1202,6 +1187,23 @@ impl Engine {
     /// Messages still in outboxes (to flush at finalize).
     pub(crate) fn unsent(&self) -> usize {
         self.outbox.iter().map(VecDeque::len).sum()
+    }
+}
+
+/// A receive request into `buf` not yet matched; `peer` is the task
+/// expected to complete it, `group` the communicator's (for the source).
+fn recv_req(comm: usize, peer: Option<u32>, buf: Dest, group: Arc<Vec<u32>>) -> Req {
+    Req {
+        comm,
+        done: false,
+        status: St::default(),
+        peer,
+        kind: ReqKind::Recv(Box::new(RecvState {
+            buf,
+            group,
+            reads: Vec::new(),
+            fin: None,
+        })),
     }
 }
 

@@ -120,3 +120,41 @@ pub(crate) fn layout(dt: usize) -> Result<Arc<Layout>, MpiErr> {
     }
     Ok(l)
 }
+
+/// A committed datatype's layout as [`layout_ref`] lends it: a
+/// predefined type's borrowed from the table (no reference count moves),
+/// a created type's shared.
+pub(crate) enum LayoutRef {
+    Predefined(&'static Arc<Layout>),
+    Created(Arc<Layout>),
+}
+
+impl std::ops::Deref for LayoutRef {
+    type Target = Layout;
+
+    fn deref(&self) -> &Layout {
+        match self {
+            LayoutRef::Predefined(l) => l,
+            LayoutRef::Created(l) => l,
+        }
+    }
+}
+
+impl LayoutRef {
+    /// The layout, shared.
+    pub(crate) fn into_arc(self) -> Arc<Layout> {
+        match self {
+            LayoutRef::Predefined(l) => Arc::clone(l),
+            LayoutRef::Created(l) => l,
+        }
+    }
+}
+
+/// [`layout`] without moving a reference count for a predefined type
+/// (every small send and receive names one).
+pub(crate) fn layout_ref(dt: usize) -> Result<LayoutRef, MpiErr> {
+    match predefined(dt) {
+        Some(l) => Ok(LayoutRef::Predefined(l)),
+        None => layout(dt).map(LayoutRef::Created),
+    }
+}

@@ -199,8 +199,10 @@ pub(crate) fn wait_until(
 pub(crate) fn wait_looking(
     look: impl FnMut(&mut Engine) -> Result<Option<Option<u32>>, MpiErr>,
 ) -> Result<(), MpiErr> {
-    // Signals of schedules leave them to this thread meanwhile.
-    let _waiting = crate::nbc::waiting();
+    // Signals of schedules leave them to this thread meanwhile. With
+    // one thread in MPI and no schedule running, none can start before
+    // this wait ends: a signal's handler then has nothing to do.
+    let _waiting = (multiple() || crate::nbc::active()).then(crate::nbc::waiting);
     if multiple() {
         return wait_shared(look);
     }

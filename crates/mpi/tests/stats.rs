@@ -38,12 +38,7 @@ fn json_statistics_count_what_the_program_sent() {
             code == Some(0) && out.contains("stats: ok"),
             "{what}: exit {code:?}\n{out}\n{err}"
         );
-        let mut tasks: Vec<Value> = err
-            .lines()
-            .filter(|l| l.contains("\"sss_mpi_stats\""))
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect();
-        tasks.sort_by_key(|v| num(v, "rank"));
+        let tasks = objects(&err);
         assert_eq!(tasks.len(), 2, "{what}: one object per task\n{err}");
         for (r, t) in tasks.iter().enumerate() {
             assert_eq!(num(t, "rank"), r as u64);
@@ -164,13 +159,17 @@ fn blocking_receives_posted_alone_make_no_request() {
     let dir = scratch();
     let exe = compile(&dir, "recvalone.c", false);
     for (what, place) in PLACES {
-        let (code, out, err) = LAUNCHER.run(place, &exe, &["counts"], &[("SSS_STATS", "json")]);
-        assert!(
-            code == Some(0) && out.contains("recvalone: ok counts"),
-            "{what}: exit {code:?}\n{out}\n{err}"
-        );
-        let t = objects(&err);
-        assert_eq!(t.len(), 2, "{what}: {err}");
+        let run = |mode: &str| {
+            let (code, out, err) = LAUNCHER.run(place, &exe, &[mode], &[("SSS_STATS", "json")]);
+            assert!(
+                code == Some(0) && out.contains(&format!("recvalone: ok {mode}")),
+                "{what}: exit {code:?}\n{out}\n{err}"
+            );
+            let t = objects(&err);
+            assert_eq!(t.len(), 2, "{what}: {err}");
+            t
+        };
+        let t = run("counts");
         for k in ["requests", "blocking_recvs", "blocking_recv_looks"] {
             assert_eq!(num(&t[0], k), 0, "{what}: {k}: {}", t[0]);
         }
@@ -178,13 +177,7 @@ fn blocking_receives_posted_alone_make_no_request() {
         assert_eq!(num(&t[1], "blocking_recvs"), 11, "{what}: {}", t[1]);
         assert_eq!(num(&t[1], "blocking_recv_looks"), 11, "{what}: {}", t[1]);
 
-        let (code, out, err) = LAUNCHER.run(place, &exe, &["pingpong"], &[("SSS_STATS", "json")]);
-        assert!(
-            code == Some(0) && out.contains("recvalone: ok pingpong"),
-            "{what}: exit {code:?}\n{out}\n{err}"
-        );
-        let t = objects(&err);
-        assert_eq!(t.len(), 2, "{what}: {err}");
+        let t = run("pingpong");
         for t in &t {
             assert_eq!(num(t, "requests"), 0, "{what}: {t}");
             assert_eq!(num(t, "blocking_recvs"), 1000, "{what}: {t}");

@@ -15,7 +15,7 @@
 //! sender's staged data or the clear-to-send all work by request), which
 //! the waiting call then waits for.
 
-use super::{matches, Arrived, Body, Dest, Engine, MpiErr, RecvState, Req, ReqKind, St};
+use super::{matches, Arrived, Body, Dest, Engine, MpiErr, St};
 use crate::consts::{err, ANY_TAG, PROC_NULL};
 use crate::envelope::{Env, Kind, FLAG_SYNC};
 
@@ -153,21 +153,7 @@ impl Engine {
     fn recv_request(&mut self, comm: usize, src: Option<u32>, buf: Dest) -> Result<usize, MpiErr> {
         let group = self.comm(comm)?.group.clone();
         let id = self.handle();
-        self.add_req(
-            id,
-            Req {
-                comm,
-                done: false,
-                status: St::default(),
-                peer: src,
-                kind: ReqKind::Recv(Box::new(RecvState {
-                    buf,
-                    group,
-                    reads: Vec::new(),
-                    fin: None,
-                })),
-            },
-        );
+        self.add_req(id, super::recv_req(comm, src, buf, group));
         Ok(id)
     }
 

@@ -2,7 +2,7 @@
 //! and only `MPI_Mrecv` of its handle receives it) and small request
 //! helpers of the other point-to-point calls.
 
-use super::{matches, Dest, Engine, MpiErr, Msg, RecvState, Req, ReqKind, St};
+use super::{matches, Dest, Engine, MpiErr, Msg, St};
 use crate::consts::{err, ANY_TAG};
 
 impl Engine {
@@ -46,22 +46,7 @@ impl Engine {
             .remove(&msg)
             .ok_or_else(|| MpiErr::new(err::REQUEST, format!("invalid message {msg:#x}")))?;
         let id = self.handle();
-        let st = RecvState {
-            buf,
-            group,
-            reads: Vec::new(),
-            fin: None,
-        };
-        self.add_req(
-            id,
-            Req {
-                comm,
-                done: false,
-                status: St::default(),
-                peer: Some(m.src),
-                kind: ReqKind::Recv(Box::new(st)),
-            },
-        );
+        self.add_req(id, super::recv_req(comm, Some(m.src), buf, group));
         self.stats.received(m.env.len, false);
         self.deliver(id, m);
         Ok(id)

@@ -243,7 +243,7 @@ unsafe fn send_data<'a>(
     count: c_int,
     dt: Handle,
 ) -> Result<Cow<'a, [u8]>, MpiErr> {
-    let l = lay(dt)?;
+    let l = crate::handles::layout_ref(hv(dt))?;
     let n = bytes_of(count, &l)?;
     if l.contiguous() {
         // SAFETY: the caller's contract.

@@ -51,7 +51,7 @@ pub(super) unsafe fn start_recv(
 /// # Safety
 /// As [`start_recv`].
 pub(super) unsafe fn recv_dest(buf: *mut c_void, count: c_int, dt: Handle) -> Result<Dest, MpiErr> {
-    let l = super::lay(dt)?;
+    let l = crate::handles::layout_ref(hv(dt))?;
     let n = super::bytes_of(count, &l)?;
     if l.contiguous() && n > 0 && buf.is_null() {
         return Err(MpiErr::new(
@@ -66,7 +66,7 @@ pub(super) unsafe fn recv_dest(buf: *mut c_void, count: c_int, dt: Handle) -> Re
     } else {
         // SAFETY: as above, for the blocks of a non-contiguous type.
         Dest::Typed {
-            buf: unsafe { TypedBuf::new(buf.cast(), super::ucount(count)?, l) },
+            buf: unsafe { TypedBuf::new(buf.cast(), super::ucount(count)?, l.into_arc()) },
             data: Vec::new(),
         }
     })

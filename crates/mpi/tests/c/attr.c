@@ -10,14 +10,8 @@
 #include <string.h>
 
 static int errs, rank;
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                             \
-            errs++;                                                            \
-        }                                                                      \
-    } while (0)
+#define CHECK_COUNTS
+#include "check.h"
 
 static int copies, deletes, last_deleted;
 

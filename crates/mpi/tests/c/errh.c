@@ -9,14 +9,8 @@
 #include <string.h>
 
 static int errs, rank;
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                             \
-            errs++;                                                            \
-        }                                                                      \
-    } while (0)
+#define CHECK_COUNTS
+#include "check.h"
 
 static int comm_calls, comm_code, win_calls, win_code;
 static MPI_Comm comm_seen;

@@ -7,14 +7,8 @@
 #include <stdio.h>
 
 static int errs, rank;
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                             \
-            errs++;                                                            \
-        }                                                                      \
-    } while (0)
+#define CHECK_COUNTS
+#include "check.h"
 
 static void minus(void *in, void *inout, int *len, MPI_Datatype *dt)
 {

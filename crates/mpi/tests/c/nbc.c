@@ -4,14 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                            \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 static int rank, size;
 

@@ -14,14 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                            \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 static int rank, size;
 /* Work the polling loop does, printed so that it is not optimized away. */

@@ -14,14 +14,8 @@
 #include <string.h>
 
 static int errs, rank;
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                             \
-            errs++;                                                            \
-        }                                                                      \
-    } while (0)
+#define CHECK_COUNTS
+#include "check.h"
 
 #define N 3     /* ints per block */
 #define BIG 512 /* ints per buffer */

@@ -10,14 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "rank %d: check failed at line %d: %s\n", rank,   \
-                    __LINE__, #c);                                            \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 #define MAX_THREADS 8
 #define ROUNDS 200
