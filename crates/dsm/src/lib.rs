@@ -81,6 +81,13 @@
 //! Synchronization ([`Dsm::lock`], [`Dsm::unlock`], [`Dsm::barrier`]) is
 //! built on MBCF atomics and WRITEs, waiting with SS-Wait
 //! ([`Task::wait_word`]). Locks are ticket locks at the lock's home task.
+//! In a job of at most 16 tasks a barrier is one WRITE from each task to
+//! each other, after its release: its arrival record, which carries the
+//! write notices it published since its last one (the acquire READs none
+//! unless a record could not hold them all) and the pages of its home the
+//! reader asked to have pushed (copies the reader drops at every acquire
+//! and reads again; installed only when no other task wrote them in the
+//! interval).
 //!
 //! One application thread per task uses the heap; the fault thread and
 //! the MBCF progress thread are internal.

@@ -1,6 +1,9 @@
-//! Locks and barriers: ticket locks at each lock's home and a counting
-//! barrier at rank 0, built on MBCF atomics and WRITEs, waiting with
-//! SS-Wait and a bounded recheck, with release and acquire semantics.
+//! Locks and barriers: ticket locks at each lock's home; barriers of up
+//! to 16 tasks all to all (one WRITE of an arrival record to each other
+//! task, carrying the write notices and pushed pages the acquire needs),
+//! larger ones counted at rank 0. Built on MBCF atomics and WRITEs,
+//! waiting with SS-Wait and a bounded recheck, with release and acquire
+//! semantics.
 
 use crate::layout as L;
 use crate::range::Placement;
