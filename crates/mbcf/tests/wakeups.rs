@@ -362,3 +362,53 @@ fn an_sswait_on_a_partner_across_the_network_spins_through_a_longer_answer() {
     });
     assert_eq!(blocked, 0);
 }
+
+/// A handler replaced while signals run straight from the ring takes
+/// over at the next signal: the thread running handlers keeps its own
+/// copy of the table and must see the change.
+#[test]
+fn a_replaced_handler_runs_from_the_next_signal_on() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let got = on_both(&["127.0.0.1"], &spinning(), |t| {
+        let first = Arc::new(AtomicU64::new(0));
+        let second = Arc::new(AtomicU64::new(0));
+        let f = first.clone();
+        t.set_handler(
+            3,
+            Arc::new(move |_, _| {
+                f.fetch_add(1, Ordering::Release);
+            }),
+        )
+        .unwrap();
+        t.barrier().unwrap();
+        for round in 1..=20u64 {
+            if t.rank() == 0 {
+                t.signal(1, 3, &[], Options::default()).unwrap();
+            }
+            if t.rank() == 1 {
+                let c = if round <= 10 { &first } else { &second };
+                let want = if round <= 10 { round } else { round - 10 };
+                // Bounded, and no early return: the peer waits at the
+                // barrier below, and the counts say what went wrong.
+                let _ = t.wait_word_timeout(c, |v| v >= want, Duration::from_secs(2));
+                if round == 10 {
+                    let s = second.clone();
+                    t.set_handler(
+                        3,
+                        Arc::new(move |_, _| {
+                            s.fetch_add(1, Ordering::Release);
+                        }),
+                    )
+                    .unwrap();
+                }
+            }
+            t.barrier().unwrap();
+        }
+        (
+            first.load(Ordering::Acquire),
+            second.load(Ordering::Acquire),
+        )
+    });
+    assert_eq!(got[1], (10, 10), "signals per handler");
+}

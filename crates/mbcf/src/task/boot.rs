@@ -393,7 +393,8 @@ impl Task {
         let wake = EventFd::new()?;
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
-            signal_runner: Mutex::new(()),
+            signal_runner: Mutex::new(super::Runner::default()),
+            handlers_version: AtomicU64::new(0),
             job,
             rank,
             size,

@@ -113,6 +113,11 @@ impl Task {
             .write()
             .map_err(|_| Error::Shutdown)?
             .insert(index, h);
+        // Release: a runner that sees the new version copies the table
+        // with the handler in it.
+        self.inner
+            .handlers_version
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
         self.inner.ctl.set_handler(index);
         Ok(())
     }

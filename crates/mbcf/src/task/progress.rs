@@ -250,7 +250,7 @@ impl Inner {
     /// (this thread holds the runner) or by them.
     pub(super) fn take_ring_signals(&self) {
         let ring = self.ctl.signal_ring();
-        if let Ok(running) = self.signal_runner.try_lock() {
+        if let Ok(mut running) = self.signal_runner.try_lock() {
             let Some(me) = self.me.upgrade() else {
                 return;
             };
@@ -281,8 +281,7 @@ impl Inner {
                     continue;
                 }
                 let h = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
-                let f = self.handlers.read().ok().and_then(|hs| hs.get(&h).cloned());
-                if let Some(f) = f {
+                if let Some(f) = running.handler(self, h) {
                     let ctx = SignalContext {
                         task: &task,
                         from,
@@ -292,7 +291,9 @@ impl Inner {
                 }
             });
             if ran > 0 {
-                self.signals_inline.fetch_add(ran, Ordering::Relaxed);
+                // Only the runner's holder adds to it: no locked add.
+                let n = self.signals_inline.load(Ordering::Relaxed);
+                self.signals_inline.store(n + ran, Ordering::Relaxed);
             }
             drop(running);
         }
@@ -331,7 +332,7 @@ impl Inner {
             _owner: None,
         };
         loop {
-            let Ok(running) = self.signal_runner.try_lock() else {
+            let Ok(mut running) = self.signal_runner.try_lock() else {
                 return;
             };
             loop {
@@ -343,8 +344,7 @@ impl Inner {
                     _ => break,
                 };
                 for (from, h, payload) in batch {
-                    let f = self.handlers.read().ok().and_then(|hs| hs.get(&h).cloned());
-                    if let Some(f) = f {
+                    if let Some(f) = running.handler(self, h) {
                         let ctx = SignalContext {
                             task: &task,
                             from,
