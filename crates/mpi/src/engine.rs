@@ -631,12 +631,8 @@ impl Engine {
         tag: i32,
         buf: Dest,
     ) -> Result<usize, MpiErr> {
-        let c = self.comm(comm)?;
-        let (ctx, group) = (c.ctx, c.group.clone());
-        let w = self.check_source(c, src)?;
-        if tag < 0 && tag != ANY_TAG {
-            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
-        }
+        let (ctx, w) = self.recv_args(comm, src, tag)?;
+        let group = self.comm(comm)?.group.clone();
         let id = self.handle();
         if src == crate::consts::PROC_NULL {
             self.add_req(id, done_req(comm, crate::consts::PROC_NULL, ANY_TAG));
@@ -652,6 +648,22 @@ impl Engine {
             id,
         );
         Ok(id)
+    }
+
+    /// A receive's context and source (world rank, or any) on `comm` from
+    /// `src` with `tag`, checked.
+    pub(crate) fn recv_args(
+        &self,
+        comm: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<(u32, Option<u32>), MpiErr> {
+        let c = self.comm(comm)?;
+        let w = self.check_source(c, src)?;
+        if tag < 0 && tag != ANY_TAG {
+            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
+        }
+        Ok((c.ctx, w))
     }
 
     /// The world rank `src` names (None: any); PROC_NULL passes as None.

@@ -94,12 +94,7 @@ impl Engine {
         tag: i32,
         buf: Dest,
     ) -> Result<RecvStart, MpiErr> {
-        let c = self.comm(comm)?;
-        let ctx = c.ctx;
-        let w = self.check_source(c, src)?;
-        if tag < 0 && tag != ANY_TAG {
-            return Err(MpiErr::new(err::TAG, format!("invalid tag {tag}")));
-        }
+        let (ctx, w) = self.recv_args(comm, src, tag)?;
         if src == PROC_NULL {
             return Ok(RecvStart::Done(St {
                 source: PROC_NULL,
