@@ -24,6 +24,7 @@
 //! offset  size  field
 //!      0     4  magic  = 0x5353_4649 ("SSFI"), written last at creation
 //!      4     4  slot_size: bytes per slot, a multiple of 8, >= 24
+//!                 (queues made here use multiples of 64)
 //!      8     4  slots: number of slots, a power of two
 //!     12    52  reserved (zero)
 //!     64     8  head: next position to pop (written by the receiver;
@@ -82,8 +83,11 @@ pub fn fifo_bytes(slots: u32, max_msg: usize) -> usize {
     FIFO_HEADER + slots as usize * slot_size_for(max_msg)
 }
 
+/// Slots are whole cache lines: a small message then lies in one line
+/// (the slot's first), which the producer owns once and the consumer
+/// fetches once; a slot straddling two lines moved both.
 fn slot_size_for(max_msg: usize) -> usize {
-    (SLOT_HEADER + max_msg).next_multiple_of(8).max(24)
+    (SLOT_HEADER + max_msg).next_multiple_of(64)
 }
 
 /// Producer attempts at reserving a slot before a push gives up: the

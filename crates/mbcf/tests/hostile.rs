@@ -36,7 +36,7 @@ fn a_fifo_header_rewritten_by_a_peer_is_refused_and_nothing_outside_is_written()
     each_transport(|t, what| {
         let seg = t[0].alloc(SEG, Perm::ALL).unwrap();
         let info = seg.info();
-        // 4 slots of 32-byte messages: 48-byte slots, 384 bytes in all.
+        // 4 slots of 32-byte messages: 64-byte slots, 448 bytes in all.
         let at = t[0].fifo_create(&seg, 0, 4, 32).unwrap().addr();
         let poke = |off: u64, bytes: &[u8]| {
             t[1].write(info.at(off), bytes, Options::status())
@@ -93,7 +93,7 @@ fn a_fifo_header_rewritten_by_a_peer_is_refused_and_nothing_outside_is_written()
         // Sane geometry, indices out of any range: the tail far ahead of
         // every sequence word used to spin the pusher forever.
         let _q = t[0].fifo_create(&seg, 0, 4, 32).unwrap();
-        guard_from(384);
+        guard_from(448);
         poke(128, &(u64::MAX - 1).to_le_bytes());
         poke(64, &5u64.to_le_bytes());
         let r = push(8);
@@ -107,7 +107,7 @@ fn a_fifo_header_rewritten_by_a_peer_is_refused_and_nothing_outside_is_written()
         poke(128, &u64::MAX.to_le_bytes());
         poke(64, &(u64::MAX - 1).to_le_bytes());
         push(32).unwrap_or_else(|e| panic!("{what}: wrapping push: {e:?}"));
-        assert!(guard_intact(384), "{what}: bytes past the ring written");
+        assert!(guard_intact(448), "{what}: bytes past the ring written");
 
         let refused = t[0].stats().rejected - rejected0;
         assert_eq!(refused, 4, "{what}: every refusal counted");
