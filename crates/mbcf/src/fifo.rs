@@ -503,6 +503,16 @@ mod tests {
         assert_eq!(want, next);
     }
 
+    /// Every queue made here, the signal ring among them, has slots of
+    /// whole cache lines, so a small message never straddles two.
+    #[test]
+    fn slots_are_whole_cache_lines() {
+        for max in [0, 8, 20, 48, 1000, 4 + crate::shm::SIGNAL_MAX, 8192 + 48] {
+            assert_eq!(slot_size_for(max) % 64, 0, "max_msg {max}");
+            assert!(slot_size_for(max) >= SLOT_HEADER + max);
+        }
+    }
+
     #[test]
     fn open_validates_the_geometry_once() {
         let (_buf, mem) = buffer(1024);

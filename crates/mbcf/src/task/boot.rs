@@ -442,7 +442,7 @@ impl Task {
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
             has_deferred: AtomicBool::new(false),
-            idm: Mutex::new(None),
+            idm: std::sync::OnceLock::new(),
             idm_slots: Mutex::new(HashMap::new()),
             idm_down: Mutex::new(Vec::new()),
             idm_checked: AtomicU64::new(0),

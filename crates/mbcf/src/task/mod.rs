@@ -253,7 +253,7 @@ pub(crate) struct Inner {
     /// This task, for handlers run from a thread that has only `&Inner`.
     me: std::sync::Weak<Inner>,
     /// This node's IDM file, once its daemon published it.
-    idm: Mutex<Option<Arc<Idm>>>,
+    idm: std::sync::OnceLock<Idm>,
     /// IDM slot of each node name seen, to skip the search.
     idm_slots: Mutex<HashMap<String, usize>>,
     /// Nodes this task declared down from IDM, to bring them back.
