@@ -305,9 +305,11 @@ impl Shared {
         let mut wanted = vec![Vec::new(); self.size as usize];
         for r in (0..self.size).filter(|&r| r != self.rank) {
             let stamp = self.local_word(L::BAR_STAMP + r as usize * 8);
+            // SS-Wait's spin for a task on another node: its record is
+            // received by this thread, not handed over by two wake-ups.
             while self
                 .task
-                .wait_word_timeout(stamp, |v| v >= episode, WAKE_RECHECK)
+                .wait_word_partner_timeout(stamp, r, |v| v >= episode, WAKE_RECHECK)
                 .is_none()
             {
                 self.stall_check(episode, t0, &mut said)?;

@@ -361,6 +361,12 @@ fn an_sswait_on_a_partner_across_the_network_spins_through_a_longer_answer() {
         t.sswait(w, 1, |v| v >= 1);
     });
     assert_eq!(blocked, 0);
+    // The same with a deadline (the DSM's barriers wait so).
+    let blocked = late_answer(&cfg, |t, w| {
+        let got = t.wait_word_partner_timeout(w, 1, |v| v >= 1, Duration::from_secs(10));
+        assert_eq!(got, Some(1));
+    });
+    assert_eq!(blocked, 0);
 }
 
 /// A handler replaced while signals run straight from the ring takes

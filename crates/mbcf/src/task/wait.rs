@@ -56,6 +56,38 @@ impl Task {
         ok.then_some(v)
     }
 
+    /// [`Task::wait_word_timeout`] for a word `partner` will change, with
+    /// SS-Wait's spin when the partner is on another node: the waiter
+    /// spins (receiving for itself, so no thread is woken for the answer)
+    /// for up to `SSS_SSWAIT_SPIN_US`, where the default wait's adaptive
+    /// budget (at most `SSS_SPIN_MAX_US`) would block and pay two
+    /// wake-ups. An oversubscribed node yields instead of spinning, as
+    /// every wait does. A partner on this node gets the default wait.
+    /// `None` when `timeout` passed.
+    pub fn wait_word_partner_timeout(
+        &self,
+        word: &AtomicU64,
+        partner: u32,
+        pred: impl Fn(u64) -> bool,
+        timeout: Duration,
+    ) -> Option<u64> {
+        if matches!(self.inner.peer_ctls.get(partner as usize), Some(Some(_)))
+            || partner >= self.inner.size
+        {
+            return self.wait_word_timeout(word, pred, timeout);
+        }
+        let mut v = 0;
+        let ok = self.inner.wait_with(
+            || {
+                v = word.load(Ordering::Acquire);
+                pred(v)
+            },
+            Some(Instant::now() + timeout),
+            Some(self.inner.cfg.sswait.spin),
+        );
+        ok.then_some(v)
+    }
+
     /// Waits for `pred` on `word` with an explicit policy: spin only,
     /// block only, or SS-Wait on `partner` (what `sss` benchmarks
     /// compare).
@@ -198,7 +230,7 @@ impl Inner {
 
     /// [`Inner::wait_until`], spinning for `fixed` (not adapted) instead
     /// of the adaptive budget when given.
-    fn wait_with(
+    pub(super) fn wait_with(
         &self,
         mut cond: impl FnMut() -> bool,
         deadline: Option<Instant>,
