@@ -45,15 +45,7 @@ impl Task {
         pred: impl Fn(u64) -> bool,
         timeout: Duration,
     ) -> Option<u64> {
-        let mut v = 0;
-        let ok = self.inner.wait_until(
-            || {
-                v = word.load(Ordering::Acquire);
-                pred(v)
-            },
-            Some(Instant::now() + timeout),
-        );
-        ok.then_some(v)
+        self.wait_word_spinning(word, pred, timeout, None)
     }
 
     /// [`Task::wait_word_timeout`] for a word `partner` will change, with
@@ -76,6 +68,18 @@ impl Task {
         {
             return self.wait_word_timeout(word, pred, timeout);
         }
+        self.wait_word_spinning(word, pred, timeout, Some(self.inner.cfg.sswait.spin))
+    }
+
+    /// The default wait with a deadline, spinning for `fixed` instead of
+    /// the adaptive budget when given.
+    fn wait_word_spinning(
+        &self,
+        word: &AtomicU64,
+        pred: impl Fn(u64) -> bool,
+        timeout: Duration,
+        fixed: Option<Duration>,
+    ) -> Option<u64> {
         let mut v = 0;
         let ok = self.inner.wait_with(
             || {
@@ -83,7 +87,7 @@ impl Task {
                 pred(v)
             },
             Some(Instant::now() + timeout),
-            Some(self.inner.cfg.sswait.spin),
+            fixed,
         );
         ok.then_some(v)
     }
