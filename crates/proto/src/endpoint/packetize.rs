@@ -87,8 +87,8 @@ impl Endpoint {
         }
         let ci = self.channel(dst)?;
         let cost = op.payload_len() + HEADER_LEN * frags as usize;
-        let (local, epoch, send_buffer) = (self.local, self.cfg.epoch, self.cfg.send_buffer);
-        let c = &mut self.chans[ci];
+        let send_buffer = self.cfg.send_buffer;
+        let c = &self.chans[ci];
         if c.down {
             return Err(SubmitError::PeerDown);
         }
@@ -96,19 +96,8 @@ impl Endpoint {
             return Err(SubmitError::WouldBlock);
         }
         let id = c.next_seq as u32;
-        let flags = Flags {
-            nofc: false,
-            status_return: opts.status_return,
-        };
-        let cut = Cut {
-            local,
-            dst,
-            epoch,
-            id,
-            flags,
-            ps,
-            frags,
-        };
+        let cut = self.cut(dst, id, opts, false, frags);
+        let c = &mut self.chans[ci];
         build_packets(&cut, op, &mut self.pool, |m, p| {
             c.push(m, p);
         });
@@ -145,22 +134,9 @@ impl Endpoint {
         }
         let id = self.nofc_next;
         self.nofc_next = self.nofc_next.wrapping_add(1).max(1);
-        let flags = Flags {
-            nofc: true,
-            status_return: opts.status_return,
-        };
-        let ps = self.cfg.payload_size;
-        let (local, epoch, format) = (self.local, self.cfg.epoch, self.cfg.format);
+        let cut = self.cut(dst, id, opts, true, 1);
+        let format = self.cfg.format;
         let out_q = &mut self.nofc_out;
-        let cut = Cut {
-            local,
-            dst,
-            epoch,
-            id,
-            flags,
-            ps,
-            frags: 1,
-        };
         build_packets(&cut, op, &mut self.pool, |meta, payload| {
             let p = Packet {
                 payload: &payload[..],
@@ -183,6 +159,24 @@ impl Endpoint {
             id,
             nofc: true,
         })
+    }
+}
+
+impl Endpoint {
+    /// How operation `id` to `dst` is cut into `frags` packets.
+    fn cut(&self, dst: TaskId, id: u32, opts: OpOptions, nofc: bool, frags: u16) -> Cut {
+        Cut {
+            local: self.local,
+            dst,
+            epoch: self.cfg.epoch,
+            id,
+            flags: Flags {
+                nofc,
+                status_return: opts.status_return,
+            },
+            ps: self.cfg.payload_size,
+            frags,
+        }
     }
 }
 
