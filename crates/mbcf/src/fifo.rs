@@ -26,7 +26,8 @@
 //!      4     4  slot_size: bytes per slot, a multiple of 8, >= 24
 //!                 (queues made here use multiples of 64)
 //!      8     4  slots: number of slots, a power of two
-//!     12    52  reserved (zero)
+//!     12     4  max_msg: longest message taken, <= slot_size - 16
+//!     16    48  reserved (zero)
 //!     64     8  head: next position to pop (written by the receiver;
 //!                 producers read it when the ring looks full) [own line]
 //!    128     8  tail: next position to reserve (every producer)  [own line]
@@ -61,8 +62,12 @@ pub struct FifoHeader {
     pub slot_size: u32,
     /// Number of slots, a power of two. Owner: receiver, constant.
     pub slots: u32,
+    /// Longest message the queue takes (its creator's `max_msg`; slots
+    /// are rounded up to whole lines, so they may hold more). Owner:
+    /// receiver, constant; at most `slot_size - 16`.
+    pub max_msg: u32,
     /// Padding to the end of the cache line; zero.
-    pub _reserved: [u8; 52],
+    pub _reserved: [u8; 48],
     /// Next position to pop: every slot before it is free. Owner: the
     /// receiver (release store after it read the slot); producers read
     /// it (acquire) when their last view of it says the ring is full.
@@ -142,6 +147,8 @@ pub(crate) struct Ring {
     base: *mut u8,
     slot_size: usize,
     slots: u32,
+    /// Longest message pushed; at most `slot_size - SLOT_HEADER`.
+    max_msg: usize,
 }
 
 // The raw-address helpers of `mem` are unsafe fns; their contracts hold
@@ -149,7 +156,7 @@ pub(crate) struct Ring {
 #[allow(unsafe_code)]
 impl Ring {
     /// A ring of the given geometry over `mem`, touching no memory.
-    fn over(mem: Checked, slots: u32, slot_size: usize) -> Result<Ring, Status> {
+    fn over(mem: Checked, slots: u32, slot_size: usize, max_msg: usize) -> Result<Ring, Status> {
         let total = ring_bytes(slots, slot_size)?;
         if (mem.ptr() as usize) % 64 != 0 {
             return Err(Status::Misaligned);
@@ -157,10 +164,14 @@ impl Ring {
         if mem.len() < total {
             return Err(Status::OutOfBounds);
         }
+        if max_msg > slot_size - SLOT_HEADER {
+            return Err(Status::Unsupported);
+        }
         Ok(Ring {
             base: mem.ptr(),
             slot_size,
             slots,
+            max_msg,
         })
     }
 
@@ -168,7 +179,7 @@ impl Ring {
     /// for queues whose geometry is fixed by the program (the signal ring
     /// of a control block), never read from memory.
     pub fn with_geometry(mem: Checked, slots: u32, max_msg: usize) -> Result<Ring, Status> {
-        Ring::over(mem, slots, slot_size_for(max_msg))
+        Ring::over(mem, slots, slot_size_for(max_msg), max_msg)
     }
 
     fn header(&self) -> &FifoHeader {
@@ -190,11 +201,11 @@ impl Ring {
         if ss > u32::MAX as usize {
             return Err("queue does not fit");
         }
-        let r = Ring::over(mem, slots, ss).map_err(|_| "queue does not fit")?;
+        let r = Ring::over(mem, slots, ss, max_msg).map_err(|_| "queue does not fit")?;
         r.header().magic.store(0, Ordering::Relaxed);
         // SAFETY: as for header(); the queue is not published yet (magic
         // is zero). No reference to the header is live across the write.
-        unsafe { crate::mem::fifo_init(r.base, ss as u32, slots) };
+        unsafe { crate::mem::fifo_init(r.base, ss as u32, slots, max_msg as u32) };
         let h = r.header();
         for i in 0..slots as u64 {
             r.seq(i).store(i, Ordering::Relaxed);
@@ -228,13 +239,13 @@ impl Ring {
         // One read of each: what a peer writes here later does not matter.
         // SAFETY: as above; plain u32 fields that only racing hostile
         // writers change, read volatile so the compiler cannot re-read.
-        let (ss, slots) = unsafe { crate::mem::fifo_geometry(head.ptr()) };
+        let (ss, slots, max_msg) = unsafe { crate::mem::fifo_geometry(head.ptr()) };
         let total = ring_bytes(slots, ss as usize)?;
         let all = extent(total)?;
         if all.ptr() != head.ptr() {
             return Err(Status::OutOfBounds);
         }
-        Ring::over(all, slots, ss as usize)
+        Ring::over(all, slots, ss as usize, max_msg as usize)
     }
 
     fn slot_off(&self, pos: u64) -> usize {
@@ -263,7 +274,7 @@ impl Ring {
     pub fn push_parts(&self, from: u32, parts: &[&[u8]], seen: &HeadView) -> Result<(), Status> {
         let h = self.header();
         let len: usize = parts.iter().map(|m| m.len()).sum();
-        if len > self.slot_size - SLOT_HEADER {
+        if len > self.max_msg {
             return Err(Status::TooLarge);
         }
         let slots = u64::from(self.slots);
@@ -324,9 +335,10 @@ impl Ring {
         if self.seq(pos).load(Ordering::Acquire) != pos.wrapping_add(1) {
             return None;
         }
-        let max = self.slot_size - SLOT_HEADER;
+        let max = self.max_msg;
         // SAFETY: the slot lies inside the checked ring; it reads full, so
-        // its producer is done with it; the length is clamped to `max`.
+        // its producer is done with it; the length is clamped to `max`
+        // (at most the slot's capacity).
         let from = unsafe { crate::mem::slot_take(self.base, self.slot_off(pos), max, out) };
         // Release: we are done reading before producers may reuse it.
         h.head.store(pos.wrapping_add(1), Ordering::Release);
@@ -511,6 +523,24 @@ mod tests {
             assert_eq!(slot_size_for(max) % 64, 0, "max_msg {max}");
             assert!(slot_size_for(max) >= SLOT_HEADER + max);
         }
+    }
+
+    /// The creator's `max_msg` is the limit, not the rounded slot: a
+    /// longer message is refused, and a length a producer scribbled into
+    /// a slot is clamped to it at the pop.
+    #[test]
+    fn the_limit_is_max_msg_not_the_slot() {
+        let (_buf, mem) = buffer(fifo_bytes(4, 32));
+        let ring = Ring::create(mem, 4, 32).unwrap();
+        assert_eq!(ring.push(0, &[1; 33]), Err(Status::TooLarge));
+        ring.push(0, &[1; 32]).unwrap();
+        let open = Ring::open(mem, |_| Ok(mem)).unwrap();
+        assert_eq!(open.push(0, &[1; 33]), Err(Status::TooLarge));
+        // SAFETY: the slot's length word lies inside the live buffer.
+        unsafe { (mem.ptr().add(FIFO_HEADER + 8) as *mut u32).write_unaligned(48) };
+        let mut out = Vec::new();
+        assert_eq!(ring.pop(&mut out), Some(0));
+        assert_eq!(out.len(), 32);
     }
 
     #[test]

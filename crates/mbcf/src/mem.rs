@@ -112,7 +112,7 @@ pub(crate) unsafe fn fifo_header<'a>(base: *mut u8) -> &'a FifoHeader {
 ///
 /// # Safety
 /// As for [`fifo_header`].
-pub(crate) unsafe fn fifo_geometry(base: *mut u8) -> (u32, u32) {
+pub(crate) unsafe fn fifo_geometry(base: *mut u8) -> (u32, u32, u32) {
     let h = base as *const FifoHeader;
     // SAFETY: the caller's contract: the header is mapped and aligned; any
     // bit pattern is a valid u32, and volatile reads are not repeated or
@@ -121,6 +121,7 @@ pub(crate) unsafe fn fifo_geometry(base: *mut u8) -> (u32, u32) {
         (
             std::ptr::addr_of!((*h).slot_size).read_volatile(),
             std::ptr::addr_of!((*h).slots).read_volatile(),
+            std::ptr::addr_of!((*h).max_msg).read_volatile(),
         )
     }
 }
@@ -130,13 +131,14 @@ pub(crate) unsafe fn fifo_geometry(base: *mut u8) -> (u32, u32) {
 /// # Safety
 /// As for [`fifo_header`], and the queue is not published yet (its magic
 /// is zero), so no one else relies on these fields now.
-pub(crate) unsafe fn fifo_init(base: *mut u8, slot_size: u32, slots: u32) {
+pub(crate) unsafe fn fifo_init(base: *mut u8, slot_size: u32, slots: u32, max_msg: u32) {
     // SAFETY: the caller's contract.
     unsafe {
         let h = base as *mut FifoHeader;
         std::ptr::addr_of_mut!((*h).slot_size).write(slot_size);
         std::ptr::addr_of_mut!((*h).slots).write(slots);
-        std::ptr::addr_of_mut!((*h)._reserved).write([0; 52]);
+        std::ptr::addr_of_mut!((*h).max_msg).write(max_msg);
+        std::ptr::addr_of_mut!((*h)._reserved).write([0; 48]);
     }
 }
 
