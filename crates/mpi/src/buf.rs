@@ -56,6 +56,80 @@ impl UserBuf {
     }
 }
 
+/// A buffer a collective lends to its receives in flight: each posted
+/// into one of its blocks (no copy of the library's own in between),
+/// and every one of them over before the loan ends. [`Lent::settled`]
+/// ends it after the receives completed; dropped earlier (an error
+/// cut the collective short), it hands their requests to its `settle`,
+/// which must end them (cancel, or wait for) before it returns.
+pub(crate) struct Lent<'a> {
+    ptr: *mut u8,
+    len: usize,
+    ids: Vec<usize>,
+    settle: fn(&[usize]),
+    _buf: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Lent<'a> {
+    pub(crate) fn new(buf: &'a mut [u8], settle: fn(&[usize])) -> Self {
+        Lent {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+            ids: Vec::new(),
+            settle,
+            _buf: std::marker::PhantomData,
+        }
+    }
+
+    /// Posts a receive into `len` bytes at `off` with `post` (which
+    /// returns its request); `false` when the block is not inside the
+    /// buffer (nothing posted).
+    pub(crate) fn post<E>(
+        &mut self,
+        off: usize,
+        len: usize,
+        post: impl FnOnce(UserBuf) -> Result<usize, E>,
+    ) -> Result<bool, E> {
+        if off.checked_add(len).is_none_or(|e| e > self.len) {
+            return Ok(false);
+        }
+        // SAFETY: inside the buffer, which is ours for 'a; the receive is
+        // over before 'a ends (`settled`, or `settle` on drop). Blocks
+        // may overlap (MPI forbids it): writes through raw pointers,
+        // one at a time under the engine's lock.
+        let u = unsafe { UserBuf::new(self.ptr.wrapping_add(off), len) };
+        self.ids.push(post(u)?);
+        Ok(true)
+    }
+
+    /// Copies `data` to `off` (our own block of an exchange); `false`
+    /// when it does not fit inside the buffer.
+    pub(crate) fn copy_in(&mut self, off: usize, data: &[u8]) -> bool {
+        if off.checked_add(data.len()).is_none_or(|e| e > self.len) {
+            return false;
+        }
+        // SAFETY: inside the buffer, which is ours; `data` is borrowed
+        // apart from it (no `&mut` of it exists while lent).
+        unsafe { std::ptr::copy(data.as_ptr(), self.ptr.wrapping_add(off), data.len()) };
+        true
+    }
+
+    /// Ends the loan with `wait`, which returns when every receive
+    /// posted completed.
+    pub(crate) fn settled<T>(mut self, wait: impl FnOnce(&[usize]) -> T) -> T {
+        let ids = std::mem::take(&mut self.ids);
+        wait(&ids)
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if !self.ids.is_empty() {
+            (self.settle)(&std::mem::take(&mut self.ids));
+        }
+    }
+}
+
 /// Appends `count` elements of layout `l` at `base` to `out`, packed.
 ///
 /// # Safety

@@ -9,6 +9,7 @@
 //! duration of the call; counts are already in bytes (packed). Reductions
 //! combine in rank order when the operation is not commutative.
 
+use crate::buf::Lent;
 use crate::consts::{err, h, UNDEFINED};
 use crate::dtype::Layout;
 use crate::engine::{Comm, Dest, Engine, MpiErr};
@@ -83,6 +84,37 @@ impl Coll {
         })
     }
 
+    /// Posts a receive from `from` straight into block `(off, len)` of
+    /// `lent` (no copy of the library's own, no allocation).
+    fn recv_into(
+        &self,
+        lent: &mut Lent<'_>,
+        from: u32,
+        tag: i32,
+        (off, len): Block,
+    ) -> Result<(), MpiErr> {
+        let w = self.group[from as usize];
+        let inside = lent.post(off, len, |u| {
+            with(|e| {
+                let id = e.handle();
+                e.recv_ctx(
+                    self.comm,
+                    self.ctx,
+                    self.group.clone(),
+                    Some(w),
+                    Some(tag),
+                    Dest::User(u),
+                    id,
+                );
+                Ok(id)
+            })
+        })?;
+        if !inside {
+            return Err(MpiErr::new(err::BUFFER, "a block lies outside the buffer"));
+        }
+        Ok(())
+    }
+
     /// Waits for `ids`; the data each received (empty for sends).
     fn wait(&self, ids: &[usize], partner: Option<u32>) -> Result<Vec<Vec<u8>>, MpiErr> {
         let partner = partner.map(|p| self.group[p as usize]);
@@ -121,6 +153,28 @@ impl Coll {
         let mut got = self.wait(&[r, s], Some(from))?;
         Ok(got.swap_remove(0))
     }
+}
+
+/// What ends the receives of a collective's [`Lent`] buffer that an
+/// error cut short: cancelled where still unmatched, waited for
+/// otherwise, so that no later delivery writes into memory the caller
+/// got back.
+fn settle(ids: &[usize]) {
+    let _ = with(|e| {
+        for &id in ids {
+            e.cancel_recv(id);
+        }
+        Ok(())
+    });
+    let _ = wait_until(None, |e| {
+        Ok(ids.iter().all(|id| e.reqs.get(id).is_none_or(|r| r.done)))
+    });
+    let _ = with(|e| {
+        for &id in ids {
+            e.take(id);
+        }
+        Ok(())
+    });
 }
 
 fn check_root(c: &Coll, root: i32) -> Result<u32, MpiErr> {
@@ -471,22 +525,33 @@ pub(crate) fn alltoall(
             &copy
         }
     };
+    let blocks: Vec<Block> = (0..c.n as usize).map(|p| (p * chunk, chunk)).collect();
+    exchange_all(&c, send, &blocks, recv, &blocks)
+}
+
+/// The pairwise exchange of all-to-all: `send[sblocks[p]]` to task p,
+/// its message received straight into `recv[rblocks[p]]` (checked to
+/// lie within `recv`); our own block copied.
+fn exchange_all(
+    c: &Coll,
+    send: &[u8],
+    sblocks: &[Block],
+    recv: &mut [u8],
+    rblocks: &[Block],
+) -> Result<(), MpiErr> {
     let peers: Vec<u32> = (1..c.n).map(|k| (c.rank + k) % c.n).collect();
-    let mut recvs = Vec::new();
+    let mut lent = Lent::new(recv, settle);
     for &p in &peers {
-        recvs.push(c.recv(p, TAG_ALLTOALL, chunk)?);
+        c.recv_into(&mut lent, p, TAG_ALLTOALL, rblocks[p as usize])?;
     }
     let mut sends = Vec::new();
     for &p in &peers {
-        let p0 = p as usize * chunk;
-        sends.push(c.send(p, TAG_ALLTOALL, &send[p0..p0 + chunk])?);
+        let (o, l) = sblocks[p as usize];
+        sends.push(c.send(p, TAG_ALLTOALL, &send[o..o + l])?);
     }
-    let r0 = c.rank as usize * chunk;
-    recv[r0..r0 + chunk].copy_from_slice(&send[r0..r0 + chunk]);
-    for (&p, d) in peers.iter().zip(c.wait(&recvs, None)?) {
-        let p0 = p as usize * chunk;
-        recv[p0..p0 + d.len()].copy_from_slice(&d);
-    }
+    let ((so, sl), (ro, rl)) = (sblocks[c.rank as usize], rblocks[c.rank as usize]);
+    lent.copy_in(ro, &send[so..so + sl.min(rl)]);
+    lent.settled(|ids| c.wait(ids, None))?;
     c.wait(&sends, None).map(|_| ())
 }
 
@@ -708,24 +773,7 @@ pub(crate) fn alltoallv(
             (&copy[..], rblocks)
         }
     };
-    let peers: Vec<u32> = (1..c.n).map(|k| (c.rank + k) % c.n).collect();
-    let recvs = peers
-        .iter()
-        .map(|&p| c.recv(p, TAG_ALLTOALL, rblocks[p as usize].1))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut sends = Vec::new();
-    for &p in &peers {
-        let (o, l) = sblocks[p as usize];
-        sends.push(c.send(p, TAG_ALLTOALL, &send[o..o + l])?);
-    }
-    let ((so, sl), (ro, rl)) = (sblocks[c.rank as usize], rblocks[c.rank as usize]);
-    let n = sl.min(rl);
-    recv[ro..ro + n].copy_from_slice(&send[so..so + n]);
-    for (&p, d) in peers.iter().zip(c.wait(&recvs, None)?) {
-        let o = rblocks[p as usize].0;
-        recv[o..o + d.len()].copy_from_slice(&d);
-    }
-    c.wait(&sends, None).map(|_| ())
+    exchange_all(&c, send, sblocks, recv, rblocks)
 }
 
 /// `MPI_Scan` (`exclusive`: `MPI_Exscan`): `acc` holds our contribution

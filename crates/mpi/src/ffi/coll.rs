@@ -236,15 +236,15 @@ pub unsafe extern "C" fn MPI_Alltoall(
         let sh = Shape::of(comm)?;
         let n = sh.peers();
         let chunk = super::nbytes(recvcount, recvtype)?;
+        // SAFETY: MPI's contract: a block per task.
+        let mut all = unsafe { recv_area(recvbuf, times(recvcount, n)?, recvtype) }?;
         let send = if sh.in_place(sendbuf)? {
             None
         } else {
-            // SAFETY: MPI's contract: a block per task; copied as it may
-            // alias.
-            Some(unsafe { send_data(sendbuf, times(sendcount, n)?, sendtype) }?.into_owned())
+            // SAFETY: MPI's contract: a block per task (copied only if it
+            // overlaps the receive buffer).
+            Some(all.apart(unsafe { send_data(sendbuf, times(sendcount, n)?, sendtype) }?))
         };
-        // SAFETY: MPI's contract: a block per task.
-        let mut all = unsafe { recv_area(recvbuf, times(recvcount, n)?, recvtype) }?;
         coll::alltoall(hv(comm), send.as_deref(), all.bytes(), chunk)?;
         all.finish();
         Ok(())

@@ -7,6 +7,7 @@ use crate::coll;
 use crate::consts::err;
 use crate::engine::MpiErr;
 use crate::nbc::algo::Role;
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 /// `MPI_Gatherv`.
@@ -136,16 +137,16 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     call("MPI_Alltoallv", hv(comm), || {
         let sh = Shape::of(comm)?;
         let n = sh.peers();
+        // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
+        let (all, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
         let send = if sh.in_place(sendbuf)? {
             None
         } else {
             // SAFETY: MPI's contract: one int per task, sendbuf spans every
-            // block; copied as it may alias recvbuf.
+            // block (copied only if it overlaps the receive buffer).
             let (s, sb) = unsafe { send_v(sendbuf, sendcounts, sdispls, n, sendtype) }?;
-            Some((s.into_owned(), sb))
+            Some((all.apart(s), sb))
         };
-        // SAFETY: MPI's contract: one int per task; recvbuf spans every block.
-        let (all, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
         all_to_all(comm, send, all, &rb)
     })
 }
@@ -153,7 +154,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 /// The exchange of `MPI_Alltoallv` and `MPI_Alltoallw` into `all`.
 fn all_to_all(
     comm: Handle,
-    send: Option<(Vec<u8>, Vec<coll::Block>)>,
+    send: Option<(Cow<'_, [u8]>, Vec<coll::Block>)>,
     mut all: Area<'_>,
     rb: &[coll::Block],
 ) -> Result<(), MpiErr> {
@@ -327,7 +328,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
             // copied, as they may alias the receive blocks).
             let (mut s, sb) =
                 unsafe { super::blocks_w(sendbuf.cast_mut(), sendcounts, sdispls, sendtypes, n) }?;
-            Some((s.bytes().to_vec(), sb))
+            Some((Cow::Owned(s.bytes().to_vec()), sb))
         };
         // SAFETY: MPI's contract for recvbuf and the arrays.
         let (all, rb) = unsafe { super::blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;

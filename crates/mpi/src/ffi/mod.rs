@@ -282,6 +282,22 @@ impl Area<'_> {
         }
     }
 
+    /// `send` itself when it shares no byte with this area, a copy of
+    /// it otherwise: a collective reads the one while it writes the
+    /// other (MPI forbids the overlap, but a program that has it must
+    /// not make us read and write the same memory through two slices).
+    pub(crate) fn apart<'s>(&self, send: Cow<'s, [u8]>) -> Cow<'s, [u8]> {
+        let Area::Direct(r) = self else {
+            return send;
+        };
+        let (a, b) = (r.as_ptr() as usize, send.as_ptr() as usize);
+        let overlap = !r.is_empty() && !send.is_empty() && a < b + send.len() && b < a + r.len();
+        match send {
+            Cow::Borrowed(s) if overlap => Cow::Owned(s.to_vec()),
+            s => s,
+        }
+    }
+
     /// Writes a packed area back into the caller's memory.
     pub(crate) fn finish(self) {
         if let Area::Packed { data, segs } = self {

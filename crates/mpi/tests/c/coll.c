@@ -166,6 +166,34 @@ static void vectors(MPI_Comm comm, int r, int n) {
     free(counts), free(displs), free(mine), free(all);
 }
 
+/* All-to-all of blocks too large to go eagerly (a rendezvous each,
+ * received straight into the receive buffer): block q of task r holds
+ * BIG ints of value 1000r+q+i. Alltoallv leaves a gap of one int after
+ * every block, which must stay untouched; then in place. */
+#define BIG 20000
+static void big_exchange(MPI_Comm comm, int r, int n) {
+    int i, p;
+    size_t all = (size_t)n * BIG;
+    int *s = malloc(sizeof(int) * all), *d = malloc(sizeof(int) * (all + (size_t)n));
+    for (p = 0; p < n; p++)
+        for (i = 0; i < BIG; i++) s[(size_t)p * BIG + i] = 1000 * r + p + i;
+    MPI_Alltoall(s, BIG, MPI_INT, d, BIG, MPI_INT, comm);
+    for (p = 0; p < n; p++)
+        for (i = 0; i < BIG; i += 997) CHECK(d[(size_t)p * BIG + i] == 1000 * p + r + i);
+    int *c = malloc(sizeof(int) * (size_t)n), *sd = malloc(sizeof(int) * (size_t)n);
+    int *rd = malloc(sizeof(int) * (size_t)n);
+    for (p = 0; p < n; p++) c[p] = BIG, sd[p] = p * BIG, rd[p] = p * (BIG + 1);
+    for (i = 0; i < (int)all + n; i++) d[i] = -7;
+    MPI_Alltoallv(s, c, sd, MPI_INT, d, c, rd, MPI_INT, comm);
+    for (p = 0; p < n; p++) {
+        CHECK(d[rd[p]] == 1000 * p + r && d[rd[p] + BIG - 1] == 1000 * p + r + BIG - 1);
+        CHECK(d[rd[p] + BIG] == -7);
+    }
+    MPI_Alltoall(MPI_IN_PLACE, BIG, MPI_INT, s, BIG, MPI_INT, comm);
+    for (p = 0; p < n; p++) CHECK(s[(size_t)p * BIG + 5] == 1000 * p + r + 5);
+    free(s), free(d), free(c), free(sd), free(rd);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -174,6 +202,7 @@ int main(int argc, char **argv) {
     reductions(MPI_COMM_WORLD, rank, size);
     movement(MPI_COMM_WORLD, rank, size);
     vectors(MPI_COMM_WORLD, rank, size);
+    big_exchange(MPI_COMM_WORLD, rank, size);
     vectors(MPI_COMM_SELF, 0, 1);
     reductions(MPI_COMM_SELF, 0, 1);
     movement(MPI_COMM_SELF, 0, 1);
