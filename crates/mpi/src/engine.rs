@@ -44,6 +44,12 @@ pub(crate) use alone::{AlonePoll, RecvStart};
 pub(crate) const EAGER_MAX: usize = 8192;
 /// Messages a sender may have unconsumed in one receiver's FIFO.
 pub(crate) const CREDITS: u64 = 32;
+/// Bytes of rendezvous sends staged and not yet released by their
+/// receivers up to which a standard send completes as soon as its data
+/// is staged (see [`Engine::send_ctx`]); past it a send waits for its
+/// receiver's FIN, so that a sender far ahead of its receivers does not
+/// stage without end.
+pub(crate) const STAGED_AHEAD: usize = 64 << 20;
 /// Largest single READ of a rendezvous.
 const READ_CHUNK: usize = 4 << 20;
 /// Same-node segments kept mapped for rendezvous copies.
@@ -189,8 +195,12 @@ pub(crate) struct Engine {
     reading: Vec<usize>,
     /// Same-node peers' segments mapped here, by (rank, key).
     peer_maps: std::collections::HashMap<(u32, u64), (sss_mbcf::PeerMap, u64)>,
-    /// Staged data of rendezvous sends, by request.
-    staged: IdMap<crate::staging::Slot>,
+    /// Staged data of rendezvous sends, by request (the RTS's `sreq`),
+    /// with the task it was sent to: kept until that task's FIN or CTS,
+    /// after the request may have completed and gone.
+    staged: IdMap<(u32, crate::staging::Slot)>,
+    /// Bytes in `staged`.
+    staged_bytes: usize,
     staging: crate::staging::Staging,
     pub comms: IdMap<Comm>,
     pub next_ctx: u32,
@@ -344,6 +354,7 @@ impl Engine {
             reading: Vec::new(),
             peer_maps: Default::default(),
             staged: IdMap::default(),
+            staged_bytes: 0,
             staging: crate::staging::Staging::default(),
             comms,
             next_ctx: 4,
@@ -465,6 +476,13 @@ impl Engine {
         Ok(true)
     }
 
+    /// True while send `id` is pending or its data staged for a
+    /// receiver that has not taken it yet (a buffered send's space in
+    /// the attached buffer is in use until then).
+    pub(crate) fn undelivered(&self, id: usize) -> bool {
+        self.reqs.contains_key(&id) || self.staged.contains_key(&id)
+    }
+
     /// The task expected to complete request `id` (for SS-Wait).
     pub(crate) fn partner(&self, id: usize) -> Option<u32> {
         self.reqs.get(&id).and_then(|r| r.peer)
@@ -492,6 +510,7 @@ impl Engine {
             key: 0,
             addr: 0,
         };
+        let mut staged = false;
         // A message to ourselves is copied whole: no READ of our own memory.
         let (bytes, wait) = if data.len() <= self.eager[w as usize] || w == self.rank {
             let wait = if sync {
@@ -522,10 +541,30 @@ impl Engine {
             env.kind = Kind::Rts;
             env.key = at.key;
             env.addr = at.addr;
-            self.staged.insert(id, slot);
-            (env.encode(&[]), SendWait::Fin)
+            self.staged.insert(id, (w, slot));
+            self.staged_bytes += data.len();
+            staged = true;
+            // The data is ours now: a standard send to a task on this node
+            // may complete (MPI lets it return once its buffer can be
+            // reused), where waiting for the FIN cost a second hand-over
+            // between the two tasks for every message (oversubscribed,
+            // two context switches). The receiver copies the staged data
+            // itself and its FIN, coming later, frees the staging. A
+            // synchronous send waits for the FIN (it says matched), and so
+            // does every send past `STAGED_AHEAD`, and one across the
+            // network: its receiver's clear-to-send needs our WRITE, which
+            // only a pending request (a wait, a schedule's signal handler)
+            // makes sure we get to.
+            let local = self.task.transport_to(w) == Some(sss_mbcf::TransportKind::Shm);
+            let wait = if sync || !local || self.staged_bytes > STAGED_AHEAD {
+                SendWait::Fin
+            } else {
+                self.stats.staged_ahead_msgs += 1;
+                SendWait::Outbox
+            };
+            (env.encode(&[]), wait)
         };
-        self.stats.sent(data.len(), !matches!(wait, SendWait::Fin));
+        self.stats.sent(data.len(), !staged);
         let plain = matches!(wait, SendWait::Outbox);
         self.add_req(
             id,
@@ -825,37 +864,63 @@ impl Engine {
             Kind::Eager | Kind::Rts => self.arrive(src, env, data),
             Kind::Cts => self.clear_to_send(src, &env),
             Kind::Done => self.written(src, &env),
-            Kind::Fin | Kind::SyncAck => {
+            Kind::Fin => {
                 let id = env.sreq as usize;
-                let ok = matches!(
-                    self.reqs.get(&id),
-                    Some(Req { kind: ReqKind::Send { dest, wait }, done: false, .. })
-                        if *dest == src && matches!((wait, env.kind), (SendWait::Fin, Kind::Fin) | (SendWait::SyncAck, Kind::SyncAck))
-                );
-                if !ok {
+                if !self.unstage(src, id) {
                     self.bad_msgs += 1;
                     return;
                 }
-                if let Some(slot) = self.staged.remove(&id) {
-                    self.staging.release(&self.task, slot);
+                if self.waits_for(id, src, SendWait::Fin) {
+                    self.complete_send(Some(id));
+                }
+            }
+            Kind::SyncAck => {
+                let id = env.sreq as usize;
+                if !self.waits_for(id, src, SendWait::SyncAck) {
+                    self.bad_msgs += 1;
+                    return;
                 }
                 self.complete_send(Some(id));
             }
         }
     }
 
+    /// True when send request `id` to `dest` is pending until `wait`.
+    fn waits_for(&self, id: usize, dest: u32, wait: SendWait) -> bool {
+        matches!(
+            self.reqs.get(&id),
+            Some(Req { kind: ReqKind::Send { dest: d, wait: w }, done: false, .. })
+                if *d == dest && std::mem::discriminant(w) == std::mem::discriminant(&wait)
+        )
+    }
+
+    /// Frees the staging of rendezvous send `id`, which `dest` took;
+    /// false when we staged no such send for it.
+    fn unstage(&mut self, dest: u32, id: usize) -> bool {
+        match self.staged.get(&id) {
+            Some(&(d, _)) if d == dest => {}
+            _ => return false,
+        }
+        if let Some((_, slot)) = self.staged.remove(&id) {
+            self.staged_bytes = self.staged_bytes.saturating_sub(slot.len());
+            self.staging.release(&self.task, slot);
+        }
+        true
+    }
+
     /// A receiver across the network registered its buffer for our
     /// rendezvous send `env.sreq`: WRITE the staged data there, then DONE
     /// (MBCF applies them in order); the send is complete, as MBCF copied
-    /// the data.
+    /// the data (if it did not complete when staged). A failed WRITE is
+    /// the request's error while it waits; after, MBCF reports it.
     fn clear_to_send(&mut self, src: u32, env: &Env) {
         let id = env.sreq as usize;
-        let ok = matches!(
-            self.reqs.get(&id),
-            Some(Req { kind: ReqKind::Send { dest, wait: SendWait::Fin }, done: false, .. })
-                if *dest == src
-        );
-        let Some(slot) = self.staged.get(&id).copied().filter(|_| ok) else {
+        let Some(slot) = self
+            .staged
+            .get(&id)
+            .filter(|(d, _)| *d == src)
+            .map(|&(_, slot)| slot)
+        else {
             self.bad_msgs += 1;
             return;
         };
@@ -883,9 +948,10 @@ impl Engine {
         let mut done = Env::control(Kind::Done, 0);
         done.key = env.key;
         self.enqueue(src, done.encode(&[]), None);
-        self.staged.remove(&id);
-        self.staging.release(&self.task, slot);
-        self.complete_send(Some(id));
+        self.unstage(src, id);
+        if self.waits_for(id, src, SendWait::Fin) {
+            self.complete_send(Some(id));
+        }
     }
 
     /// The sender wrote a receive's data into its registered buffer.

@@ -34,6 +34,13 @@ pub(crate) struct Staging {
     chunks: Vec<Option<Chunk>>,
 }
 
+impl Slot {
+    /// The staged message's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 impl Staging {
     /// Copies `data` into staging memory; where peers READ it, and the
     /// slot to release once they did.

@@ -178,6 +178,9 @@ pub(crate) struct Counters {
     /// staged data, mapped here (no READ).
     pub direct_msgs: u64,
     pub direct_bytes: u64,
+    /// Rendezvous sends complete as soon as their data was staged,
+    /// before the receiver took it (`engine::STAGED_AHEAD`).
+    pub staged_ahead_msgs: u64,
     /// MBCF signals that followed a message while nonblocking
     /// collectives ran here (`nbc`).
     pub nbc_signals: u64,
@@ -295,7 +298,7 @@ pub(crate) fn report(
          \"posted_first_messages\":{},\
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
-         \"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
+         \"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
          \"blocking_recv_looks\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
@@ -318,6 +321,7 @@ pub(crate) fn report(
         c.direct_bytes,
         c.ring_msgs,
         c.ring_bytes,
+        c.staged_ahead_msgs,
         c.nbc_signals,
         c.requests,
         c.blocking_recvs,
@@ -331,7 +335,7 @@ pub(crate) fn report(
         o,
         "}},\"transport\":{{\"packets_sent\":{},\"bytes_sent\":{},\"packets_received\":{},\
          \"retransmissions\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\
-         \"progress_wakeups\":{}}}}}",
+         \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{}}}}}",
         t.packets_sent,
         t.bytes_sent,
         t.packets_received,
@@ -340,6 +344,8 @@ pub(crate) fn report(
         t.bad_packets,
         t.blocked_waits,
         t.progress_wakeups,
+        t.sswait_idle_blocks,
+        t.prewakes,
     );
     Some(o)
 }

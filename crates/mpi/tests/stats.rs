@@ -207,3 +207,31 @@ fn one_readable_line_per_task_and_bad_values_refused() {
         "exit {code:?}\n{err}"
     );
 }
+
+/// A standard send of a rendezvous message to a task on the same node
+/// completes once its data is staged, before the receiver takes it
+/// (`tests/c/stagedahead.c`, which would wait for ever otherwise): the
+/// blocking send and the waited Isend count, the synchronous send does
+/// not. Across nodes every rendezvous send waits for its receiver (the
+/// clear-to-send needs the sender's WRITE), so the program runs on one.
+#[test]
+fn rendezvous_sends_complete_once_staged() {
+    let dir = scratch();
+    let exe = compile(&dir, "stagedahead.c", false);
+    let (what, place) = PLACES[0];
+    let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
+    assert!(
+        code == Some(0) && out.contains("stagedahead: ok"),
+        "{what}: exit {code:?}\n{out}\n{err}"
+    );
+    let t = objects(&err);
+    assert_eq!(t.len(), 2, "{what}: {err}");
+    assert_eq!(num(&t[0], "rendezvous_messages"), 3, "{}", t[0]);
+    assert_eq!(num(&t[0], "staged_ahead_messages"), 2, "{}", t[0]);
+    assert_eq!(num(&t[1], "staged_ahead_messages"), 0, "{}", t[1]);
+    assert_eq!(num(&t[1], "direct_copy_messages"), 3, "{}", t[1]);
+    for t in &t {
+        num(&t["transport"], "sswait_idle_blocks");
+        num(&t["transport"], "prewakes");
+    }
+}

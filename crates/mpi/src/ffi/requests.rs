@@ -137,7 +137,7 @@ unsafe fn bsend(
         s.bsends = with(|e| {
             Ok(live
                 .into_iter()
-                .filter(|(id, _)| e.reqs.contains_key(id))
+                .filter(|(id, _)| e.undelivered(*id))
                 .collect())
         })?;
         let used: usize = s.bsends.iter().map(|b| b.1).sum();
@@ -452,9 +452,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buf: *mut c_void, size: c_int) -> c_i
 pub unsafe extern "C" fn MPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) -> c_int {
     call("MPI_Buffer_detach", h::COMM_WORLD, || {
         let pending: Vec<usize> = state().bsends.iter().map(|b| b.0).collect();
-        wait_until(None, |e| {
-            Ok(pending.iter().all(|id| !e.reqs.contains_key(id)))
-        })?;
+        wait_until(None, |e| Ok(pending.iter().all(|&id| !e.undelivered(id))))?;
         let mut s = state();
         s.bsends.clear();
         let (p, n) = s.attached.take().unwrap_or((0, 0));
