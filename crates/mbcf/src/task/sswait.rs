@@ -33,6 +33,12 @@ enum SsNext {
     BlockWhileIdle,
 }
 
+/// Longest stretch an oversubscribed SS-Waiter yields while its partner
+/// is idle before it blocks ([`SsNext::BlockWhileIdle`]): turns among
+/// waiting tasks take a microsecond or two each (their flags are about
+/// to come), a turn that went to a task with work takes longer.
+const IDLE_YIELD_FOR: Duration = Duration::from_micros(20);
+
 /// How long an SS-Waiter whose partner is blocked yields before it
 /// blocks itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +54,8 @@ enum Yields {
     /// 6 µs on a VM (12.6 µs per cross-CPU pipe round trip against
     /// 2.6 µs on one CPU). With the yields before an idle block
     /// ([`SsNext::BlockWhileIdle`]), NPB CG class W, 16 tasks on 2 CPUs,
-    /// went from 0.58 s to 0.47 s (medians of 8; docs/performance.md).
+    /// went from 0.515 s to 0.445 s (medians of 6; Open MPI 0.42;
+    /// docs/performance.md).
     For(Duration),
 }
 
@@ -109,7 +116,7 @@ impl Task {
     ///
     /// Oversubscribed, a waiter whose partner on this node sits in an
     /// SS-Wait itself, with nothing landed in it yet, yields a few turns
-    /// and then blocks: its flag is at least two hand-overs away, and the
+    /// (while they are quick) and then blocks: its flag is at least two hand-overs away, and the
     /// CPUs are better left to the tasks about to run. One whose partner
     /// is blocked yields for `yield_for` before it blocks too: a turn
     /// goes to a task with work, where a wake-up costs an interrupt. The
@@ -284,15 +291,18 @@ impl Inner {
             })
     }
 
-    /// Yields up to `tune.yields` turns while same-node `partner` stays
-    /// idle; true when `done`. A partner hit within them costs no block
-    /// and no wake-up.
+    /// Yields up to `tune.yields` turns, and for at most
+    /// [`IDLE_YIELD_FOR`], while same-node `partner` stays idle; true
+    /// when `done`. A partner hit within them costs no block and no
+    /// wake-up; once a turn took long (other tasks had work and ran), the
+    /// answer is far and blocking frees the CPU for them.
     fn yield_while_idle(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+        let end = Instant::now() + IDLE_YIELD_FOR;
         for _ in 0..tune.yields {
             if done() {
                 return true;
             }
-            if !self.partner_idle(partner) {
+            if !self.partner_idle(partner) || Instant::now() >= end {
                 return false;
             }
             std::thread::yield_now();
