@@ -517,9 +517,50 @@ impl Dsm {
     /// Notes of several ranges at once (a caller's log of notes, see
     /// [`Dsm::note_policy`]), in order; stops at the first bad range.
     pub fn note_writes(&self, ranges: &[(usize, usize)]) -> Result<(), Error> {
-        for &(addr, len) in ranges {
-            self.note_write(addr as *const u8, len)?;
+        let s = &self.shared;
+        if s.cfg.writes == WriteMode::Trap || s.size == 1 {
+            for &(addr, len) in ranges {
+                self.note_write(addr as *const u8, len)?;
+            }
+            return Ok(());
         }
+        // A log drained at a synchronization holds hundreds of notes of
+        // one allocation (a stencil's rows): `Ulrc` pieces inside the
+        // allocation last looked up are gathered and kept under one lock,
+        // without a lookup each. The rest go one by one, in order.
+        let mut last: Option<msg::Range> = None;
+        let mut noted = Vec::new();
+        let keep = |noted: &mut Vec<(u64, u64)>| {
+            if !noted.is_empty() {
+                lock(&s.out).noted.append(noted);
+            }
+        };
+        for &(addr, len) in ranges {
+            let off = match s.offset(addr, len) {
+                Ok(o) => o,
+                Err(e) => {
+                    keep(&mut noted);
+                    return Err(e);
+                }
+            };
+            let inside = last.is_some_and(|r| {
+                r.protocol == Protocol::Ulrc
+                    && len > 0
+                    && page_of(off) >= r.start
+                    && page_of(off + len as u64 - 1) < r.start + r.pages
+            });
+            if inside {
+                bump(&s.stats.notes, 1);
+                noted.push((off, len as u64));
+                continue;
+            }
+            keep(&mut noted);
+            self.note_write(addr as *const u8, len)?;
+            if len > 0 {
+                last = s.find_range(page_of(off));
+            }
+        }
+        keep(&mut noted);
         Ok(())
     }
 
@@ -663,6 +704,7 @@ impl Dsm {
             fault_errors: g(&c.fault_errors),
             sync_requests: g(&c.sync_requests),
             sync_writes: g(&c.sync_writes),
+            range_lookups: g(&c.range_lookups),
         }
     }
 

@@ -71,6 +71,23 @@ impl Shared {
         len > 0 && lock(&self.mapped).holds_all(page_of(off), page_of(off + len - 1))
     }
 
+    /// [`Shared::span_mapped`] of each of `spans`, under one lock: a
+    /// release looks at every noted range (hundreds per barrier in a
+    /// stencil) and a lock per look showed in its time.
+    pub(crate) fn spans_mapped(&self, spans: &[(u64, u64)]) -> Vec<bool> {
+        let m = lock(&self.mapped);
+        spans
+            .iter()
+            .map(|&(off, len)| len > 0 && m.holds_all(page_of(off), page_of(off + len - 1)))
+            .collect()
+    }
+
+    /// [`Shared::is_mapped`] of each of `pages`, under one lock.
+    pub(crate) fn pages_mapped(&self, pages: &[u64]) -> Vec<bool> {
+        let m = lock(&self.mapped);
+        pages.iter().map(|&p| m.holds(p)).collect()
+    }
+
     /// A missing fault on `page`: when the page is homed here, maps its
     /// run and returns true (the caller wakes the faulting thread).
     pub(crate) fn map_own(&self, page: u64) -> Result<bool, Error> {

@@ -7,6 +7,7 @@ use crate::msg::{Range, RangeError};
 use crate::protocol::directory::MAX_HOLDERS;
 use crate::protocol::Protocol;
 use crate::shared::{lock, page_of, Shared};
+use crate::stats::bump;
 use crate::sys::PAGE;
 use crate::Error;
 use sss_mbcf::Options;
@@ -208,6 +209,7 @@ impl Shared {
     }
 
     pub(crate) fn find_range(&self, page: u64) -> Option<Range> {
+        bump(&self.stats.range_lookups, 1);
         let p = lock(&self.place);
         let (_, r) = p.ranges.range(..=page).next_back()?;
         (page < r.start + r.pages).then_some(*r)
@@ -220,6 +222,22 @@ impl Shared {
         }
         self.refresh_ranges()?;
         Ok(self.find_range(page))
+    }
+
+    /// [`Shared::proto_of`] of each of `pages` (sorted, as a release
+    /// has them): one lookup per allocation met, not one per page.
+    pub(crate) fn protos_of(&self, pages: &[u64]) -> Result<Vec<Protocol>, Error> {
+        let mut last: Option<Range> = None;
+        let mut out = Vec::with_capacity(pages.len());
+        for &p in pages {
+            let r = match last {
+                Some(r) if r.start <= p && p < r.start + r.pages => Some(r),
+                _ => self.range_of(p)?,
+            };
+            out.push(r.map_or(self.cfg.protocol, |r| r.protocol));
+            last = r;
+        }
+        Ok(out)
     }
 
     /// The protocol of `page` (the default for memory nobody allocated).

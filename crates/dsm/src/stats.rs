@@ -90,13 +90,17 @@ pub struct Stats {
     /// One-way MBCF WRITEs of barriers (arrival records with their write
     /// notices, or the last arrival's release of the others).
     pub sync_writes: u64,
+    /// Lookups of the allocation a page belongs to (each takes the
+    /// allocation table's lock): per allocation met, not per page or
+    /// note, in a release and in a drained note log.
+    pub range_lookups: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -127,6 +131,7 @@ impl Stats {
             self.fault_errors,
             self.sync_requests,
             self.sync_writes,
+            self.range_lookups,
         )
     }
 }
@@ -161,6 +166,7 @@ pub(crate) struct Counters {
     pub(crate) fault_errors: AtomicU64,
     pub(crate) sync_requests: AtomicU64,
     pub(crate) sync_writes: AtomicU64,
+    pub(crate) range_lookups: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, n: u64) {

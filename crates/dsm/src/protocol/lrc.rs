@@ -25,8 +25,9 @@ impl Shared {
         let mut own = self.take_own_dirty()?;
         own.extend(fresh);
         let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
-        for (o, l) in noted {
-            if self.span_mapped(o, l) {
+        let mapped = self.spans_mapped(&noted);
+        for ((o, l), mapped) in noted.into_iter().zip(mapped) {
+            if mapped {
                 own.extend(page_of(o)..=page_of(o + l - 1));
             } else {
                 runs.push((o, self.view_read(o, l as usize)?));

@@ -157,12 +157,13 @@ impl Shared {
         // This task's stores (and its homes' fenced data) before the look
         // at the copy marks: pairs with a fetcher's mark before its READ.
         std::sync::atomic::fence(Ordering::SeqCst);
-        for p in pages {
-            match self.proto_of(p)? {
+        let protos = self.protos_of(&pages)?;
+        let mapped = self.pages_mapped(&pages);
+        for ((p, proto), mapped) in pages.into_iter().zip(protos).zip(mapped) {
+            match proto {
                 // A page of this home nobody copied: no copy to drop.
                 Protocol::Ulrc | Protocol::HomeUpdate
-                    if self.is_mapped(p)
-                        && self.dir_word(p)?.load(Ordering::SeqCst) & !BUSY == 0 =>
+                    if mapped && self.dir_word(p)?.load(Ordering::SeqCst) & !BUSY == 0 =>
                 {
                     skipped += 1
                 }
