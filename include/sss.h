@@ -1008,10 +1008,46 @@ void *sss_rcop_cursor_begin(const void *p, uint64_t n, uint64_t width);
 /**
  * At loop exit: for each cursor that moved since @p snap, notes the
  * elements of @p elem bytes of @p dst it moved over (and the cursor, if
- * it is in the heap), then frees @p snap. Nothing when @p snap is NULL.
+ * it is in the heap), then frees @p snap. Nothing when @p snap is NULL
+ * or SSS_RCOP_DIFFED.
  */
 void sss_rcop_cursor_end(void *snap, const void *p, uint64_t n, uint64_t width,
                          const void *dst, uint64_t elem);
+
+/**
+ * Diffed ranges, in code compiled by `sss cc` (-fsss-opt=ia): before a
+ * loop nest whose stores it can bound to [@p lo, @p hi) but not note as
+ * one range (the bytes are not one run), the code calls this once
+ * instead of noting each store; @p written is at most how many bytes
+ * they write (0: unknown). Non-zero: those stores need no notes until
+ * the next release (unlock, barrier): the heap twins the range's pages
+ * (present pages now, the others as they arrive) and the release sends
+ * the bytes that differ from the twins, as trap mode's diffs, so bytes
+ * of the range that other tasks wrote are never overwritten. Zero: the
+ * code notes each store as usual (trap mode or no heap, a range under
+ * another protocol than SSS_DSM_ULRC, wider than 2^15 pages, or with
+ * more present pages to copy than 64 plus 4 per page written). Parts of
+ * the range outside the heap need nothing. The release sends each
+ * changed 8-byte word whole (less those whose changes all lie in the
+ * interval's notes): the stores left unnoted must write whole aligned
+ * words, as `sss cc` makes sure; others are noted. One #CM.
+ */
+int sss_rcop_twin_range(const void *lo, const void *hi, uint64_t written);
+
+/** What sss_rcop_cursor_twin() returns when the heap diffs the loop. */
+#define SSS_RCOP_DIFFED ((void *)1)
+
+/**
+ * For a cursor loop (as sss_rcop_cursor_begin()) that takes its back
+ * edge at most @p backs times, each iteration moving one of the @p n
+ * cursors by one: its stores lie in [@p dst + min * @p elem, @p dst +
+ * (max + @p backs + 1) * @p elem) for the least and greatest cursors at
+ * entry. Returns SSS_RCOP_DIFFED when the heap diffs that range and the
+ * cursors (as sss_rcop_twin_range()), else what sss_rcop_cursor_begin()
+ * returns. One #CM.
+ */
+void *sss_rcop_cursor_twin(const void *p, uint64_t n, uint64_t width, const void *dst,
+                           uint64_t elem, uint64_t backs);
 
 /**
  * Collective: makes the program's own memory [@p addr, @p addr + @p len)

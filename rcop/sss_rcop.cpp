@@ -19,8 +19,13 @@
 // bytes over whole loops become one range note at the exit of the
 // widest loop where they are exactly one range (see plan()); a store
 // covered by another's range needs none; cursor loops are noted by
-// bucket (see Cursor); the other stores of one base between two
-// barriers are noted once per run of bytes (see join()). Under `bo`
+// bucket (see Cursor); a store of whole words in a loop that is not one
+// range but whose bytes a loop nest bounds, and a cursor loop with a
+// trip count, are diffed ranges: one call before the nest has the heap
+// twin the range and send what changed at the release, the store's own
+// note running only if the heap refused (see diffing(), boundNest());
+// the other stores of one base between two barriers are noted once per
+// run of bytes (see join()). Under `bo`
 // loops that note tick a counter and call sss_rcop_backoff now and then
 // (see backoffChecks()). First in the pipeline, SSS_PROTOCOL
 // annotations select the protocol of a G_MALLOC (RcopProtocols).
@@ -107,6 +112,25 @@ bool coalescing() { return option("ia") || !option("no"); }
 
 // Back-off checks at the latches of loops that note (`bo`).
 bool backingOff() { return option("bo"); }
+
+// Diffed ranges (part of coalescing): stores bounded over a loop nest but
+// not one range, and cursor loops with a trip count, are covered by one
+// call before the loop that has the heap diff the range at the release
+// (sss_rcop_twin_range, sss_rcop_cursor_twin). SSS_RCOP_DIFF=0 turns
+// them off (to measure what they change).
+bool diffing() {
+  const char *S = getenv("SSS_RCOP_DIFF");
+  return coalescing() && !(S && *S == '0');
+}
+
+// Whether a store of Len bytes with alignment A writes whole aligned
+// 8-byte words. A diff sends runs of changed words trimmed at both ends
+// to the bytes that changed, so the bytes inside a run are sent whole:
+// right when the task wrote every byte of those words, wrong when
+// another task wrote other bytes of one of them in the same interval
+// (bytes of a char array dealt round-robin to the tasks). Only stores of
+// whole words are diffed; the others keep their exact notes.
+bool wholeWords(uint64_t Len, Align A) { return Len > 0 && Len % 8 == 0 && A.value() >= 8; }
 
 // UDSM (`sss cc --udsm` adds `udsm` to SSS_RCOP_OPT): loads and stores
 // that may reach the heap first make their page present (see
@@ -485,6 +509,7 @@ std::optional<Cursor> cursor(StoreInst *S, LoopInfo &LI, const DataLayout &DL) {
 // Counts for SSS_RCOP_STATS, over every function of the module.
 struct Counts {
   unsigned Each = 0, Skipped = 0, Coalesced = 0, RangeNotes = 0, Covered = 0, Cursors = 0,
+           CursorTwins = 0, Diffed = 0, DiffedRanges = 0,
            Joined = 0, JoinedNotes = 0, Checks = 0, Present = 0, PresentHoisted = 0,
            PresentRanges = 0;
 };
@@ -678,7 +703,10 @@ struct Access {
 struct Hoisted {
   Loop *L;
   const SCEV *Lo, *Hi; // [Lo, Hi): pointers
-  Value *LoV = nullptr, *HiV = nullptr;
+  // At most how many bytes the accesses touch over the nest (the trip
+  // counts' product times their length), or null: unknown.
+  const SCEV *Bytes = nullptr;
+  Value *LoV = nullptr, *HiV = nullptr, *BytesV = nullptr;
   // The preheader's branch into the nest (it stays the last instruction
   // before the loop when notes split the block).
   Instruction *At = nullptr;
@@ -763,58 +791,151 @@ const SCEV *extreme(const SCEV *S, Loop *L, bool Max, ScalarEvolution &SE) {
   return Max ? SE.getUMaxExpr(AR->getStart(), Last) : SE.getUMinExpr(AR->getStart(), Last);
 }
 
+// E with every unsigned division by a value that may be 0 made a
+// division by at least 1: a trip count such as (n - 1 - me) /u P, of
+// `for (i = me; i < n; i += P)`, cannot be expanded before the loop as
+// it is (the division would trap for P = 0). For P >= 1 nothing changes;
+// with P = 0 the loop never leaves and only stores at its first address,
+// which a bound from that address to anywhere still covers.
+struct SafeDivisors : SCEVRewriteVisitor<SafeDivisors> {
+  explicit SafeDivisors(ScalarEvolution &SE) : SCEVRewriteVisitor(SE) {}
+  const SCEV *visitUDivExpr(const SCEVUDivExpr *E) {
+    const SCEV *L = visit(E->getLHS()), *R = visit(E->getRHS());
+    if (!SE.isKnownNonZero(R))
+      R = SE.getUMaxExpr(R, SE.getOne(R->getType()));
+    return SE.getUDivExpr(L, R);
+  }
+};
+
+// The widest loop nest around I over which ScalarEvolution bounds the
+// Len bytes at Ptr, and the bound [Lo, Hi) (i64 SCEVs of addresses,
+// expandable in the nest's preheader): an affine recurrence per loop
+// (see extreme()), every loop with a preheader and no call that may
+// synchronize, going out to an enclosing loop only when the inner one is
+// entered on each of its iterations. None when not even I's own loop
+// bounds it; Why says where it stopped.
+std::optional<Hoisted> boundNest(Instruction *I, Value *Ptr, uint64_t Len, const DataLayout &DL,
+                                 LoopInfo &LI, ScalarEvolution &SE, DominatorTree &DT,
+                                 const char *&Why) {
+  Loop *L = LI.getLoopFor(I->getParent());
+  std::optional<Hoisted> Best;
+  Why = "outermost loop";
+  if (!L || !SE.isSCEVable(Ptr->getType())) {
+    Why = "not in a loop";
+    return Best;
+  }
+  Type *I64 = Type::getInt64Ty(I->getContext());
+  // Addresses as integers (their least and greatest need no base).
+  const SCEV *Lo = SE.getPtrToIntExpr(SE.getSCEV(Ptr), I64);
+  if (isa<SCEVCouldNotCompute>(Lo)) {
+    Why = "address not an integer";
+    return Best;
+  }
+  const SCEV *Hi = SE.getAddExpr(Lo, SE.getConstant(I64, Len));
+  // Len times the iterations of the loops walked so far, at most.
+  const SCEV *Count = SE.getConstant(I64, Len);
+  for (; L; L = L->getParentLoop()) {
+    BasicBlock *Pre = L->getLoopPreheader();
+    if (!Pre || !syncFree(L)) {
+      Why = Pre ? "a call that may synchronize" : "no preheader";
+      break;
+    }
+    Lo = extreme(Lo, L, false, SE);
+    Hi = Lo ? extreme(Hi, L, true, SE) : nullptr;
+    if (!Lo || !Hi) {
+      Why = "address not bounded in the loop";
+      break;
+    }
+    if (Count) {
+      const SCEV *BTC = SE.getSymbolicMaxBackedgeTakenCount(L);
+      Count = isa<SCEVCouldNotCompute>(BTC) || BTC->getType()->getIntegerBitWidth() > 64
+                  ? nullptr
+                  : SE.getMulExpr(Count, SE.getAddExpr(SE.getZeroExtendExpr(BTC, I64),
+                                                       SE.getOne(I64)));
+    }
+    SCEVExpander X(SE, DL, "sss.bound");
+    SafeDivisors Safe(SE);
+    Lo = Safe.visit(Lo);
+    Hi = Safe.visit(Hi);
+    if (Count)
+      Count = Safe.visit(Count);
+    if (X.isSafeToExpandAt(Lo, Pre->getTerminator()) &&
+        X.isSafeToExpandAt(Hi, Pre->getTerminator())) {
+      Best = Hoisted{L, Lo, Hi};
+      if (Count && SE.isLoopInvariant(Count, L) &&
+          X.isSafeToExpandAt(Count, Pre->getTerminator()))
+        Best->Bytes = Count;
+    }
+    // Out to the enclosing loop only if L is entered on each of its
+    // iterations (or skipped only by a guard of L whose condition is
+    // the same on all of them, an empty trip count): a nest run
+    // under a condition that varies (`if (owner(I, J) == me)`,
+    // which the compiler may fold into the guard) would otherwise
+    // cover the box of every iteration's range, most of which the
+    // condition never lets run.
+    if (Loop *Outer = L->getParentLoop()) {
+      BasicBlock *Entry = Pre;
+      if (BranchInst *G = L->getLoopGuardBranch())
+        if (Outer->isLoopInvariant(G->getCondition()))
+          Entry = G->getParent();
+      if (!Outer->getLoopLatch() || !DT.dominates(Entry, Outer->getLoopLatch())) {
+        Why = "entered under a condition";
+        break;
+      }
+    }
+  }
+  return Best;
+}
+
+// Adds Best to Ranges: one range per loop and base, ranges at constant
+// distances merged. Returns its index.
+size_t mergeHoisted(std::vector<Hoisted> &Ranges, const Hoisted &Best, ScalarEvolution &SE) {
+  for (size_t i = 0; i < Ranges.size(); i++) {
+    Hoisted &H = Ranges[i];
+    if (H.L != Best.L)
+      continue;
+    auto *DLo = dyn_cast<SCEVConstant>(SE.getMinusSCEV(Best.Lo, H.Lo));
+    auto *DHi = dyn_cast<SCEVConstant>(SE.getMinusSCEV(Best.Hi, H.Hi));
+    if (!DLo || !DHi)
+      continue;
+    if (DLo->getAPInt().isNegative())
+      H.Lo = Best.Lo;
+    if (DHi->getAPInt().isStrictlyPositive())
+      H.Hi = Best.Hi;
+    H.Bytes = H.Bytes && Best.Bytes ? SE.getAddExpr(H.Bytes, Best.Bytes) : nullptr;
+    return i;
+  }
+  Ranges.push_back(Best);
+  return Ranges.size() - 1;
+}
+
+// Expands each range's bounds (and, with WithBytes, its byte count) at
+// its nest's preheader (before any block is split: the expander trusts
+// the dominator tree).
+void expandHoisted(std::vector<Hoisted> &Ranges, ScalarEvolution &SE, const DataLayout &DL,
+                   const char *Name, bool WithBytes = false) {
+  for (Hoisted &H : Ranges) {
+    SCEVExpander X(SE, DL, Name);
+    H.At = H.L->getLoopPreheader()->getTerminator();
+    Type *I64 = Type::getInt64Ty(H.At->getContext());
+    H.LoV = X.expandCodeFor(H.Lo, I64, H.At);
+    H.HiV = X.expandCodeFor(H.Hi, I64, H.At);
+    if (WithBytes)
+      H.BytesV = H.Bytes ? X.expandCodeFor(H.Bytes, I64, H.At) : ConstantInt::get(I64, 0);
+  }
+}
+
 // Plans F's presence checks: which accesses one range per loop nest
 // covers, which are checked one by one.
 UdsmPlan planUdsm(Function &F, const DataLayout &DL, LoopInfo *LI, ScalarEvolution *SE,
                   DominatorTree *DT) {
   UdsmPlan Plan;
   for (Access &A : heapAccesses(F, DL)) {
-    Loop *L = LI ? LI->getLoopFor(A.I->getParent()) : nullptr;
     auto *Len = dyn_cast<ConstantInt>(A.Len);
     std::optional<Hoisted> Best;
-    const char *Why = "outermost loop";
-    Type *I64 = Type::getInt64Ty(F.getContext());
-    if (L && Len && !isa<MemIntrinsic>(A.I) && SE->isSCEVable(A.Ptr->getType())) {
-      // Addresses as integers (their least and greatest need no base).
-      const SCEV *Lo = SE->getPtrToIntExpr(SE->getSCEV(A.Ptr), I64);
-      if (isa<SCEVCouldNotCompute>(Lo))
-        L = nullptr;
-      const SCEV *Hi = L ? SE->getAddExpr(Lo, SE->getConstant(I64, Len->getZExtValue())) : Lo;
-      for (; L; L = L->getParentLoop()) {
-        BasicBlock *Pre = L->getLoopPreheader();
-        if (!Pre || !syncFree(L)) {
-          Why = Pre ? "a call that may synchronize" : "no preheader";
-          break;
-        }
-        Lo = extreme(Lo, L, false, *SE);
-        Hi = Lo ? extreme(Hi, L, true, *SE) : nullptr;
-        if (!Lo || !Hi) {
-          Why = "address not bounded in the loop";
-          break;
-        }
-        SCEVExpander X(*SE, DL, "sss.udsm");
-        if (X.isSafeToExpandAt(Lo, Pre->getTerminator()) &&
-            X.isSafeToExpandAt(Hi, Pre->getTerminator()))
-          Best = Hoisted{L, Lo, Hi};
-        // Out to the enclosing loop only if L is entered on each of its
-        // iterations (or skipped only by a guard of L whose condition is
-        // the same on all of them, an empty trip count): a nest run
-        // under a condition that varies (`if (owner(I, J) == me)`,
-        // which the compiler may fold into the guard) would otherwise
-        // fetch the box of every iteration's range, most of which the
-        // condition never lets run.
-        if (Loop *Outer = L->getParentLoop()) {
-          BasicBlock *Entry = Pre;
-          if (BranchInst *G = L->getLoopGuardBranch())
-            if (Outer->isLoopInvariant(G->getCondition()))
-              Entry = G->getParent();
-          if (!Outer->getLoopLatch() || !DT->dominates(Entry, Outer->getLoopLatch())) {
-            Why = "entered under a condition";
-            break;
-          }
-        }
-      }
-    }
+    const char *Why = "not in a loop";
+    if (LI && Len && !isa<MemIntrinsic>(A.I))
+      Best = boundNest(A.I, A.Ptr, Len->getZExtValue(), DL, *LI, *SE, *DT, Why);
     if (explain())
       errs() << "sss-rcop: " << F.getName() << ": UDSM: " << *A.I << ": "
              << (Best ? "loop range" : "checked by itself") << " (stopped: " << Why << ")\n";
@@ -826,33 +947,12 @@ UdsmPlan planUdsm(Function &F, const DataLayout &DL, LoopInfo *LI, ScalarEvoluti
     }
     Total.PresentHoisted++;
     // One range per loop and base: ranges at constant distances merge.
-    bool Merged = false;
-    for (Hoisted &H : Plan.Ranges) {
-      if (H.L != Best->L)
-        continue;
-      auto *DLo = dyn_cast<SCEVConstant>(SE->getMinusSCEV(Best->Lo, H.Lo));
-      auto *DHi = dyn_cast<SCEVConstant>(SE->getMinusSCEV(Best->Hi, H.Hi));
-      if (!DLo || !DHi)
-        continue;
-      if (DLo->getAPInt().isNegative())
-        H.Lo = Best->Lo;
-      if (DHi->getAPInt().isStrictlyPositive())
-        H.Hi = Best->Hi;
-      Merged = true;
-      break;
-    }
-    if (!Merged)
-      Plan.Ranges.push_back(*Best);
+    mergeHoisted(Plan.Ranges, *Best, *SE);
   }
   // Expanded now, while the analyses still describe the IR (no block is
   // split before the notes are planned).
-  for (Hoisted &H : Plan.Ranges) {
-    SCEVExpander X(*SE, DL, "sss.udsm");
-    H.At = H.L->getLoopPreheader()->getTerminator();
-    Type *I64 = Type::getInt64Ty(F.getContext());
-    H.LoV = X.expandCodeFor(H.Lo, I64, H.At);
-    H.HiV = X.expandCodeFor(H.Hi, I64, H.At);
-  }
+  if (SE)
+    expandHoisted(Plan.Ranges, *SE, DL, "sss.udsm");
   return Plan;
 }
 
@@ -969,10 +1069,14 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
   auto *Span = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_span", I64));
   FunctionCallee Note = M.getOrInsertFunction("sss_rcop_note", Type::getVoidTy(C), Ptr, I64);
   F.addFnAttr(Done);
-  auto addNote = [&](IRBuilder<> &B, Value *P, Value *Len) {
+  // Cond (optional, i1): the note is needed at all (no diffed range
+  // covers the store).
+  auto addNote = [&](IRBuilder<> &B, Value *P, Value *Len, Value *Cond = nullptr) {
     Value *Addr = B.CreatePtrToInt(P, I64);
     Value *Off = B.CreateSub(Addr, B.CreateLoad(I64, Lo, "sss.lo"));
     Value *In = B.CreateICmpULT(Off, B.CreateLoad(I64, Span, "sss.span"), "sss.inheap");
+    if (Cond)
+      In = B.CreateAnd(Cond, In);
     Instruction *Then = SplitBlockAndInsertIfThen(In, &*B.GetInsertPoint(), false);
     IRBuilder<> T(Then);
     T.CreateCall(Note, {P, T.CreateZExtOrTrunc(Len, I64)});
@@ -990,8 +1094,14 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
   std::optional<UdsmPlan> Present;
   if (Udsm)
     Present = planUdsm(F, DL, LI, SE, DT);
-  // Cursor stores (and their increments), noted by bucket at loop exit.
-  std::vector<std::pair<Cursor, Value *>> Cursors; // with N, the slots
+  // Cursor stores (and their increments), noted by bucket at loop exit
+  // or diffed.
+  struct CursorPlan {
+    Cursor Cu;
+    Value *N;     // the slots copied
+    Value *Backs; // the back edges the loop takes at most (null: unknown)
+  };
+  std::vector<CursorPlan> Cursors;
   SmallPtrSet<Instruction *, 8> ByCursor;
   if (Coalesce)
     for (Instruction &I : instructions(F))
@@ -1005,7 +1115,21 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
               uint64_t Bytes;
               if (getObjectSize(Cu->P, Bytes, DL, nullptr))
                 N = B.CreateBinaryIntrinsic(Intrinsic::umin, N, B.getInt64(Bytes / Cu->Width));
-              Cursors.push_back({*Cu, N});
+              // The trip count bounds how far the cursors move: the
+              // stores can be diffed (expanded now, before any split).
+              Value *Backs = nullptr;
+              if (diffing() && wholeWords(Cu->Elem, Cu->S->getAlign())) {
+                const SCEV *BTC = SE->getBackedgeTakenCount(Cu->L);
+                if (isa<SCEVCouldNotCompute>(BTC))
+                  BTC = SE->getSymbolicMaxBackedgeTakenCount(Cu->L);
+                SCEVExpander X(*SE, DL, "sss.cursor");
+                if (!isa<SCEVCouldNotCompute>(BTC) && BTC->getType()->isIntegerTy() &&
+                    BTC->getType()->getIntegerBitWidth() <= 64 &&
+                    X.isSafeToExpandAt(BTC, Cu->L->getLoopPreheader()->getTerminator()))
+                  Backs = B.CreateZExt(X.expandCodeFor(BTC, nullptr, &*B.GetInsertPoint()), I64,
+                                       "sss.backs");
+              }
+              Cursors.push_back({*Cu, N, Backs});
               ByCursor.insert(Cu->S);
               ByCursor.insert(Cu->Inc);
             }
@@ -1117,6 +1241,44 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
     }
     Points.push_back(Pt);
   }
+  // Diffed ranges: a store in a loop that is noted by itself (it did not
+  // coalesce) but whose bytes ScalarEvolution bounds over a loop nest is
+  // covered by one sss_rcop_twin_range(lo, hi, bytes) in the nest's preheader
+  // (the heap then diffs the range's pages at the release); its own note
+  // runs only when the heap refused the range. Planned and expanded while
+  // the analyses still hold.
+  std::vector<Hoisted> Diffed;
+  std::vector<std::pair<Point, size_t>> ByDiff; // the store, its range
+  if (Coalesce && diffing()) {
+    std::vector<Point> Rest;
+    for (Point &Pt : Points) {
+      auto *Len = dyn_cast<ConstantInt>(Pt.Len);
+      auto *S = dyn_cast<StoreInst>(Pt.I);
+      auto *MS = dyn_cast<MemSetInst>(Pt.I);
+      bool Whole =
+          Len && Len->getValue().getActiveBits() < 40 &&
+          ((S && S->isSimple() && wholeWords(Len->getZExtValue(), S->getAlign())) ||
+           (MS && !MS->isVolatile() && MS->getDestAlign() &&
+            wholeWords(Len->getZExtValue(), *MS->getDestAlign())));
+      std::optional<Hoisted> H;
+      const char *Why = "not a plain store of whole aligned words";
+      if (Whole)
+        H = boundNest(Pt.I, Pt.Ptr, Len->getZExtValue(), DL, *LI, *SE, *DT, Why);
+      if (explain() && LI->getLoopFor(Pt.I->getParent()))
+        errs() << "sss-rcop: " << F.getName() << ": " << *Pt.I << ": "
+               << (H ? "diffed range" : "not diffed") << " (stopped: " << Why << ")\n";
+      if (H && explain())
+        errs() << "    lo " << *H->Lo << "\n    hi " << *H->Hi << "\n    bytes "
+               << (H->Bytes ? *H->Bytes : *SE->getCouldNotCompute()) << "\n";
+      if (!H) {
+        Rest.push_back(Pt);
+        continue;
+      }
+      ByDiff.push_back({Pt, mergeHoisted(Diffed, *H, *SE)});
+    }
+    Points = std::move(Rest);
+    expandHoisted(Diffed, *SE, DL, "sss.diff", true);
+  }
   // Straight-line stores, planned while the analyses still hold.
   std::vector<Joint> Joints;
   if (Coalesce)
@@ -1160,11 +1322,21 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
   // Without a copy (trap mode, no heap, an implausible slot count) each
   // store is noted as usual.
   FunctionCallee Begin = M.getOrInsertFunction("sss_rcop_cursor_begin", Ptr, Ptr, I64, I64);
+  FunctionCallee Twin =
+      M.getOrInsertFunction("sss_rcop_cursor_twin", Ptr, Ptr, I64, I64, Ptr, I64, I64);
   FunctionCallee End =
       M.getOrInsertFunction("sss_rcop_cursor_end", Type::getVoidTy(C), Ptr, Ptr, I64, I64, Ptr, I64);
-  for (auto &[Cu, N] : Cursors) {
+  for (auto &[Cu, N, Backs] : Cursors) {
     IRBuilder<> Pre(Cu.L->getLoopPreheader()->getTerminator());
-    Value *Snap = Pre.CreateCall(Begin, {Cu.P, N, Pre.getInt64(Cu.Width)}, "sss.cursors");
+    // With a bound on the trips, the heap may diff the stores instead
+    // (the copy is then SSS_RCOP_DIFFED: no bucket notes).
+    Value *Snap =
+        Backs ? Pre.CreateCall(Twin, {Cu.P, N, Pre.getInt64(Cu.Width), Cu.Dst,
+                                      Pre.getInt64(Cu.Elem), Backs},
+                               "sss.cursors")
+              : Pre.CreateCall(Begin, {Cu.P, N, Pre.getInt64(Cu.Width)}, "sss.cursors");
+    if (Backs)
+      Total.CursorTwins++;
     IRBuilder<> Out(&*Cu.L->getUniqueExitBlock()->getFirstInsertionPt());
     Out.CreateCall(End, {Snap, Cu.P, N, Out.getInt64(Cu.Width), Cu.Dst, Out.getInt64(Cu.Elem)});
     for (StoreInst *St : {Cu.S, Cu.Inc}) {
@@ -1181,6 +1353,37 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
               ConstantInt::get(I64, St == Cu.S ? Cu.Elem : Cu.Width));
     }
     Total.Cursors++;
+  }
+  // Diffed ranges: the call in the preheader (when the range meets the
+  // heap), and the stores it covers noted only when it returned 0.
+  FunctionCallee TwinRange =
+      M.getOrInsertFunction("sss_rcop_twin_range", Type::getInt32Ty(C), Ptr, Ptr, I64);
+  std::vector<Value *> Needed; // per range: i1, its stores need notes
+  for (Hoisted &H : Diffed) {
+    IRBuilder<> B(H.At);
+    Value *Base = B.CreateLoad(I64, Lo, "sss.lo");
+    Value *End = B.CreateAdd(Base, B.CreateLoad(I64, Span, "sss.span"));
+    Value *Meets =
+        B.CreateAnd(B.CreateICmpUGT(H.HiV, Base), B.CreateICmpULT(H.LoV, End), "sss.meets");
+    BasicBlock *Head = H.At->getParent();
+    Instruction *Then = SplitBlockAndInsertIfThen(Meets, H.At, false);
+    IRBuilder<> T(Then);
+    Value *Got = T.CreateCall(
+        TwinRange, {T.CreateIntToPtr(H.LoV, Ptr), T.CreateIntToPtr(H.HiV, Ptr), H.BytesV},
+        "sss.diffed");
+    IRBuilder<> Tail(&H.At->getParent()->front());
+    PHINode *Phi = Tail.CreatePHI(Type::getInt32Ty(C), 2, "sss.diffed");
+    Phi->addIncoming(Got, Then->getParent());
+    Phi->addIncoming(ConstantInt::get(Type::getInt32Ty(C), 0), Head);
+    IRBuilder<> After(H.At);
+    Needed.push_back(
+        After.CreateICmpEQ(Phi, ConstantInt::get(Type::getInt32Ty(C), 0), "sss.note"));
+    Total.DiffedRanges++;
+  }
+  for (auto &[Pt, K] : ByDiff) {
+    IRBuilder<> B(Pt.I->getNextNode());
+    addNote(B, Pt.Ptr, Pt.Len, Needed[K]);
+    Total.Diffed++;
   }
   for (Point &Pt : Points) {
     IRBuilder<> B(Pt.I->getNextNode());
@@ -1350,8 +1553,14 @@ struct Rcop : PassInfoMixin<Rcop> {
              << (Total.Covered ? " (" + std::to_string(Total.Covered) +
                                      " of the coalesced covered by another's note)"
                                : std::string())
-             << (Total.Cursors ? ", " + std::to_string(Total.Cursors) + " cursor loops"
+             << (Total.Cursors ? ", " + std::to_string(Total.Cursors) + " cursor loops" +
+                                     (Total.CursorTwins
+                                          ? " (" + std::to_string(Total.CursorTwins) + " diffed)"
+                                          : std::string())
                                : std::string())
+             << (Total.Diffed ? ", " + std::to_string(Total.Diffed) + " stores in loops in " +
+                                    std::to_string(Total.DiffedRanges) + " diffed ranges"
+                              : std::string())
              << (Total.Joined ? ", " + std::to_string(Total.Joined) + " straight-line stores in " +
                                     std::to_string(Total.JoinedNotes) + " joint notes"
                               : std::string())

@@ -4,13 +4,19 @@
 # packets and bytes sent, and the program's own time, for
 #   no     sss cc -fsss-opt=no   (one note per dynamic store)
 #   ia     sss cc -fsss-opt=ia   (coalescing, the default)
+#   ia0    the same with SSS_RCOP_DIFF=0: no diffed ranges (stores in
+#          loops that are not one range noted store by store, cursor
+#          loops by bucket), to show what diffed ranges change
 #   hand   cc with the examples' hand-placed ST/NOTE_RANGE notes (each
 #          a call into the runtime: -DSSS_NO_INLINE_NOTES)
 #   trap   cc without notes, write-protect faults (SSS_DSM_WRITES=trap)
 # run on P tasks over two loopback hosts, REPS times each (median time;
 # counts from the median run, averaged over the tasks). #CM is how often
-# the inserted consistency code ran (sss_rcop_note calls), or for hand
-# notes how often the program noted.
+# the inserted consistency code ran (calls of sss_rcop_note and of the
+# diffed ranges' sss_rcop_twin_range / sss_rcop_cursor_twin), or for
+# hand notes how often the program noted. Every run holds
+# /tmp/bench.lock (flock), so that runs of other benchmarks on a shared
+# machine do not overlap them.
 #
 #   scripts/rcop-tables.sh [P] [REPS]          (default 4 tasks, 3 runs)
 #
@@ -33,6 +39,7 @@ build() { # prog variant
   m4 parmacs/sss.m4 "examples/parmacs/$prog.c.in" > "$src"
   case $v in
     no|ia) "$SSS" cc "-fsss-opt=$v" -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
+    ia0) SSS_RCOP_DIFF=0 "$SSS" cc -fsss-opt=ia -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
     # Every hand-placed note a call, so that the heap counts them.
     hand) cc -std=gnu11 -O2 -DSSS_NO_INLINE_NOTES -Iinclude -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -L"$LIB" -Wl,-rpath,"$LIB" -lsss -lm ;;
     trap) cc -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iinclude -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -L"$LIB" -Wl,-rpath,"$LIB" -lsss -lm ;;
@@ -47,7 +54,7 @@ run() { # prog variant args...
   [ "$v" = trap ] && writes=trap
   local out
   out=$(SSS_STATS=json SSS_DSM_WRITES=$writes SSS_DSM_PROTOCOL=ulrc \
-    timeout 600 "$SSS" run -n "$P" --hosts "$HOSTS" "$work/$prog-$v" "$@" 2>&1)
+    flock /tmp/bench.lock timeout 600 "$SSS" run -n "$P" --hosts "$HOSTS" "$work/$prog-$v" "$@" 2>&1)
   local line
   line=$(grep -E '^(LU|RADIX) ' <<<"$out" | head -1)
   local t sum
@@ -68,10 +75,22 @@ table() { # prog title seeds args...
   echo
   echo "| build | time (s) | #CM per task | packets per task | MB per task | checksum |"
   echo "|---|---:|---:|---:|---:|---|"
-  for v in no ia hand trap; do
+  local v
+  for v in no ia ia0 hand trap; do
     build "$prog" "$v" > "$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
+  done
+  # The builds' runs alternate (rep 1 of each, rep 2 of each, ...), so
+  # that a slow spell of the shared machine hits every build alike.
+  declare -A all=()
+  local r
+  for r in $(seq "$REPS"); do
+    for v in no ia ia0 hand trap; do
+      all[$v]+="$(run "$prog" "$v" "$@")"$'\n'
+    done
+  done
+  for v in no ia ia0 hand trap; do
     local runs=()
-    for _ in $(seq "$REPS"); do runs+=("$(run "$prog" "$v" "$@")"); done
+    mapfile -t runs < <(printf '%s' "${all[$v]}")
     # The median run by time.
     local med
     med=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(( (REPS + 1) / 2 ))p")

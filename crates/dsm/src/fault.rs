@@ -275,6 +275,10 @@ impl Shared {
                         bump(&self.stats.twins, 1);
                         Some(chunk.to_vec())
                     });
+                } else if fresh {
+                    // A page of a diffed range (note mode): its bytes as
+                    // installed are its twin.
+                    self.twin_installed(&mut st, p, chunk);
                 }
             }
             return Ok(());
@@ -316,6 +320,7 @@ impl Shared {
             }
             if self.install(p, self.page_addr(p)?, &data, wp)? {
                 st.present.insert(p);
+                self.twin_installed(&mut st, p, &data);
                 bump(&self.stats.pages_fetched, 1);
                 bump(&self.stats.pages_refreshed, 1);
             }
@@ -394,6 +399,7 @@ impl Shared {
                 let chunk = &data[k as usize * PAGE..(k as usize + 1) * PAGE];
                 if self.install(p, self.page_addr(p)?, chunk, wp)? {
                     st.present.insert(p);
+                    self.twin_installed(&mut st, p, chunk);
                     bump(&self.stats.pages_fetched, 1);
                     bump(&self.stats.pages_refreshed, 1);
                 }

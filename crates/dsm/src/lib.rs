@@ -106,6 +106,7 @@ mod shared;
 mod stats;
 mod sync;
 mod sys;
+mod twin;
 
 use fault::fault_loop;
 use layout as L;
@@ -512,6 +513,45 @@ impl Dsm {
             }
         }
         Ok(())
+    }
+
+    /// A diffed range: the stores this task makes into `[addr, addr+len)`
+    /// from now until its next release (unlock, barrier) need no notes;
+    /// the release sends the bytes of the range's pages that differ from
+    /// their twins, as trap mode sends its diffs. For code that can bound
+    /// where a loop stores (a scatter through cursors, a loop nest whose
+    /// bytes are not one run) but not list it: one call before the loop
+    /// instead of a note per store or per run. A noted range would send
+    /// this task's copy of every byte in it, including bytes other tasks
+    /// wrote meanwhile; a diff sends only what this task changed. Present
+    /// pages are copied now, the others when they arrive (before the
+    /// store that fetches them runs); this task's home pages mapped here
+    /// only get their write notices when they changed.
+    ///
+    /// A diff cannot tell a byte written with its old value from one not
+    /// written: the release sends each changed 8-byte word of these
+    /// pages whole, less the words whose changed bytes all lie in this
+    /// interval's notes. So the stores left unnoted in the range must
+    /// write whole aligned words (as `sss cc` makes sure), and any other
+    /// store there is noted; a word that two tasks write parts of
+    /// without notes may get the other's old bytes.
+    ///
+    /// `written` is at most how many bytes the caller will store there
+    /// (0: unknown): the present pages copied now are limited to 64 plus
+    /// 4 per page written, so that a bound much wider than the stores (a
+    /// column bounded by its whole matrix) is refused rather than copied
+    /// and diffed page by page.
+    ///
+    /// Returns true when the stores are covered (also in trap mode, where
+    /// faults record them, and for a task alone, which records nothing),
+    /// false when the caller must note them: a range of other protocols
+    /// than `Ulrc` (their notes cannot wait for the release), wider than
+    /// 2^15 pages, or with more present pages than the limit above. Bytes
+    /// written that equal their twins' are not sent, as in trap mode.
+    pub fn twin_range(&self, addr: *const u8, len: usize, written: usize) -> Result<bool, Error> {
+        let s = &self.shared;
+        let off = s.offset(addr as usize, len)?;
+        s.twin_range(off, len as u64, written as u64)
     }
 
     /// Notes of several ranges at once (a caller's log of notes, see

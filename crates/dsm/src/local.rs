@@ -88,6 +88,20 @@ impl Shared {
         lock(&self.mapped).holds(page)
     }
 
+    /// The mapped runs that meet pages `[first, end)`.
+    pub(crate) fn mapped_runs(&self, first: u64, end: u64) -> Vec<(u64, u64)> {
+        let m = lock(&self.mapped);
+        let mut v: Vec<(u64, u64)> = m
+            .runs
+            .range(..end)
+            .rev()
+            .take_while(|(_, &e)| e > first)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        v.reverse();
+        v
+    }
+
     /// Whether every page of `[off, off+len)` (len > 0) is mapped here.
     pub(crate) fn span_mapped(&self, off: u64, len: u64) -> bool {
         len > 0 && lock(&self.mapped).holds_all(page_of(off), page_of(off + len - 1))
@@ -184,6 +198,8 @@ impl Shared {
             }
         }
         lock(&self.mapped).runs.insert(lo, hi);
+        // Before the faulting store runs (its thread is woken after).
+        self.twin_mapped(lo, hi)?;
         self.mark_present(lo, hi, true);
         bump(&self.stats.mapped_pages, hi - lo);
         Ok(true)

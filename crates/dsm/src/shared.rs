@@ -11,6 +11,7 @@ use crate::protocol::eager::Pending;
 use crate::range::Placements;
 use crate::stats::Counters;
 use crate::sys::{self, PAGE};
+use crate::twin::Spans;
 use crate::Error;
 use sss_mbcf::{Options, RemoteAddr, Segment, SegmentInfo, Task};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -21,7 +22,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 pub(crate) struct State {
     /// Pages installed in this task's view.
     pub(crate) present: HashSet<u64>,
-    /// Pages written this interval; the twin in trap mode.
+    /// Pages written this interval; the twin in trap mode, and in note
+    /// mode for the pages of diffed ranges (`twin_range`).
     pub(crate) dirty: HashMap<u64, Option<Vec<u8>>>,
     /// Per rank: write notices of that rank already applied.
     pub(crate) seen: Vec<u64>,
@@ -61,6 +63,13 @@ pub(crate) struct State {
     /// write-protected between writes (trap mode); the others stay
     /// writable and unrecorded until a copy mark shows up.
     pub(crate) watched: HashSet<u64>,
+    /// Pages whose twins were asked for this interval (`twin_range`): a
+    /// copy installed among them keeps a twin in `dirty`.
+    pub(crate) twin_spans: Spans,
+    /// Spans refused this interval (too many present pages to copy).
+    pub(crate) twin_refused: Spans,
+    /// Mapped home pages among them: their bytes when twinned.
+    pub(crate) own_twins: HashMap<u64, Vec<u8>>,
     /// This home's `MARKS` word when it last looked for newly copied pages.
     pub(crate) marks_seen: u64,
     /// Copies dropped (bounded: cleared when it grows past `MAX_DROPPED`).

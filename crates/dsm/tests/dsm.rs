@@ -244,6 +244,8 @@ fn run_task(scenario: &str) -> R {
         }
         dsm.barrier()?;
     }
+    diffed_ranges(&dsm, protocol, writes)?;
+
     // Every multiple-writer protocol side by side in one heap, whatever
     // the default: each range keeps its own protocol.
     for proto in Protocol::ALL {
@@ -352,6 +354,246 @@ fn run_task(scenario: &str) -> R {
     if me == 0 {
         println!("DSM-OK {} {}", n, st.to_json(0));
     }
+    Ok(())
+}
+
+/// Diffed ranges (`Dsm::twin_range`, what code compiled by `sss cc` asks
+/// for before a loop it bounds but cannot note as one range): the stores
+/// into the range go unnoted and the release sends what differs from the
+/// twins. Adversarial cases: every task writing interleaved words of one
+/// page (a plain note of the range would send this task's stale copy of
+/// the others' words), many of them with the values they already had;
+/// a partition whose boundaries split words, their bytes noted (a word
+/// with bytes of two tasks must not go whole); pages not present when
+/// the range is asked for (homed elsewhere, homed here, claimed by first
+/// touch; twinned as they arrive); a word noted before the range and
+/// written again after it; the same range asked twice; and a range with
+/// too many present pages for what is written (refused: noted instead).
+/// Under other protocols than ulrc with notes the range is refused and
+/// the stores are noted, as compiled code does.
+fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let udsm = dsm.presence().is_some();
+    // Plain stores and loads, as compiled code makes them (UDSM: the page
+    // made present first).
+    let poke = |p: *mut u8, v: u8| -> R {
+        if udsm {
+            dsm.fetch(p, 1, true)?;
+        }
+        // SAFETY: p is inside an allocation of the heap.
+        #[allow(unsafe_code)]
+        unsafe {
+            p.write_volatile(v)
+        };
+        Ok(())
+    };
+    let peek = |p: *const u8| -> Result<u8, Box<dyn std::error::Error>> {
+        if udsm {
+            dsm.fetch(p, 1, false)?;
+        }
+        // SAFETY: p is inside an allocation of the heap.
+        #[allow(unsafe_code)]
+        let v = unsafe { p.read_volatile() };
+        Ok(v)
+    };
+    let diffs = writes == WriteMode::Note && protocol == Protocol::Ulrc && n > 1;
+    let covered_want = diffs || writes == WriteMode::Trap || n == 1;
+    // A store the range does not cover is noted.
+    let store = |p: *mut u8, v: u8, covered: bool| -> R {
+        poke(p, v)?;
+        if !covered {
+            dsm.note_write(p, 1)?;
+        }
+        Ok(())
+    };
+    // One writer a page between synchronizations under invalidate with
+    // notes: no interleaved writers there.
+    let shared_pages = !(protocol == Protocol::Invalidate && writes == WriteMode::Note);
+    let old = |i: usize| (i * 7 + 3) as u8;
+    let new = |i: usize| (i * 13 + 1) as u8 | 0x80;
+
+    // One page, present everywhere when the range is asked for (twinned
+    // at once), in two layouts: the tasks' 8-byte words interleaved
+    // (word w is task w % n's), a third of the words and the high bytes
+    // of the others written with the values they had; and a partition
+    // with its boundaries inside words (task r's bytes from 1020 r, its
+    // first byte written with its old value): its whole words stored
+    // unnoted, the bytes of a word it shares with a neighbour noted (as
+    // `sss cc` does: it diffs only stores of whole words).
+    for layout in ["words", "partition"] {
+        let page = dsm.malloc_all(PAGE, Placement::Explicit((n - 1) as u32))?;
+        if me == 0 {
+            let fill: Vec<u8> = (0..PAGE).map(old).collect();
+            dsm.write(page, &fill)?;
+        }
+        dsm.barrier()?;
+        let v0 = peek(page)?;
+        check(v0 == old(0), &format!("diffed: old page: {v0}"))?;
+        // Nobody writes before everyone has looked (nothing written: the
+        // copies stay).
+        dsm.barrier()?;
+        let covered = dsm.twin_range(page, PAGE, PAGE / n)?;
+        check(
+            covered == covered_want,
+            &format!("diffed: twin_range gave {covered} under {protocol:?}, {writes:?}"),
+        )?;
+        let owner = |i: usize| -> Option<usize> {
+            let r = if layout == "words" {
+                (i / 8) % n
+            } else {
+                i / 1020
+            };
+            (r < n && (shared_pages || r == 0)).then_some(r)
+        };
+        let want = |i: usize| -> u8 {
+            let same = if layout == "words" {
+                (i / 8) % 3 == 0 || i % 8 >= 3
+            } else {
+                i % 1020 == 0
+            };
+            if owner(i).is_none() || same {
+                old(i)
+            } else {
+                new(i)
+            }
+        };
+        // Words whose every byte is this task's: stored whole.
+        let whole = |w: usize| (0..8).all(|k| owner(8 * w + k) == Some(me));
+        {
+            for w in (0..PAGE / 8).filter(|&w| whole(w)) {
+                // A whole word at once, as compiled code stores a long.
+                let mut b = [0u8; 8];
+                for (k, x) in b.iter_mut().enumerate() {
+                    *x = want(8 * w + k);
+                }
+                let p = page.wrapping_add(8 * w);
+                if udsm {
+                    dsm.fetch(p, 8, true)?;
+                }
+                // SAFETY: an aligned word of the allocation.
+                #[allow(unsafe_code)]
+                unsafe {
+                    p.cast::<u64>().write_volatile(u64::from_le_bytes(b))
+                };
+                if !covered {
+                    dsm.note_write(p, 8)?;
+                }
+            }
+            // Bytes of words shared with a neighbour: noted.
+            for i in (0..PAGE).filter(|&i| owner(i) == Some(me) && !whole(i / 8)) {
+                store(page.wrapping_add(i), want(i), false)?;
+            }
+        }
+        dsm.barrier()?;
+        for i in 0..PAGE {
+            let v = peek(page.wrapping_add(i))?;
+            check(
+                v == want(i),
+                &format!("diffed: {layout}: byte {i} is {v}, not {}", want(i)),
+            )?;
+        }
+        dsm.barrier()?;
+    }
+
+    // Pages nobody has touched when the range is asked for: homed at
+    // each task in turn (here: mapped at the first store), and claimed by
+    // first touch. Each task writes its words of 64 bytes of every page
+    // but the last, which nobody writes (whole words, byte by byte: no
+    // other task writes them); the same range is asked twice.
+    let mine = |i: usize| {
+        if shared_pages {
+            (i / 8) % n == me
+        } else {
+            me == 0
+        }
+    };
+    for placement in [Placement::Cyclic(1), Placement::FirstTouch] {
+        let pages = 2 * n + 1;
+        let a = dsm.malloc_all(pages * PAGE, placement)?;
+        let covered = dsm.twin_range(a, pages * PAGE, (pages - 1) * 64)?;
+        check(covered == covered_want, "diffed: absent pages")?;
+        check(
+            dsm.twin_range(a, pages * PAGE, 0)? == covered_want,
+            "diffed: asked again",
+        )?;
+        for k in 0..pages - 1 {
+            for i in (0..64).map(|j| k * PAGE + 8 * (k % 7) + j) {
+                if mine(i) {
+                    store(a.wrapping_add(i), new(i), covered)?;
+                }
+            }
+        }
+        dsm.barrier()?;
+        for k in 0..pages {
+            for i in (0..64).map(|j| k * PAGE + 8 * (k % 7) + j) {
+                let v = peek(a.wrapping_add(i))?;
+                let w = if k < pages - 1 { new(i) } else { 0 };
+                check(
+                    v == w,
+                    &format!("diffed: {placement:?} page {k} byte {i}: {v}, not {w}"),
+                )?;
+            }
+        }
+        dsm.barrier()?;
+    }
+
+    // A word noted before the range, written again after it, and its
+    // neighbour written only after it: both end with their last value.
+    let w = dsm.malloc_all(PAGE, Placement::Cyclic(1))?.cast::<u64>();
+    if shared_pages || me == 0 {
+        let at = w.wrapping_add(2 * me);
+        dsm.store(at, 1)?;
+        let covered = dsm.twin_range(w.cast(), PAGE, 16)?;
+        check(covered == covered_want, "diffed: after a note")?;
+        for (k, v) in [(0usize, 2u64), (1, 3)] {
+            let p = w.wrapping_add(2 * me + k);
+            for (b, byte) in v.to_le_bytes().into_iter().enumerate() {
+                store(p.cast::<u8>().wrapping_add(b), byte, covered)?;
+            }
+        }
+    }
+    dsm.barrier()?;
+    for r in (0..n).filter(|&r| shared_pages || r == 0) {
+        let word = |p: *const u64| -> Result<u64, Box<dyn std::error::Error>> {
+            if udsm {
+                dsm.fetch(p.cast(), 8, false)?;
+            }
+            Ok(load(p))
+        };
+        let (a, b) = (
+            word(w.wrapping_add(2 * r))?,
+            word(w.wrapping_add(2 * r + 1))?,
+        );
+        check(
+            (a, b) == (2, 3),
+            &format!("diffed: task {r} words {a}, {b}"),
+        )?;
+    }
+    dsm.barrier()?;
+
+    // Many present pages for a few bytes written: refused (copying them
+    // would cost more than the notes), so those stores are noted.
+    let pages = 128;
+    let big = dsm.malloc_all(pages * PAGE, Placement::Explicit((n - 1) as u32))?;
+    for k in 0..pages {
+        peek(big.wrapping_add(k * PAGE))?;
+    }
+    let covered = dsm.twin_range(big, pages * PAGE, 8)?;
+    check(
+        covered == (writes == WriteMode::Trap || n == 1),
+        &format!("diffed: {pages} present pages for 8 bytes gave {covered}"),
+    )?;
+    if shared_pages || me == 0 {
+        store(big.wrapping_add(64 * PAGE + me), 9, covered)?;
+    }
+    dsm.barrier()?;
+    for r in (0..n).filter(|&r| shared_pages || r == 0) {
+        check(
+            peek(big.wrapping_add(64 * PAGE + r))? == 9,
+            "diffed: refused range",
+        )?;
+    }
+    dsm.barrier()?;
     Ok(())
 }
 

@@ -508,6 +508,209 @@ fn a_cursor_loop_is_noted_by_bucket() {
     }
 }
 
+/// `f.c` (`src`) compiled by `sss cc -O2 rcop` to IR, with `env` set.
+fn ir_of(dir: &Path, src: &str, rcop: &str, env: &[(&str, &str)]) -> String {
+    let c = dir.join("f.c");
+    std::fs::write(&c, src).unwrap();
+    let ll = dir.join("f.ll");
+    ok(Command::new(sss())
+        .args(["cc", "-O2", rcop, "-S", "-emit-llvm", "-o"])
+        .arg(&ll)
+        .arg(&c)
+        .envs(env.iter().copied()));
+    std::fs::read_to_string(&ll).unwrap()
+}
+
+const DIFF_SRC: &str = r#"
+void unlock(void);
+void strided(double *a, int n) { for (int i = 0; i < n; i++) a[2 * i] = 1.0; }
+void bytes(char *a, int n) { for (int i = 0; i < n; i++) a[2 * i] = 1; }
+void synced(double *a, int n) { for (int i = 0; i < n; i++) { a[2 * i] = 1.0; unlock(); } }
+void gather(double *a, const int *idx, int n) { for (int i = 0; i < n; i++) a[idx[i]] = 1.0; }
+void nest(double *a, int n, int m) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++)
+            a[i * 3 * m + 2 * j] = i + j;
+}
+void cursors(long *dst, long *p, const long *key, long n) {
+    for (long i = 0; i < n; i++) { long k = key[i]; dst[p[k & 255]++] = k; }
+}
+void int_cursors(int *dst, long *p, const int *key, long n) {
+    for (long i = 0; i < n; i++) { int k = key[i]; dst[p[k & 255]++] = k; }
+}
+"#;
+
+/// Diffed ranges (`-fsss-opt=ia`): a store in a loop that does not
+/// coalesce but whose bytes ScalarEvolution bounds over the loop nest is
+/// covered by one `sss_rcop_twin_range(lo, hi, bytes)` before the nest,
+/// and its note in the loop runs only when that returned 0; a cursor
+/// loop with a trip count calls `sss_rcop_cursor_twin`. Not diffed: stores
+/// of less than a whole word (a diff sends whole words), a loop that may
+/// synchronize, an address the nest does not bound, `-fsss-opt=no`,
+/// `SSS_RCOP_DIFF=0`.
+#[test]
+fn loops_bounded_but_not_one_range_are_diffed() {
+    if !have_llvm() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("diff-ir");
+    let ir = ir_of(&dir, DIFF_SRC, "-fsss-opt=ia", &[]);
+    let f = body(&ir, "strided");
+    assert!(
+        before(f, "@sss_rcop_twin_range(ptr %0, ", "store double")
+            && before(f, "store double", "@sss_rcop_note(")
+            && f.matches("@sss_rcop_twin_range(").count() == 1,
+        "strided:\n{f}"
+    );
+    // The note's condition: the range was refused (or missed the heap).
+    assert!(
+        f.contains("phi i1 [") && f.contains(", [ true, "),
+        "strided, unguarded note:\n{f}"
+    );
+    // The bound: the first element to the end of the last one (16 n - 8
+    // bytes on), and at most 8 n bytes written.
+    assert!(
+        f.contains("shl nuw nsw i64 %6, 4") && f.contains("add i64 %8, -8"),
+        "strided bound:\n{f}"
+    );
+    // A 2-D nest with holes between rows and between elements: one range.
+    let nest = body(&ir, "nest");
+    assert_eq!(nest.matches("@sss_rcop_twin_range(").count(), 1, "{nest}");
+    for name in ["bytes", "synced", "gather"] {
+        let g = body(&ir, name);
+        assert!(
+            !g.contains("sss_rcop_twin_range") && g.contains("@sss_rcop_note("),
+            "{name}:\n{g}"
+        );
+    }
+    assert!(body(&ir, "cursors").contains("@sss_rcop_cursor_twin("));
+    let ic = body(&ir, "int_cursors");
+    assert!(
+        ic.contains("@sss_rcop_cursor_begin(") && !ic.contains("cursor_twin"),
+        "int_cursors:\n{ic}"
+    );
+    let why = explain(&dir, DIFF_SRC);
+    assert!(
+        why.contains("diffed range") && why.contains("not a plain store of whole aligned words"),
+        "{why}"
+    );
+    for (rcop, env) in [
+        ("-fsss-opt=no", &[][..]),
+        ("-fsss-opt=ia", &[("SSS_RCOP_DIFF", "0")][..]),
+    ] {
+        let ir = ir_of(&dir, DIFF_SRC, rcop, env);
+        assert!(
+            !ir.contains("@sss_rcop_twin_range(") && !ir.contains("@sss_rcop_cursor_twin("),
+            "{rcop} {env:?}:\n{ir}"
+        );
+    }
+    let (.., notes) = report(&dir, DIFF_SRC, "-O2", "-fsss-opt=ia");
+    assert_eq!(notes, 0);
+}
+
+/// `tests/rcop/diffed.c.in` (no notes of its own): tasks' longs
+/// interleaved on pages every task holds, some written with their old
+/// values; one long a page for each task on pages nobody holds yet,
+/// written by a function called twice in one interval; bytes dealt
+/// round-robin (not diffed). Right on 1, 2 and 4 tasks over two hosts
+/// under every protocol (invalidate, whose pages take one writer between
+/// synchronizations, on one task only); under ulrc the loops call the
+/// heap once each
+/// instead of noting every store (#CM), and under the others the heap
+/// refuses and the stores are noted.
+#[test]
+fn diffed_ranges_are_right_under_every_protocol() {
+    if !have_llvm() || Command::new("m4").arg("--version").output().is_err() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("diffed");
+    let c = dir.join("diffed.c");
+    std::fs::write(
+        &c,
+        ok(Command::new("m4")
+            .arg(root().join("parmacs/sss.m4"))
+            .arg(root().join("crates/sss/tests/rcop/diffed.c.in"))),
+    )
+    .unwrap();
+    let exe = dir.join("diffed");
+    let report = ok(Command::new(sss())
+        .args(["cc", "-O2"])
+        .arg(format!("-I{}", root().join("parmacs").display()))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&c)
+        .arg(root().join("parmacs/sss_parmacs.c"))
+        .env("SSS_RCOP_STATS", "1"));
+    assert!(report.contains("diffed ranges"), "{report}");
+    let field = |line: &str, key: &str| -> u64 {
+        line.split(&format!("\"{key}\":"))
+            .nth(1)
+            .and_then(|r| r.split([',', '}']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    for protocol in [
+        "ulrc",
+        "invalidate",
+        "home_update",
+        "update",
+        "update_drct",
+        "home_only",
+    ] {
+        for (place, p) in [
+            (&["-n", "1"][..], "1"),
+            (&["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..], "2"),
+            (&["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"][..], "4"),
+        ] {
+            let out = ok(Command::new(sss())
+                .arg("run")
+                .args(place)
+                .arg(&exe)
+                .arg(p)
+                .env("SSS_DSM_WRITES", "note")
+                .env("SSS_DSM_PROTOCOL", protocol)
+                .env("SSS_STATS", "json")
+                .env("SSS_NO_DAEMON", "1"));
+            // Under invalidate a page takes one writer between
+            // synchronizations (the protocol's rule, `sss_dsm::Protocol`),
+            // which every array here breaks: only the refusal is checked.
+            if protocol != "invalidate" || p == "1" {
+                assert!(out.contains("DIFFED OK"), "{protocol}, {p} tasks:\n{out}");
+            }
+            if p == "1" {
+                continue;
+            }
+            // The workers' #CM lines: diffed under ulrc (a's loop, b's two
+            // calls; c's bytes noted, about 3 100 / P of them), refused
+            // under the others (every long of a and b noted too).
+            let n: u64 = p.parse().unwrap();
+            for line in out.lines().filter(|l| l.starts_with("{\"rcop\"")) {
+                let (notes, twins, diffed) = (
+                    field(line, "notes"),
+                    field(line, "twin_ranges"),
+                    field(line, "diffed"),
+                );
+                if twins == 0 {
+                    continue; // the main task's own notes
+                }
+                if protocol == "ulrc" {
+                    assert!(
+                        diffed == twins && notes < 12_300 / n + 50,
+                        "{protocol}, {p} tasks: {line}"
+                    );
+                } else {
+                    assert!(
+                        diffed == 0 && notes > 16_384 / n,
+                        "{protocol}, {p} tasks: {line}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// `f.c` compiled by `sss cc -O2` with `rcop` to IR: for function `func`,
 /// in order, `store`, `note N` (a call of sss_rcop_note of N bytes, or
 /// `note ?` for a length computed at run time) and `call NAME` for any

@@ -443,6 +443,25 @@ pub(crate) unsafe fn fetch(
     with(d, |h| h.fetch(addr.cast::<u8>(), len, write)).map_err(|f| f.detail.to_string())
 }
 
+/// A diffed range for code compiled by `sss cc` (`sss_rcop_twin_range`):
+/// [`Dsm::twin_range`]; an error (a range outside the heap) is `false`,
+/// so the caller notes its stores.
+///
+/// # Safety
+/// `dsm` is a live handle.
+pub(crate) unsafe fn twin_range(
+    dsm: *const DsmObj,
+    addr: *const c_void,
+    len: usize,
+    written: usize,
+) -> bool {
+    // SAFETY: the caller's contract.
+    let Ok(d) = (unsafe { obj(dsm, "dsm") }) else {
+        return false;
+    };
+    with(d, |h| h.twin_range(addr.cast::<u8>(), len, written)).unwrap_or(false)
+}
+
 /// See `sss_dsm_lock` in `include/sss.h`.
 ///
 /// # Safety

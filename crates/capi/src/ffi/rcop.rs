@@ -94,10 +94,17 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
     }
 }
 
-/// Calls of [`sss_rcop_note`]: how often the consistency code `sss cc`
+/// Calls of [`sss_rcop_note`], [`sss_rcop_twin_range`] and
+/// [`sss_rcop_cursor_twin`]: how often the consistency code `sss cc`
 /// inserted ran (the #CM of seed Tables 7-8), whatever the note log then
 /// merged.
 static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Calls of [`sss_rcop_twin_range`] and [`sss_rcop_cursor_twin`] (part
+/// of [`CALLS`]), and of those the ones the heap diffs (`twin_ranges`,
+/// `diffed` in the `{"rcop":...}` line).
+static TWIN_RANGES: AtomicU64 = AtomicU64::new(0);
+static TWIN_DIFFED: AtomicU64 = AtomicU64::new(0);
 
 /// With `SSS_STATS=json`, one line for this task's #CM beside the heap's
 /// statistics, when compiled code noted anything.
@@ -105,9 +112,11 @@ pub(crate) fn report(rank: u32) {
     let n = CALLS.swap(0, Ordering::Relaxed);
     let b = BACKOFFS.swap(0, Ordering::Relaxed);
     let f = FETCHES.swap(0, Ordering::Relaxed);
+    let t = TWIN_RANGES.swap(0, Ordering::Relaxed);
+    let td = TWIN_DIFFED.swap(0, Ordering::Relaxed);
     if (n > 0 || b > 0 || f > 0) && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
         eprintln!(
-            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"fetches\":{f}}}}}"
+            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"fetches\":{f},\"twin_ranges\":{t},\"diffed\":{td}}}}}"
         );
     }
 }
@@ -367,7 +376,7 @@ pub unsafe extern "C" fn sss_rcop_cursor_end(
     dst: *const c_void,
     elem: u64,
 ) {
-    if snap.is_null() {
+    if snap.is_null() || snap == DIFFED {
         return;
     }
     let len = (n * width) as usize;
@@ -420,4 +429,125 @@ pub unsafe extern "C" fn sss_rcop_cursor_end(
     }
     flush(&mut run);
     flush(&mut moved);
+}
+
+/// Whether the stores into `[lo, hi)` until the next release (at most
+/// `written` bytes, 0: unknown) are covered without notes: the heap diffs
+/// the part inside it (`sss_dsm::Dsm::twin_range`), and the rest needs no
+/// notes. False without a heap that takes notes (trap mode, none yet: the
+/// stores' own inline tests then fail too) or when the heap refuses the
+/// range.
+fn twin(lo: u64, hi: u64, written: u64) -> bool {
+    let d = CURRENT.load(Ordering::Acquire);
+    let (base, span) = (
+        sss_rcop_lo.load(Ordering::Acquire),
+        sss_rcop_span.load(Ordering::Acquire),
+    );
+    if d.is_null() || span == 0 {
+        return false;
+    }
+    let (a, b) = (lo.max(base), hi.min(base.saturating_add(span)));
+    if a >= b {
+        return true;
+    }
+    // SAFETY: `d` is a live handle until `unregister`; the range is
+    // only compared with the heap.
+    unsafe { super::dsm::twin_range(d, a as *const c_void, (b - a) as usize, written as usize) }
+}
+
+/// A diffed range (see `sss.h`): code compiled by `sss cc` calls this
+/// once before a loop nest whose stores it bounds to `[lo, hi)` (at most
+/// `written` bytes of them, 0: unknown) but cannot note as one range;
+/// non-zero: the stores need no notes until the next release (the heap
+/// sends what differs from the pages' twins), zero: each store is noted
+/// as usual. One #CM.
+///
+/// # Safety
+/// None: the range is only compared with the heap, whose pages the heap
+/// itself copies.
+#[no_mangle]
+pub unsafe extern "C" fn sss_rcop_twin_range(
+    lo: *const c_void,
+    hi: *const c_void,
+    written: u64,
+) -> i32 {
+    CALLS.fetch_add(1, Ordering::Relaxed);
+    TWIN_RANGES.fetch_add(1, Ordering::Relaxed);
+    let ok = twin(lo as u64, hi as u64, written);
+    if ok {
+        TWIN_DIFFED.fetch_add(1, Ordering::Relaxed);
+    }
+    i32::from(ok)
+}
+
+/// What [`sss_rcop_cursor_twin`] returns when the heap diffs the loop's
+/// stores: not a copy; [`sss_rcop_cursor_end`] ignores it. The header's
+/// `SSS_RCOP_DIFFED ((void *)1)`, never dereferenced.
+#[allow(clippy::manual_dangling_ptr)]
+pub const DIFFED: *mut c_void = 1 as *mut c_void;
+
+/// For a cursor loop that takes its back edge at most `backs` times
+/// (see `sss.h`): each of its `backs + 1` iterations at most moves one
+/// cursor below `n` by one, so the stores through them lie in
+/// `[dst + min * elem, dst + (max + backs + 1) * elem)` for the least and
+/// greatest cursors at entry. When the heap diffs that range
+/// (and the cursors, if they are in the heap) returns [`DIFFED`];
+/// otherwise what [`sss_rcop_cursor_begin`] returns. One #CM.
+///
+/// # Safety
+/// As [`sss_rcop_cursor_begin`].
+#[no_mangle]
+pub unsafe extern "C" fn sss_rcop_cursor_twin(
+    p: *const c_void,
+    n: u64,
+    width: u64,
+    dst: *const c_void,
+    elem: u64,
+    backs: u64,
+) -> *mut c_void {
+    CALLS.fetch_add(1, Ordering::Relaxed);
+    TWIN_RANGES.fetch_add(1, Ordering::Relaxed);
+    if CURRENT.load(Ordering::Acquire).is_null()
+        || sss_rcop_span.load(Ordering::Acquire) == 0
+        || n == 0
+        || n > MAX_CURSORS
+        || !(width == 4 || width == 8)
+        || p.is_null()
+    {
+        return std::ptr::null_mut();
+    }
+    let len = (n * width) as usize;
+    // UDSM: the cursors are read here, not by compiled code.
+    // SAFETY: only compared with the heap, as for any fetch.
+    unsafe { sss_rcop_fetch_range(p, (p as *const u8).wrapping_add(len).cast()) };
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for i in 0..n {
+        // SAFETY: `p` holds `n` cursors by the contract.
+        let c = unsafe { cursor_at(p as *const u8, i, width) };
+        lo = lo.min(c);
+        hi = hi.max(c);
+    }
+    let (d, e, trips) = (dst as u64 as i128, elem as i128, backs as i128 + 1);
+    let (a, b) = (d + lo as i128 * e, d + (hi as i128 + trips) * e);
+    let written = (trips * e).min(u64::MAX as i128) as u64;
+    // The increments of cursors in the heap are stores too: diffed only
+    // when they are whole words (see `Dsm::twin_range`).
+    let cursors_in_heap = {
+        let (base, span) = (
+            sss_rcop_lo.load(Ordering::Acquire),
+            sss_rcop_span.load(Ordering::Acquire),
+        );
+        (p as u64) < base.saturating_add(span) && (p as u64).saturating_add(len as u64) > base
+    };
+    if a >= 0
+        && (!cursors_in_heap || (width == 8 && p as u64 % 8 == 0))
+        && b <= u64::MAX as i128
+        && twin(a as u64, b as u64, written)
+        && twin(p as u64, (p as u64).saturating_add(len as u64), len as u64)
+    {
+        TWIN_DIFFED.fetch_add(1, Ordering::Relaxed);
+        return DIFFED;
+    }
+    // SAFETY: the caller's contract, passed on.
+    unsafe { sss_rcop_cursor_begin(p, n, width) }
 }

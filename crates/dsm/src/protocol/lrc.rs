@@ -22,8 +22,14 @@ impl Shared {
         // Before anything is taken: an error here loses no record.
         let fresh = self.newly_copied()?;
         let noted = std::mem::take(&mut lock(&self.out).noted);
+        // Note mode: the twins are those of diffed ranges, whose stores
+        // not noted write whole words (see `diffed_runs`).
+        let exact = !self.traps();
+        let noted_iv = if exact { merged(&noted) } else { Vec::new() };
         let mut own = self.take_own_dirty()?;
         own.extend(fresh);
+        // Diffed ranges (note mode): mapped home pages that changed.
+        own.extend(self.take_own_twins()?);
         let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
         let mapped = self.spans_mapped(&noted);
         for ((o, l), mapped) in noted.into_iter().zip(mapped) {
@@ -61,7 +67,11 @@ impl Shared {
                 // Protect first so the next write of a page starts a new
                 // twin; this thread is the only writer, so nothing is
                 // missed. Dirty pages are present: the copy cannot fault.
-                self.uffd.protect(self.page_addr(first)?, n * PAGE, true)?;
+                // In note mode (twins of diffed ranges) nothing is
+                // protected: the next stores are noted.
+                if self.traps() {
+                    self.uffd.protect(self.page_addr(first)?, n * PAGE, true)?;
+                }
                 (self.view_read(first * PAGE as u64, n * PAGE)?, twins)
             };
             for (k, twin) in twins.into_iter().enumerate() {
@@ -73,8 +83,15 @@ impl Shared {
                 // runs long), trimmed at both ends to the bytes that
                 // changed: tasks that write neighbouring bytes or 4-byte
                 // values of one word (a partition boundary in a byte
-                // table) do not send each other's old bytes.
-                for (lo, hi) in changed_runs(cur, &twin) {
+                // table) do not send each other's old bytes. Diffed
+                // ranges (note mode): whole words, less those only notes
+                // changed.
+                let runs_here = if exact {
+                    diffed_runs(cur, &twin, off0, &noted_iv)
+                } else {
+                    changed_runs(cur, &twin)
+                };
+                for (lo, hi) in runs_here {
                     runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
                 }
             }
@@ -133,11 +150,85 @@ impl Shared {
 }
 
 /// The byte ranges of `cur` (a page) that differ from `twin`: runs of
-/// changed 8-byte words, trimmed to the bytes that changed. Blocks of 64
-/// bytes are compared first as words OR-ed together (the compiler turns
-/// the loop into vector compares), so unchanged stretches cost a few
-/// instructions per block.
+/// changed 8-byte words, trimmed to the bytes that changed.
 pub(crate) fn changed_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
+    changed_word_runs(cur, twin)
+        .into_iter()
+        .map(|(lo, hi)| changed_bytes(cur, twin, lo, hi))
+        .collect()
+}
+
+/// The runs of a diffed range's page (`cur`, at heap offset `off0`) to
+/// send: its changed 8-byte words, whole, except those whose changed
+/// bytes all lie in `noted` (this interval's noted ranges, sorted and
+/// disjoint), which the notes send. Code compiled by `sss cc` diffs only
+/// stores of whole aligned words and notes every other store, so a word
+/// with a change outside the notes was written whole by this task: its
+/// bytes that did not change are this task's too (values equal to the
+/// old ones), never another task's. Whole words keep the runs of a page
+/// and the next one touching, so they merge into one write (a run
+/// trimmed to its changed bytes would stop short of the page's end
+/// whenever its last word's high bytes kept their value).
+pub(crate) fn diffed_runs(
+    cur: &[u8],
+    twin: &[u8],
+    off0: u64,
+    noted: &[(u64, u64)],
+) -> Vec<(usize, usize)> {
+    let covered = |x: u64| {
+        let i = noted.partition_point(|&(_, e)| e <= x);
+        i < noted.len() && noted[i].0 <= x
+    };
+    let mut out = Vec::new();
+    for (lo, hi) in changed_word_runs(cur, twin) {
+        let (a, b) = (off0 + lo as u64, off0 + hi as u64);
+        let i = noted.partition_point(|&(_, e)| e <= a);
+        if i == noted.len() || noted[i].0 >= b {
+            out.push((lo, hi));
+            continue;
+        }
+        let mut start = None;
+        for w in (lo..hi).step_by(8) {
+            let keep = (w..w + 8).any(|x| cur[x] != twin[x] && !covered(off0 + x as u64));
+            match (keep, start) {
+                (true, None) => start = Some(w),
+                (false, Some(s)) => {
+                    out.push((s, w));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            out.push((s, hi));
+        }
+    }
+    out
+}
+
+/// `ranges` (offset, length) sorted and merged where they meet or touch.
+fn merged(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = ranges
+        .iter()
+        .filter(|r| r.1 > 0)
+        .map(|&(o, l)| (o, o + l))
+        .collect();
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// The runs `[lo, hi)` of changed 8-byte words of `cur` (a page) against
+/// `twin`, word-aligned. Blocks of 64 bytes are compared first as words
+/// OR-ed together (the compiler turns the loop into vector compares), so
+/// unchanged stretches cost a few instructions per block.
+fn changed_word_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
     const BLOCK: usize = 64;
     let n = cur.len().min(twin.len()) / BLOCK * BLOCK;
     let word =
@@ -164,7 +255,7 @@ pub(crate) fn changed_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
         match (run, same) {
             (None, false) => run = Some(w),
             (Some(s), true) => {
-                out.push(changed_bytes(cur, twin, s * 8, w * 8));
+                out.push((s * 8, w * 8));
                 run = None;
             }
             _ => {}
@@ -172,7 +263,7 @@ pub(crate) fn changed_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
         w += 1;
     }
     if let Some(s) = run {
-        out.push(changed_bytes(cur, twin, s * 8, words * 8));
+        out.push((s * 8, words * 8));
     }
     out
 }
@@ -239,6 +330,40 @@ mod tests {
         assert_eq!(
             changed_runs(&cur, &twin),
             vec![(3, 9), (200, 201), (PAGE - 1, PAGE)]
+        );
+    }
+
+    #[test]
+    fn diffed_runs_send_whole_words_but_not_what_notes_send() {
+        let twin = vec![0u8; PAGE];
+        let mut cur = twin.clone();
+        // Two longs whose high bytes kept their value: whole words.
+        cur[8] = 1;
+        cur[16] = 2;
+        // A word changed only by a noted store (bytes 100..102): left to
+        // the note, though its neighbour's bytes are in the word.
+        cur[100] = 3;
+        cur[101] = 3;
+        // A word changed by both (a whole-word store, then a note of its
+        // byte 202): whole.
+        cur[200] = 4;
+        cur[202] = 5;
+        // The last word: a run to the page's end.
+        cur[PAGE - 8] = 6;
+        let off0 = 10 * PAGE as u64;
+        let noted = merged(&[(off0 + 100, 2), (off0 + 202, 1), (off0 + 101, 1)]);
+        assert_eq!(
+            noted,
+            vec![(off0 + 100, off0 + 102), (off0 + 202, off0 + 203)]
+        );
+        assert_eq!(
+            diffed_runs(&cur, &twin, off0, &noted),
+            vec![(8, 24), (200, 208), (PAGE - 8, PAGE)]
+        );
+        // Trap mode's diff of the same page: trimmed to the changed bytes.
+        assert_eq!(
+            changed_runs(&cur, &twin),
+            vec![(8, 17), (100, 102), (200, 203), (PAGE - 8, PAGE - 7)]
         );
     }
 

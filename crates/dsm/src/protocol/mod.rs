@@ -223,6 +223,8 @@ impl Shared {
         let st = lock(&self.state);
         st.dirty.is_empty()
             && st.own_dirty.is_empty()
+            && st.twin_spans.is_empty()
+            && st.twin_refused.is_empty()
             && st.stale.is_empty()
             && self.local_word(L::UPD_ACK).load(Ordering::Acquire)
                 >= self.local_word(L::UPD_WANT).load(Ordering::Acquire)
