@@ -327,6 +327,28 @@ unsafe fn cursor_at(p: *const u8, i: u64, width: u64) -> i64 {
     }
 }
 
+/// The bytes of the `n` cursors of `width` bytes at `p`, made present
+/// (UDSM: the cursors are read here, not by compiled code), or None when
+/// no heap is open or the cursors are not ones the runtime reads.
+///
+/// # Safety
+/// As [`sss_rcop_cursor_begin`].
+unsafe fn cursors_present(p: *const c_void, n: u64, width: u64) -> Option<usize> {
+    if CURRENT.load(Ordering::Acquire).is_null()
+        || sss_rcop_span.load(Ordering::Acquire) == 0
+        || n == 0
+        || n > MAX_CURSORS
+        || !(width == 4 || width == 8)
+        || p.is_null()
+    {
+        return None;
+    }
+    let len = (n * width) as usize;
+    // SAFETY: only compared with the heap, as for any fetch.
+    unsafe { sss_rcop_fetch_range(p, (p as *const u8).wrapping_add(len).cast()) };
+    Some(len)
+}
+
 /// A copy of the `n` cursors of `width` bytes at `p` (see `sss.h`), or
 /// null: then the loop notes each store itself.
 ///
@@ -339,19 +361,10 @@ pub unsafe extern "C" fn sss_rcop_cursor_begin(
     n: u64,
     width: u64,
 ) -> *mut c_void {
-    if CURRENT.load(Ordering::Acquire).is_null()
-        || sss_rcop_span.load(Ordering::Acquire) == 0
-        || n == 0
-        || n > MAX_CURSORS
-        || !(width == 4 || width == 8)
-        || p.is_null()
-    {
+    // SAFETY: the caller's contract is this function's.
+    let Some(len) = (unsafe { cursors_present(p, n, width) }) else {
         return std::ptr::null_mut();
-    }
-    let len = (n * width) as usize;
-    // UDSM: the cursors are read here, not by compiled code.
-    // SAFETY: only compared with the heap, as for any fetch.
-    unsafe { sss_rcop_fetch_range(p, (p as *const u8).wrapping_add(len).cast()) };
+    };
     let mut copy = Vec::new();
     if copy.try_reserve_exact(len).is_err() {
         return std::ptr::null_mut();
@@ -507,19 +520,10 @@ pub unsafe extern "C" fn sss_rcop_cursor_twin(
 ) -> *mut c_void {
     CALLS.fetch_add(1, Ordering::Relaxed);
     TWIN_RANGES.fetch_add(1, Ordering::Relaxed);
-    if CURRENT.load(Ordering::Acquire).is_null()
-        || sss_rcop_span.load(Ordering::Acquire) == 0
-        || n == 0
-        || n > MAX_CURSORS
-        || !(width == 4 || width == 8)
-        || p.is_null()
-    {
+    // SAFETY: the caller's contract is this function's.
+    let Some(len) = (unsafe { cursors_present(p, n, width) }) else {
         return std::ptr::null_mut();
-    }
-    let len = (n * width) as usize;
-    // UDSM: the cursors are read here, not by compiled code.
-    // SAFETY: only compared with the heap, as for any fetch.
-    unsafe { sss_rcop_fetch_range(p, (p as *const u8).wrapping_add(len).cast()) };
+    };
     let (mut lo, mut hi) = (i64::MAX, i64::MIN);
     for i in 0..n {
         // SAFETY: `p` holds `n` cursors by the contract.
