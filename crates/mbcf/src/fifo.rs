@@ -304,7 +304,7 @@ impl Ring {
                 }
             }
             // SeqCst: a signal's sender reads the receiver's sleep flag
-            // next (`Peer::asleep`), which the receiver sets before it
+            // next (`Peer::signal_wake`), which the receiver sets before it
             // looks at `tail`; on x86 this locked CAS is the full fence
             // that pairing needs, with no second one.
             match h.tail.compare_exchange_weak(

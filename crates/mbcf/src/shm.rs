@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// Magic of a control block ("SSCT").
 pub const CTL_MAGIC: u32 = 0x5353_4354;
 /// Layout version of [`Ctl`]: a peer's block of another layout is refused.
-pub const CTL_VERSION: u32 = 3;
+pub const CTL_VERSION: u32 = 4;
 /// Segments a control block publishes.
 pub const CTL_SEGMENTS: usize = 256;
 /// Slots of the inbound signal ring.
@@ -98,8 +98,14 @@ pub(crate) struct Ctl {
     /// (see `Inner::prewake`), and this task wake them as its wait ends.
     /// Written by those waiters around their sleep.
     pub dependents: AtomicU32,
+    /// Threads of the task blocked on `events` that run the signal ring
+    /// when woken: while it is non-zero a same-node sender of a SIGNAL
+    /// wakes them (`events`) instead of ringing the progress thread, one
+    /// wake-up a way instead of two. Written by those waiters around
+    /// their sleep; each looks at the ring again once it stopped counting.
+    pub ring_waiters: AtomicU32,
     /// Padding to the next line.
-    pub _pad1: [u8; 52],
+    pub _pad1: [u8; 48],
     /// 1 while the progress thread sleeps in poll: senders that queue a
     /// signal then ring the doorbell. Owner: the progress thread.
     pub progress_asleep: AtomicU32,
@@ -384,6 +390,19 @@ impl CtlMap {
             sys::futex_wake_all(&c.events);
         }
     }
+}
+
+/// Who a SIGNAL pushed on a same-node peer's ring woke, or must wake
+/// ([`Peer::signal_wake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignalWake {
+    /// A blocked waiter of the peer, woken on its futex: it runs the ring.
+    Waiter,
+    /// Nobody yet: the peer's progress thread sleeps and needs the
+    /// doorbell datagram.
+    Doorbell,
+    /// Nobody: a thread of the peer is awake and will look at the ring.
+    None,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -762,13 +781,25 @@ impl Peer {
         }
     }
 
-    /// True when the peer's progress thread sleeps and needs a doorbell.
-    /// Called after the push: its SeqCst claim of the slot (the CAS on
-    /// the ring's `tail`) and this SeqCst load pair with the progress
-    /// loop's store of the flag, its SeqCst fence and its read of `tail`:
-    /// either we see the flag or it sees our message.
-    pub fn asleep(&self) -> bool {
-        self.ctl.ctl().progress_asleep.load(Ordering::SeqCst) != 0
+    /// After a SIGNAL was pushed on the peer's ring: who must be woken
+    /// to run it. A blocked waiter that runs the ring itself is woken on
+    /// its futex; else the progress thread, if it sleeps, gets a
+    /// doorbell. The push's SeqCst claim of the slot (the CAS on the
+    /// ring's `tail`) and these SeqCst loads pair with the waiter's
+    /// SeqCst decrement of `ring_waiters` followed by its look at the
+    /// ring, and with the progress loop's store of its flag, its fence
+    /// and its read of `tail`: either we see them or they see the message.
+    pub fn signal_wake(&self) -> SignalWake {
+        let c = self.ctl.ctl();
+        if c.ring_waiters.load(Ordering::SeqCst) != 0 {
+            c.events.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wake_all(&c.events);
+            SignalWake::Waiter
+        } else if c.progress_asleep.load(Ordering::SeqCst) != 0 {
+            SignalWake::Doorbell
+        } else {
+            SignalWake::None
+        }
     }
 }
 

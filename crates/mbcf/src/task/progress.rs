@@ -111,7 +111,7 @@ pub(super) fn progress(inner: Arc<Inner>) {
             if !claimed {
                 c.progress_asleep.store(1, Ordering::SeqCst);
             }
-            // Pairs with Peer::asleep (after the push's SeqCst claim of a
+            // Pairs with Peer::signal_wake (after the push's SeqCst claim of a
             // slot): either the sender sees the flag or we see its
             // message in `tail`.
             std::sync::atomic::fence(Ordering::SeqCst);

@@ -10,7 +10,7 @@
 
 use super::transport::{Carried, Lane, Submission, TransportKind};
 use super::{status_error, Inner};
-use crate::shm::{Direct, Peer};
+use crate::shm::{Direct, Peer, SignalWake};
 use crate::sys::Mapping;
 use crate::Error;
 use sss_proto::Op;
@@ -77,7 +77,7 @@ impl Lane for ShmLane {
         let Direct::Done(r) = p.apply(task.rank, &sub.op) else {
             return Ok(Carried::Declined);
         };
-        if matches!(sub.op, Op::Signal { .. }) && p.asleep() {
+        if matches!(sub.op, Op::Signal { .. }) && p.signal_wake() == SignalWake::Doorbell {
             // Doorbell: a one-byte datagram wakes its poll.
             let _ = task
                 .sock

@@ -344,18 +344,20 @@ impl Inner {
             let seq = c.events.load(Ordering::SeqCst);
             let dep = self.dependent_of(partner);
             c.waiters.fetch_add(1, Ordering::SeqCst);
+            self.watch_ring();
             self.begin_blocking();
             // Re-checked after announcing ourselves: a sender that set
             // the partner's `hit` before it could see `waiters` is seen
             // here, one that sets it later wakes us; a partner that left
             // its wait before it could see `dependents` is seen here,
             // one that leaves later wakes us.
-            if !done() && self.partner_idle(partner) {
+            if !done() && !self.ring_waiting() && self.partner_idle(partner) {
                 self.idle_blocks.fetch_add(1, Ordering::Relaxed);
                 sys::futex_wait(&c.events, seq, Some(deadline - now));
             }
             self.end_blocking();
             c.waiters.fetch_sub(1, Ordering::SeqCst);
+            self.unwatch_ring();
             drop(dep);
         }
     }

@@ -397,9 +397,16 @@ impl Inner {
             // Raised before the last look: same-node senders wake only
             // waits they see (`CtlMap::wake_waiting`).
             self.ctl.ctl().waiters.fetch_add(1, Ordering::SeqCst);
+            self.watch_ring();
             if cond() {
                 self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
+                self.unwatch_ring();
                 return true;
+            }
+            if self.ring_waiting() {
+                self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
+                self.unwatch_ring();
+                continue;
             }
             self.begin_blocking();
             // The timeout is a safety net only.
@@ -410,6 +417,7 @@ impl Inner {
             sys::futex_wait(&self.ctl.ctl().events, seq, Some(t));
             self.end_blocking();
             self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
+            self.unwatch_ring();
         }
     }
 
@@ -453,14 +461,60 @@ impl Inner {
             let seq = c.events.load(Ordering::SeqCst);
             // Raised before the last look (see `block_phase`).
             c.waiters.fetch_add(1, Ordering::SeqCst);
+            self.watch_ring();
             if cond() {
                 c.waiters.fetch_sub(1, Ordering::SeqCst);
+                self.unwatch_ring();
                 return true;
+            }
+            if self.ring_waiting() {
+                c.waiters.fetch_sub(1, Ordering::SeqCst);
+                self.unwatch_ring();
+                continue;
             }
             self.begin_blocking();
             sys::futex_wait(&c.events, seq, Some(deadline - now));
             self.end_blocking();
             c.waiters.fetch_sub(1, Ordering::SeqCst);
+            self.unwatch_ring();
+        }
+    }
+
+    /// Counts the calling thread, about to block on the event word, among
+    /// those that run the signal ring when woken (`Ctl::ring_waiters`):
+    /// a same-node sender of a SIGNAL then wakes it, and the handler runs
+    /// here, instead of waking the progress thread to run it and then
+    /// this thread for its effect (two wake-ups a way where a WRITE takes
+    /// one). Ended by [`Inner::unwatch_ring`].
+    pub(super) fn watch_ring(&self) {
+        self.ctl.ctl().ring_waiters.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// True when a signal waits in the ring: one a sender queued just
+    /// before this thread counted itself a watcher (it rang the progress
+    /// thread), which runs here instead of sleeping first.
+    pub(super) fn ring_waiting(&self) -> bool {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.ctl.signal_ring().len() != 0
+    }
+
+    /// Ends [`Inner::watch_ring`], then runs what the ring holds: a
+    /// sender that saw this thread counted woke only it. What cannot run
+    /// here (a slot not filled yet, the net lock or the handler runner
+    /// taken) goes to the progress thread. The fence pairs the decrement
+    /// with the senders' claim of a slot then look at the count (see
+    /// `Peer::signal_wake`): either the sender saw us gone and woke the
+    /// progress thread itself, or we see its message.
+    pub(super) fn unwatch_ring(&self) {
+        self.ctl.ctl().ring_waiters.fetch_sub(1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let ring = self.ctl.signal_ring();
+        if ring.len() == 0 {
+            return;
+        }
+        self.take_ring_signals();
+        if ring.len() != 0 {
+            self.wake.notify();
         }
     }
 }
