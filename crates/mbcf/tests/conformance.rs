@@ -910,8 +910,28 @@ fn sswait_two_handovers_away_blocks_and_is_woken_ahead() {
     panic!("no run pre-woke task 2: {runs:?}");
 }
 
+/// Eight tasks on a node taken for one CPU pass a token round a ring of
+/// SS-Waits: every token arrives, and some waits block idle and are
+/// woken ahead by a sender. Whether any blocks depends on how the machine
+/// schedules the yields before blocking (a run beside other jobs saw
+/// none), so the counts are asked of one run in three; the tokens of
+/// every run.
 #[test]
 fn an_oversubscribed_sswait_ring_passes_every_token() {
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let (blocks, woken) = sswait_ring();
+        if blocks > 0 && woken > 0 {
+            return;
+        }
+        runs.push((blocks, woken));
+    }
+    panic!("(idle blocks, wake-ups ahead) of each run: {runs:?}");
+}
+
+/// One run of [`an_oversubscribed_sswait_ring_passes_every_token`]: its
+/// tasks' idle blocks and pre-wakes.
+fn sswait_ring() -> (u64, u64) {
     const N: u32 = 8;
     const ROUNDS: u64 = 300;
     let t = cluster_with(N, ONE_NODE, one_cpu());
@@ -945,10 +965,7 @@ fn an_oversubscribed_sswait_ring_passes_every_token() {
     });
     let woken: u64 = t.iter().map(|t| t.stats().prewakes).sum();
     let blocks: u64 = t.iter().map(|t| t.stats().sswait_idle_blocks).sum();
-    assert!(
-        blocks > 0 && woken > 0,
-        "{blocks} idle blocks, {woken} wake-ups ahead"
-    );
+    (blocks, woken)
 }
 
 /// Regression: a stream of large WRITEs could leave packets held back for
