@@ -232,6 +232,39 @@ pub(crate) fn copy_from_peer(map: &sss_mbcf::PeerMap, off: u64, out: &mut [u8]) 
     true
 }
 
+/// Reads `out.len()` bytes at `addr` of process `pid` into `out`; false
+/// when the process or the range cannot be read (some of `out` may have
+/// been written).
+pub(crate) fn read_peer(pid: u32, addr: u64, out: &mut [u8]) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    let mut done = 0;
+    while done < out.len() {
+        let Some(at) = addr.checked_add(done as u64) else {
+            return false;
+        };
+        let rest = &mut out[done..];
+        let local = libc::iovec {
+            iov_base: rest.as_mut_ptr().cast(),
+            iov_len: rest.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: at as usize as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        // SAFETY: `local` is `rest`, our own writable memory, for its
+        // length; `remote` is only read, by the kernel, in the other
+        // process (a bad address there fails the call, nothing here).
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        match usize::try_from(n) {
+            Ok(n) if n > 0 => done += n,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// `len` bytes at `off` of one of our own staging segments, which peers
 /// may only READ; `None` outside it.
 pub(crate) fn segment_bytes(seg: &sss_mbcf::Segment, off: usize, len: usize) -> Option<&[u8]> {
@@ -276,4 +309,21 @@ pub(crate) fn ring_segment(
     // for the life of the process; nothing else refers to it but the
     // segment (read through `Segment::read_bytes`).
     unsafe { task.register_mapped(mem.cast::<u8>(), len, sss_mbcf::Perm::WRITE) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_peer;
+
+    #[test]
+    fn reads_a_process_memory_and_refuses_a_bad_range() {
+        let src: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let mut out = vec![0u8; src.len()];
+        let me = std::process::id();
+        assert!(read_peer(me, src.as_ptr() as u64, &mut out));
+        assert_eq!(out, src);
+        assert!(read_peer(me, 0, &mut []), "nothing to read");
+        assert!(!read_peer(me, 8, &mut out), "unmapped");
+        assert!(!read_peer(me, u64::MAX - 4, &mut out), "wraps");
+    }
 }

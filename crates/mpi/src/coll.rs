@@ -63,6 +63,22 @@ impl Coll {
         })
     }
 
+    /// [`Coll::send`] of data the caller leaves in place until the send
+    /// completes: a large message to a task on this node is then read
+    /// from it by the receiver instead of staged (`engine/peer_read.rs`).
+    fn send_lent(&self, to: u32, tag: i32, data: &[u8]) -> Result<usize, MpiErr> {
+        let w = self.group[to as usize];
+        with(|e| {
+            let id = e.handle();
+            if !e.send_lent(self.comm, self.ctx, w, tag, data, id) {
+                e.send_ctx(self.comm, self.ctx, w, tag, data, false, id)?;
+            }
+            e.stats.coll_msgs += 1;
+            e.stats.coll_bytes += data.len() as u64;
+            Ok(id)
+        })
+    }
+
     fn recv(&self, from: u32, tag: i32, cap: usize) -> Result<usize, MpiErr> {
         let w = self.group[from as usize];
         with(|e| {
@@ -531,7 +547,9 @@ pub(crate) fn alltoall(
 
 /// The pairwise exchange of all-to-all: `send[sblocks[p]]` to task p,
 /// its message received straight into `recv[rblocks[p]]` (checked to
-/// lie within `recv`); our own block copied.
+/// lie within `recv`); our own block copied. Large blocks to tasks on
+/// this node are read by their receivers from `send` itself, so every
+/// send started is waited for before returning, error or not.
 fn exchange_all(
     c: &Coll,
     send: &[u8],
@@ -545,14 +563,26 @@ fn exchange_all(
         c.recv_into(&mut lent, p, TAG_ALLTOALL, rblocks[p as usize])?;
     }
     let mut sends = Vec::new();
+    let mut started = Ok(());
     for &p in &peers {
         let (o, l) = sblocks[p as usize];
-        sends.push(c.send(p, TAG_ALLTOALL, &send[o..o + l])?);
+        match c.send_lent(p, TAG_ALLTOALL, &send[o..o + l]) {
+            Ok(id) => sends.push(id),
+            Err(e) => {
+                started = Err(e);
+                break;
+            }
+        }
     }
-    let ((so, sl), (ro, rl)) = (sblocks[c.rank as usize], rblocks[c.rank as usize]);
-    lent.copy_in(ro, &send[so..so + sl.min(rl)]);
-    lent.settled(|ids| c.wait(ids, None))?;
-    c.wait(&sends, None).map(|_| ())
+    if started.is_ok() {
+        let ((so, sl), (ro, rl)) = (sblocks[c.rank as usize], rblocks[c.rank as usize]);
+        lent.copy_in(ro, &send[so..so + sl.min(rl)]);
+    }
+    let received = lent.settled(|ids| c.wait(ids, None));
+    let sent = c.wait(&sends, None);
+    started?;
+    received?;
+    sent.map(|_| ())
 }
 
 fn add_comm(e: &mut Engine, comm: Comm) -> usize {

@@ -26,7 +26,7 @@
 //! overtake.
 
 use crate::consts::{err, h, ANY_SOURCE, ANY_TAG};
-use crate::envelope::{Env, Kind, FLAG_SYNC};
+use crate::envelope::{Env, Kind, FLAG_PEER_READ, FLAG_SYNC};
 use crate::idmap::IdMap;
 use sss_mbcf::{Fifo, Options, Perm, RemoteAddr, Segment, Task};
 use std::collections::VecDeque;
@@ -36,6 +36,7 @@ pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
 mod alone;
 mod matched;
+mod peer_read;
 mod ring;
 
 pub(crate) use alone::{AlonePoll, RecvStart};
@@ -543,6 +544,7 @@ impl Engine {
             env.addr = at.addr;
             self.staged.insert(id, (w, slot));
             self.staged_bytes += data.len();
+            self.stats.staged_bytes += data.len() as u64;
             staged = true;
             // The data is ours now: a standard send to a task on this node
             // may complete (MPI lets it return once its buffer can be
@@ -866,12 +868,13 @@ impl Engine {
             Kind::Done => self.written(src, &env),
             Kind::Fin => {
                 let id = env.sreq as usize;
-                if !self.unstage(src, id) {
-                    self.bad_msgs += 1;
-                    return;
-                }
+                // A send read from our own buffer (`engine/peer_read.rs`)
+                // staged nothing; it waits for this FIN all the same.
+                let staged = self.unstage(src, id);
                 if self.waits_for(id, src, SendWait::Fin) {
                     self.complete_send(Some(id));
+                } else if !staged {
+                    self.bad_msgs += 1;
                 }
             }
             Kind::SyncAck => {
@@ -1048,9 +1051,13 @@ impl Engine {
     }
 
     fn deliver_parts(&mut self, id: usize, src: u32, env: &Env, body: Arrived<'_>) {
-        // A same-node sender's staged data is copied straight from its
-        // segment, mapped here: one copy fewer than a READ, and no wait.
+        // Data left in a same-node sender's own buffer is read from its
+        // process; staged data is copied straight from the segment,
+        // mapped here: one copy fewer than a READ, and no wait.
+        let peer_read = matches!(body, Arrived::Rts { .. }) && env.flags & FLAG_PEER_READ != 0;
+        let pid = if peer_read { self.peer_pid(src) } else { None };
         let direct = match body {
+            Arrived::Rts { .. } if peer_read => None,
             Arrived::Rts { key, addr } => self
                 .peer_map(src, key)
                 .map(|(m, base)| (m, addr.wrapping_sub(base))),
@@ -1086,6 +1093,23 @@ impl Engine {
                     let ack = Env::control(Kind::SyncAck, env.sreq).encode(&[]);
                     self.enqueue(src, ack, None);
                 }
+            }
+            Arrived::Rts { addr, .. } if peer_read => {
+                let ok = pid.is_some_and(|p| crate::buf::read_peer(p, addr, r.buf.slice(n)));
+                if ok {
+                    r.buf.commit();
+                } else {
+                    status.error = err::OTHER;
+                }
+                *done = true;
+                self.events += 1;
+                if ok {
+                    self.stats.peer_read_msgs += 1;
+                    self.stats.peer_read_bytes += n as u64;
+                }
+                // Failed or not, the sender may have its buffer back.
+                let b = Env::control(Kind::Fin, env.sreq).encode(&[]);
+                self.enqueue(src, b, None);
             }
             Arrived::Rts { .. }
                 if direct.as_ref().is_some_and(|(m, off)| {

@@ -50,6 +50,10 @@ pub(crate) enum Kind {
 
 /// Flag: the sender waits for a [`Kind::SyncAck`].
 pub(crate) const FLAG_SYNC: u8 = 1;
+/// Flag of a [`Kind::Rts`] to a task on the same node: the data was not
+/// staged; it stays in the sender's own memory at `addr` (`key` 0) until
+/// the receiver, reading it from there, answers [`Kind::Fin`].
+pub(crate) const FLAG_PEER_READ: u8 = 2;
 
 /// A decoded envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -178,6 +178,12 @@ pub(crate) struct Counters {
     /// staged data, mapped here (no READ).
     pub direct_msgs: u64,
     pub direct_bytes: u64,
+    /// Rendezvous received by reading the same-node sender's own buffer
+    /// (`process_vm_readv`): one copy, nothing staged.
+    pub peer_read_msgs: u64,
+    pub peer_read_bytes: u64,
+    /// Bytes sends copied into staging segments.
+    pub staged_bytes: u64,
     /// Rendezvous sends complete as soon as their data was staged,
     /// before the receiver took it (`engine::STAGED_AHEAD`).
     pub staged_ahead_msgs: u64,
@@ -298,6 +304,7 @@ pub(crate) fn report(
          \"posted_first_messages\":{},\
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
+         \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\
          \"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
          \"blocking_recv_looks\":{},\"collectives\":{{",
         c.sent_bytes,
@@ -321,6 +328,9 @@ pub(crate) fn report(
         c.direct_bytes,
         c.ring_msgs,
         c.ring_bytes,
+        c.peer_read_msgs,
+        c.peer_read_bytes,
+        c.staged_bytes,
         c.staged_ahead_msgs,
         c.nbc_signals,
         c.requests,

@@ -44,6 +44,18 @@ fn collectives_and_communicators() {
     run_everywhere(&exe, &[], &places, |n| format!("coll: ok {n} tasks"));
 }
 
+/// All-to-all of blocks above 1 MiB, read by same-node receivers
+/// straight from the sender's buffer (`tests/c/alltoallbig.c`; the
+/// counts are in `tests/stats.rs`).
+#[test]
+fn alltoall_of_large_blocks() {
+    let dir = scratch();
+    let exe = compile(&dir, "alltoallbig.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    run_everywhere(&exe, &[], &places, |n| format!("alltoallbig: ok {n} tasks"));
+}
+
 #[test]
 fn derived_datatypes_and_user_ops() {
     let dir = scratch();

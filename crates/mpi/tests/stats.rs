@@ -235,3 +235,36 @@ fn rendezvous_sends_complete_once_staged() {
         num(&t["transport"], "prewakes");
     }
 }
+
+/// All-to-all of blocks above 1 MiB (`tests/c/alltoallbig.c`: five
+/// exchanges) copies each block once: a receiver on the same node reads
+/// it from the sender's buffer; nothing is staged, nothing copied out of
+/// staging. Across nodes the blocks are staged as before.
+#[test]
+fn large_all_to_all_blocks_are_read_from_the_sender() {
+    let dir = scratch();
+    let exe = compile(&dir, "alltoallbig.c", false);
+    let (one, two) = (PLACES[0].1, PLACES[1].1);
+    let four: &[&str] = &["-n", "4"];
+    // Where, tasks, blocks read from the sender by each task.
+    for (place, n, read) in [(four, 4u64, 15u64), (one, 2, 5), (two, 2, 0)] {
+        let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
+        assert!(
+            code == Some(0) && out.contains("alltoallbig: ok"),
+            "{place:?}: exit {code:?}\n{out}\n{err}"
+        );
+        let t = objects(&err);
+        assert_eq!(t.len() as u64, n, "{place:?}: {err}");
+        for t in &t {
+            assert_eq!(num(t, "peer_read_messages"), read, "{place:?}: {t}");
+            assert_eq!(num(t, "rendezvous_messages"), 5 * (n - 1), "{t}");
+            assert_eq!(num(t, "direct_copy_messages"), 0, "{t}");
+            if read > 0 {
+                assert_eq!(num(t, "staged_bytes"), 0, "{place:?}: {t}");
+                assert!(num(t, "peer_read_bytes") >= read << 20, "{t}");
+            } else {
+                assert!(num(t, "staged_bytes") >= 5 << 20, "{place:?}: {t}");
+            }
+        }
+    }
+}
