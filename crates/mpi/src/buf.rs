@@ -265,6 +265,36 @@ pub(crate) fn read_peer(pid: u32, addr: u64, out: &mut [u8]) -> bool {
     true
 }
 
+/// Whether this process's peers on the node may read its memory with
+/// [`read_peer`], found once. Yama's `ptrace_scope` 1 lets a process
+/// read only its descendants unless the target names the reader as a
+/// tracer: this process then names any (as Open MPI's shared memory does
+/// for the same copy), which lets any process of this user attach to
+/// it; 2 and 3 refuse all but privileged readers: no. A seccomp filter
+/// may refuse the call itself: it is tried on this process's own memory.
+pub(crate) fn peer_reads_allowed() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            .unwrap_or(0);
+        if scope >= 2 {
+            return false;
+        }
+        // SAFETY: PR_SET_PTRACER takes a pid (or PR_SET_PTRACER_ANY) and
+        // touches no memory of ours.
+        if scope == 1
+            && unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) } != 0
+        {
+            return false;
+        }
+        let probe = [7u8; 64];
+        let mut out = [0u8; 64];
+        read_peer(std::process::id(), probe.as_ptr() as u64, &mut out) && out == probe
+    })
+}
+
 /// `len` bytes at `off` of one of our own staging segments, which peers
 /// may only READ; `None` outside it.
 pub(crate) fn segment_bytes(seg: &sss_mbcf::Segment, off: usize, len: usize) -> Option<&[u8]> {
@@ -325,5 +355,8 @@ mod tests {
         assert!(read_peer(me, 0, &mut []), "nothing to read");
         assert!(!read_peer(me, 8, &mut out), "unmapped");
         assert!(!read_peer(me, u64::MAX - 4, &mut out), "wraps");
+        let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+            .map_or(0, |s| s.trim().parse::<u32>().unwrap_or(3));
+        assert_eq!(super::peer_reads_allowed(), scope < 2);
     }
 }

@@ -20,8 +20,10 @@ pub(crate) const PEER_READ_MIN: usize = 1 << 20;
 impl Engine {
     /// Starts send `id` of `data` to world rank `w` announced for the
     /// receiver to read from `data` itself; false (nothing sent) when
-    /// `w` is not another task on this node or `data` is shorter than
-    /// [`PEER_READ_MIN`]. The caller keeps `data` unchanged and in place
+    /// `w` is not another task on this node, `data` is shorter than
+    /// [`PEER_READ_MIN`] or the node does not let peers read this
+    /// process (`buf::peer_reads_allowed`, which the receiver's read
+    /// needs of the sender). The caller keeps `data` unchanged and in place
     /// until the request completes (at the receiver's FIN).
     pub(crate) fn send_lent(
         &mut self,
@@ -36,6 +38,7 @@ impl Engine {
             || data.len() < PEER_READ_MIN
             || self.task.transport_to(w) != Some(sss_mbcf::TransportKind::Shm)
             || self.task.pid_of(w).is_none()
+            || !crate::buf::peer_reads_allowed()
         {
             return false;
         }
