@@ -130,7 +130,7 @@ pub use sys::PAGE;
 /// Signal handler index the DSM registers for eager invalidations.
 pub const INVALIDATE_HANDLER: u32 = 40;
 /// Signal handler index the DSM registers for updates (`Update`,
-/// `UpdateDirect`).
+/// `UpdateDirect`) and for diffs to homes (`msg::Diff`).
 pub const UPDATE_HANDLER: u32 = 41;
 
 /// Why a DSM operation failed.

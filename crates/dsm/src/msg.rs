@@ -1,5 +1,5 @@
-//! The DSM's messages between tasks, as bytes: update SIGNALs, eager
-//! invalidation SIGNALs, and the allocation descriptors rank 0 keeps in
+//! The DSM's messages between tasks, as bytes: update SIGNALs, diff
+//! SIGNALs to homes, eager invalidation SIGNALs, and the allocation descriptors rank 0 keeps in
 //! its metadata segment (read by every task with MBCF READ). Everything
 //! here comes from the network or from memory other tasks write, so the
 //! decoders are pure functions that check every field and never panic;
@@ -71,6 +71,178 @@ impl Update<'_> {
             data,
         })
     }
+}
+
+/// Diff message to a home (apply the bytes it carries).
+pub const TAG_DIFF: u32 = 3;
+/// The last diff message of a release to a home: apply it, then
+/// acknowledge (signals of one sender run in arrival order, so the
+/// earlier ones are applied by then).
+pub const TAG_DIFF_LAST: u32 = 4;
+/// Most bytes after the header of a diff message in the tests and the
+/// fuzz target (a sender's own limit is its datagram payload).
+pub const DIFF_BODY: usize = 1024;
+
+/// A diff: bytes of a span of whole 8-byte words of one page, those
+/// that changed and no other (the others may be another task's, written
+/// in the same interval). The body holds, for each word from heap offset
+/// `off` (8-aligned) on, a mask byte (bit k: byte k of the word is sent)
+/// followed by the bytes sent, in order; a mask of 0 is followed by one
+/// byte k instead: k + 1 words without a byte sent. Scattered bytes of a
+/// page cost one message instead of a WRITE each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Diff<'a> {
+    /// [`TAG_DIFF_LAST`]: to be acknowledged.
+    pub last: bool,
+    /// The task that wrote the bytes.
+    pub writer: u32,
+    /// Heap offset of the first word.
+    pub off: u64,
+    /// Masks and bytes, as above.
+    pub body: &'a [u8],
+}
+
+impl<'a> Diff<'a> {
+    /// The message: [`TAG_DIFF`] or [`TAG_DIFF_LAST`], writer, heap
+    /// offset (little-endian), the body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut m = Vec::with_capacity(UPDATE_HEADER + self.body.len());
+        let tag = if self.last { TAG_DIFF_LAST } else { TAG_DIFF };
+        m.extend_from_slice(&tag.to_le_bytes());
+        m.extend_from_slice(&self.writer.to_le_bytes());
+        m.extend_from_slice(&self.off.to_le_bytes());
+        m.extend_from_slice(self.body);
+        m
+    }
+
+    /// Splits a message; None unless it is a diff whose offset is
+    /// 8-aligned and whose body is whole (every mask followed by its
+    /// bytes), covers at least one word and stays in one page.
+    pub fn parse(m: &'a [u8]) -> Option<Diff<'a>> {
+        let tag = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
+        let writer = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?);
+        let off = u64::from_le_bytes(m.get(8..16)?.try_into().ok()?);
+        let body = m.get(UPDATE_HEADER..)?;
+        if !(tag == TAG_DIFF || tag == TAG_DIFF_LAST) || off % 8 != 0 || body.is_empty() {
+            return None;
+        }
+        let mut words = 0u64;
+        let mut i = 0usize;
+        while let Some(&mask) = body.get(i) {
+            if mask == 0 {
+                words += 1 + u64::from(*body.get(i + 1)?);
+                i += 2;
+            } else {
+                i += 1 + mask.count_ones() as usize;
+                words += 1;
+            }
+        }
+        let end = off.checked_add(words.checked_mul(8)?)?;
+        let page = PAGE as u64;
+        if i != body.len() || off / page != (end - 1) / page {
+            return None;
+        }
+        Some(Diff {
+            last: tag == TAG_DIFF_LAST,
+            writer,
+            off,
+            body,
+        })
+    }
+
+    /// Makes the encoded diff `m` the last of its release to its home.
+    pub fn mark_last(m: &mut [u8]) {
+        if let Some(tag) = m.get_mut(0..4) {
+            tag.copy_from_slice(&TAG_DIFF_LAST.to_le_bytes());
+        }
+    }
+
+    /// Calls `f` with each stretch of bytes sent within a word: its heap
+    /// offset and the bytes (a whole word is one stretch).
+    pub fn for_each(&self, mut f: impl FnMut(u64, &'a [u8])) {
+        let body: &'a [u8] = self.body;
+        let (mut i, mut at) = (0usize, self.off);
+        while let Some(&mask) = body.get(i) {
+            i += 1;
+            if mask == 0 {
+                let Some(&skip) = body.get(i) else { return };
+                i += 1;
+                at += 8 * (1 + u64::from(skip));
+                continue;
+            }
+            let mut k = 0u32;
+            while k < 8 {
+                let run = (mask >> k).trailing_ones();
+                if run == 0 {
+                    k += 1;
+                    continue;
+                }
+                let Some(bytes) = body.get(i..i + run as usize) else {
+                    return;
+                };
+                f(at + u64::from(k), bytes);
+                i += run as usize;
+                k += run;
+            }
+            at += 8;
+        }
+    }
+}
+
+/// The diff messages of one page (`page`: its bytes, `masks`: one byte
+/// per word, bit k for byte k to send) from `writer`, at heap offset
+/// `page_off`: the words from the first with a mask to the last, cut
+/// into bodies of at most `max_body` bytes (at least 9); words without
+/// a mask cost 2 bytes a 256 inside a message and nothing between. None
+/// is marked last.
+pub fn encode_diffs(
+    writer: u32,
+    page_off: u64,
+    page: &[u8],
+    masks: &[u8],
+    max_body: usize,
+) -> Vec<Vec<u8>> {
+    let max_body = max_body.max(9);
+    let mut out = Vec::new();
+    // The message being built, and words without a mask not yet in it.
+    let mut msg: Vec<u8> = Vec::new();
+    let mut gap = 0usize;
+    for (w, &mask) in masks.iter().enumerate().take(page.len() / 8) {
+        if mask == 0 {
+            gap += 1;
+            continue;
+        }
+        let need = 2 * gap.div_ceil(256) + 1 + mask.count_ones() as usize;
+        if !msg.is_empty() && msg.len() - UPDATE_HEADER + need > max_body {
+            out.push(std::mem::take(&mut msg));
+        }
+        if msg.is_empty() {
+            msg = Diff {
+                last: false,
+                writer,
+                off: page_off + 8 * w as u64,
+                body: &[],
+            }
+            .encode();
+        } else {
+            while gap > 0 {
+                let k = gap.min(256);
+                msg.extend_from_slice(&[0, (k - 1) as u8]);
+                gap -= k;
+            }
+        }
+        gap = 0;
+        msg.push(mask);
+        for k in 0..8 {
+            if mask & (1 << k) != 0 {
+                msg.push(page[8 * w + k]);
+            }
+        }
+    }
+    if !msg.is_empty() {
+        out.push(msg);
+    }
+    out
 }
 
 /// An eager invalidation: the page numbers, little-endian u64 each.
@@ -229,6 +401,165 @@ mod tests {
         assert_eq!(
             Update::parse(&last.encode()).map(|u| u.end()),
             Some(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn diffs_carry_exactly_the_masked_bytes() {
+        // A page with pseudo-random masks (many words without one).
+        let page: Vec<u8> = (0..PAGE).map(|i| (i * 31 + 7) as u8).collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let masks: Vec<u8> = (0..PAGE / 8)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 3 == 0 {
+                    0
+                } else {
+                    (x >> 8) as u8
+                }
+            })
+            .collect();
+        // And a page with only its first and last words (gaps over 256).
+        let mut sparse = vec![0u8; PAGE / 8];
+        sparse[0] = 0x81;
+        sparse[PAGE / 8 - 1] = 0xff;
+        let off0 = 5 * PAGE as u64;
+        for (masks, max) in [9, 100, DIFF_BODY]
+            .into_iter()
+            .map(|m| (&masks, m))
+            .chain([(&sparse, DIFF_BODY), (&sparse, 9)])
+        {
+            let msgs = encode_diffs(4, off0, &page, masks, max);
+            let mut got = vec![None; PAGE];
+            for m in &msgs {
+                assert!(m.len() <= UPDATE_HEADER + max);
+                let d = Diff::parse(m).expect("parses");
+                assert_eq!(d.encode(), *m);
+                assert_eq!(d.writer, 4);
+                d.for_each(|at, bytes| {
+                    for (k, &b) in bytes.iter().enumerate() {
+                        let i = (at - off0) as usize + k;
+                        assert!(got[i].is_none(), "byte {i} twice");
+                        got[i] = Some(b);
+                    }
+                });
+            }
+            for i in 0..PAGE {
+                let sent = masks[i / 8] & (1 << (i % 8)) != 0;
+                assert_eq!(got[i], sent.then_some(page[i]), "byte {i}, max {max}");
+            }
+        }
+        assert!(encode_diffs(0, 0, &page, &vec![0; PAGE / 8], DIFF_BODY).is_empty());
+    }
+
+    /// The fuzz target's checks on many pseudo-random messages, most of
+    /// them diffs by their tag, some at the end of a page or of the
+    /// address space.
+    #[test]
+    fn random_diffs_never_panic_and_stay_in_their_page() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let r = next();
+            let tag = [TAG_DIFF, TAG_DIFF_LAST, TAG_HOME][(r % 3) as usize];
+            let off = match (r >> 8) % 4 {
+                0 => (r >> 16) % (4 * PAGE as u64),
+                1 => PAGE as u64 - 8 * ((r >> 16) % 4 + 1),
+                2 => u64::MAX - (r >> 16) % 64,
+                _ => next(),
+            };
+            let len = (r >> 32) as usize % 40;
+            let mut m = Vec::with_capacity(16 + len);
+            m.extend_from_slice(&tag.to_le_bytes());
+            m.extend_from_slice(&1u32.to_le_bytes());
+            m.extend_from_slice(&off.to_le_bytes());
+            for _ in 0..len {
+                // Sparse masks and skips are likelier than at random.
+                let b = next();
+                m.push(if b % 4 == 0 { 0 } else { (b >> 8) as u8 });
+            }
+            let Some(d) = Diff::parse(&m) else { continue };
+            accepted += 1;
+            assert_eq!(d.encode(), m);
+            let page = d.off / PAGE as u64;
+            let mut prev = d.off;
+            d.for_each(|at, b| {
+                assert!(at >= prev && !b.is_empty());
+                prev = at + b.len() as u64;
+                assert_eq!((prev - 1) / PAGE as u64, page);
+            });
+        }
+        assert!(accepted > 500, "{accepted} accepted");
+    }
+
+    #[test]
+    fn diffs_are_checked() {
+        let d = |off: u64, body: &[u8]| {
+            let m = Diff {
+                last: false,
+                writer: 1,
+                off,
+                body,
+            }
+            .encode();
+            Diff::parse(&m).map(|_| ()).ok_or(())
+        };
+        assert!(d(0, &[0b101, 1, 2]).is_ok());
+        assert!(d(8, &[0, 0, 0xff, 1, 2, 3, 4, 5, 6, 7, 8]).is_ok());
+        assert!(d(0, &[0, 255, 1, 1]).is_ok(), "256 words skipped");
+        assert!(
+            d(0, &[0, 255, 0, 254, 1, 1]).is_ok(),
+            "the page's last word"
+        );
+        assert!(d(0, &[0, 255, 0, 255, 1, 1]).is_err(), "past the page");
+        assert!(d(0, &[1, 1, 0]).is_err(), "a skip without its count");
+        assert!(d(4, &[1, 1]).is_err(), "unaligned");
+        assert!(d(0, &[]).is_err(), "no word");
+        assert!(d(0, &[0b11, 1]).is_err(), "a byte short");
+        assert!(d(0, &[1, 1, 2]).is_err(), "a mask without its byte");
+        // The last word of a page, then one word too many.
+        let last = PAGE as u64 - 8;
+        assert!(d(last, &[0x80, 9]).is_ok());
+        assert!(d(last, &[0x80, 9, 1, 9]).is_err(), "crosses a page");
+        assert!(d(u64::MAX - 7, &[1, 1]).is_err(), "wraps");
+        let up = Update {
+            tag: TAG_HOME,
+            writer: 0,
+            off: 0,
+            data: &[1, 1],
+        };
+        assert_eq!(Diff::parse(&up.encode()), None, "not a diff");
+        // Bits past the stretch's bytes: each bit's byte, in order.
+        let mut m = Diff {
+            last: false,
+            writer: 0,
+            off: 16,
+            body: &[0b1100_0101, 1, 2, 3, 4, 0, 1, 0b1000_0000, 5],
+        }
+        .encode();
+        assert!(!Diff::parse(&m).is_some_and(|d| d.last));
+        Diff::mark_last(&mut m);
+        let mut got = Vec::new();
+        Diff::parse(&m)
+            .filter(|d| d.last)
+            .expect("parses")
+            .for_each(|at, b| got.push((at, b.to_vec())));
+        assert_eq!(
+            got,
+            vec![
+                (16, vec![1]),
+                (18, vec![2]),
+                (22, vec![3, 4]),
+                (47, vec![5])
+            ]
         );
     }
 

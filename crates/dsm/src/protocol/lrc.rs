@@ -1,14 +1,18 @@
 //! Lazy release consistency (`Ulrc`): at a release, this interval's noted
 //! ranges and diffs against twins become runs, merged and sent to their
-//! homes (one MBCF WRITE per contiguous run with one home). Write notices
+//! homes (one MBCF WRITE per contiguous run with one home, or diff
+//! messages for a page homed elsewhere cut into many runs). Write notices
 //! are published and pulled in the release and acquire of `protocol`.
 
+use crate::layout as L;
+use crate::msg::{encode_diffs, Diff, UPDATE_HEADER};
 use crate::shared::{lock, page_of, Shared};
 use crate::stats::bump;
 use crate::sys::PAGE;
-use crate::Error;
+use crate::{Error, UPDATE_HANDLER};
 use sss_mbcf::Options;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::Ordering;
 
 impl Shared {
     /// Turns this interval's writes into runs with their bytes (noted
@@ -16,9 +20,11 @@ impl Shared {
     /// `dirty` under the state lock: an update or invalidation handler
     /// sees it either still dirty (and updates the twin) or clean and
     /// protected (and may drop it: the bytes to send are copied already).
+    /// Trapped pages cut into many runs come as [`PageDiff`]s instead.
     /// Also returns the pages of this task's home mapped here that were
     /// written (noted or trapped): their bytes are home already.
-    pub(super) fn collect_runs(&self) -> Result<(Vec<Run>, Vec<u64>), Error> {
+    #[allow(clippy::type_complexity)]
+    pub(super) fn collect_runs(&self) -> Result<(Vec<Run>, Vec<PageDiff>, Vec<u64>), Error> {
         // Before anything is taken: an error here loses no record.
         let fresh = self.newly_copied()?;
         let noted = std::mem::take(&mut lock(&self.out).noted);
@@ -31,6 +37,7 @@ impl Shared {
         // Diffed ranges (note mode): mapped home pages that changed.
         own.extend(self.take_own_twins()?);
         let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
+        let mut page_diffs = Vec::new();
         let mapped = self.spans_mapped(&noted);
         for ((o, l), mapped) in noted.into_iter().zip(mapped) {
             if mapped {
@@ -79,17 +86,29 @@ impl Shared {
                 bump(&self.stats.diffs, 1);
                 let cur = &cur[k * PAGE..(k + 1) * PAGE];
                 let off0 = (first + k as u64) * PAGE as u64;
-                // Runs of changed words (as TreadMarks: whole words keep
-                // runs long), trimmed at both ends to the bytes that
-                // changed: tasks that write neighbouring bytes or 4-byte
-                // values of one word (a partition boundary in a byte
-                // table) do not send each other's old bytes. Diffed
-                // ranges (note mode): whole words, less those only notes
-                // changed.
+                // Trap mode: exactly the bytes that changed (words
+                // compared first). Diffed ranges (note mode): whole
+                // words, less those only notes changed.
                 let runs_here = if exact {
                     diffed_runs(cur, &twin, off0, &noted_iv)
                 } else {
-                    changed_runs(cur, &twin)
+                    let runs_here = changed_runs(cur, &twin);
+                    if runs_here.len() >= MANY_RUNS {
+                        // One piece, not a run each (sent as diff
+                        // messages or cut into runs by `send_all`).
+                        let mut masks = vec![0u8; PAGE / 8];
+                        for &(lo, hi) in &runs_here {
+                            set_mask(&mut masks, lo, hi);
+                        }
+                        page_diffs.push(PageDiff {
+                            page: first + k as u64,
+                            bytes: cur.to_vec(),
+                            masks,
+                            runs: runs_here,
+                        });
+                        continue;
+                    }
+                    runs_here
                 };
                 for (lo, hi) in runs_here {
                     runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
@@ -97,19 +116,54 @@ impl Shared {
             }
             i = j;
         }
-        Ok((runs, own))
+        Ok((runs, page_diffs, own))
     }
 
     /// Sends `runs` to their homes: runs are sorted and merged, then cut
     /// where the home changes; each piece is one MBCF WRITE. Waits until
     /// every home applied them. Returns the pages.
     pub(super) fn send_runs(&self, runs: Vec<Run>) -> Result<Vec<u64>, Error> {
-        if runs.is_empty() {
+        self.send_all(runs, Vec::new())
+    }
+
+    /// [`Shared::send_runs`] with trapped pages' diffs besides.
+    pub(super) fn send_all(
+        &self,
+        runs: Vec<Run>,
+        page_diffs: Vec<PageDiff>,
+    ) -> Result<Vec<u64>, Error> {
+        if runs.is_empty() && page_diffs.is_empty() {
             return Ok(Vec::new());
         }
+        let (runs, mut diffs) = self.diff_pages(merge_runs(runs), page_diffs)?;
         let mut pages = Vec::new();
         let mut homes_hit = HashSet::new();
-        for (o, data) in merge_runs(runs) {
+        // The last message to each home is acknowledged (counted with
+        // updates): signals of one sender run in order at the home.
+        diffs.sort_by_key(|d| (d.1, d.0));
+        let mut acks = 0u64;
+        for k in 0..diffs.len() {
+            if k + 1 == diffs.len() || diffs[k + 1].1 != diffs[k].1 {
+                if let Some(m) = diffs[k].2.last_mut() {
+                    Diff::mark_last(m);
+                    acks += 1;
+                }
+            }
+        }
+        let want = self
+            .local_word(L::UPD_WANT)
+            .fetch_add(acks, Ordering::AcqRel)
+            + acks;
+        for (page, home, msgs) in diffs {
+            pages.push(page);
+            for m in msgs {
+                self.task
+                    .signal(home, UPDATE_HANDLER, &m, Options::default())?;
+                bump(&self.stats.writes, 1);
+                bump(&self.stats.bytes_sent, (m.len() - UPDATE_HEADER) as u64);
+            }
+        }
+        for (o, data) in runs {
             let end = o + data.len() as u64;
             let mut start = o;
             while start < end {
@@ -144,18 +198,253 @@ impl Shared {
         for h in homes_hit {
             self.task.fence(h)?;
         }
+        if acks > 0 {
+            self.task
+                .wait_word(self.local_word(L::UPD_ACK), |v| v >= want);
+        }
+        pages.sort_unstable();
         pages.dedup();
         Ok(pages)
     }
+
+    /// Takes out of `runs` (sorted, disjoint) and `page_diffs` the pages
+    /// homed elsewhere whose runs would cost more packets as WRITEs (one a
+    /// datagram's payload) than as diff messages (one a payload, and an
+    /// acknowledgement a release and home): trap mode sends exactly the
+    /// bytes that changed, so a page whose values keep some of their bytes
+    /// (doubles with short mantissas, bytes dealt to tasks round-robin) is
+    /// many runs. Returns the runs left and, per page taken, its home and
+    /// messages.
+    #[allow(clippy::type_complexity)]
+    fn diff_pages(
+        &self,
+        mut runs: Vec<Run>,
+        page_diffs: Vec<PageDiff>,
+    ) -> Result<(Vec<Run>, Vec<(u64, u32, Vec<Vec<u8>>)>), Error> {
+        let payload = self.task.payload().max(UPDATE_HEADER + 9);
+        let write_packets = |len: usize| len.div_ceil(payload);
+        // Candidates: page -> (home, packets as WRITEs, bytes, masks).
+        let mut taken: BTreeMap<u64, (u32, usize, Vec<u8>, Vec<u8>)> = BTreeMap::new();
+        let mut converted = false;
+        for d in page_diffs {
+            let home = self.home_of(d.page)?;
+            if home == self.rank {
+                // Not mapped here (else no twin): its runs, written here.
+                converted = true;
+                runs.extend(d.to_runs());
+                continue;
+            }
+            let c = d.runs.iter().map(|&(lo, hi)| write_packets(hi - lo)).sum();
+            taken.insert(d.page, (home, c, d.bytes, d.masks));
+        }
+        if converted {
+            runs = merge_runs(runs);
+        }
+        // Runs touching each page (runs are sorted: pages in order),
+        // counted from 3 runs on (fewer: not worth a message).
+        let mut cost: Vec<(u64, usize, usize)> = Vec::new();
+        for (o, d) in &runs {
+            let end = o + d.len() as u64;
+            let mut at = *o;
+            while at < end {
+                let p = page_of(at);
+                let stop = ((p + 1) * PAGE as u64).min(end);
+                let packets = write_packets((stop - at) as usize);
+                match cost.last_mut() {
+                    Some((q, n, c)) if *q == p => {
+                        *n += 1;
+                        *c += packets;
+                    }
+                    _ => cost.push((p, 1, packets)),
+                }
+                at = stop;
+            }
+        }
+        for (p, n, c) in cost {
+            if let Some(t) = taken.get_mut(&p) {
+                t.1 += c;
+            } else if n >= MANY_RUNS {
+                let home = self.home_of(p)?;
+                if home != self.rank {
+                    taken.insert(p, (home, c, vec![0; PAGE], vec![0; PAGE / 8]));
+                }
+            }
+        }
+        if taken.is_empty() {
+            return Ok((runs, Vec::new()));
+        }
+        // The taken pages' bytes and masks get their runs' bytes; the
+        // rest stays runs.
+        let mut kept: Vec<Run> = Vec::with_capacity(runs.len());
+        for (o, d) in runs {
+            let end = o + d.len() as u64;
+            let mut at = o;
+            while at < end {
+                let p = page_of(at);
+                let stop = ((p + 1) * PAGE as u64).min(end);
+                let bytes = &d[(at - o) as usize..(stop - o) as usize];
+                match taken.get_mut(&p) {
+                    Some((_, _, page, masks)) => {
+                        let lo = (at - p * PAGE as u64) as usize;
+                        page[lo..lo + bytes.len()].copy_from_slice(bytes);
+                        set_mask(masks, lo, lo + bytes.len());
+                    }
+                    None => kept.push((at, bytes.to_vec())),
+                }
+                at = stop;
+            }
+        }
+        let mut diffs = Vec::with_capacity(taken.len());
+        for (p, (home, c, page, masks)) in taken {
+            let msgs = encode_diffs(
+                self.rank,
+                p * PAGE as u64,
+                &page,
+                &masks,
+                payload - UPDATE_HEADER,
+            );
+            if msgs.len() < c {
+                diffs.push((p, home, msgs));
+                continue;
+            }
+            // Not worth it: the page's runs again.
+            let off0 = p * PAGE as u64;
+            kept.extend(
+                mask_runs(&masks)
+                    .into_iter()
+                    .map(|(lo, hi)| (off0 + lo as u64, page[lo..hi].to_vec())),
+            );
+        }
+        // Pieces of a run cut at a taken page's edge join again.
+        Ok((merge_runs(kept), diffs))
+    }
 }
 
-/// The byte ranges of `cur` (a page) that differ from `twin`: runs of
-/// changed 8-byte words, trimmed to the bytes that changed.
+/// Trap mode's diff of a page cut into many runs: kept whole until the
+/// release knows its home and protocol.
+pub(super) struct PageDiff {
+    /// The page.
+    pub page: u64,
+    /// Its bytes at the release.
+    pub bytes: Vec<u8>,
+    /// A byte a word: bit k, byte k of the word changed.
+    pub masks: Vec<u8>,
+    /// The runs `[lo, hi)` of bytes that changed.
+    pub runs: Vec<(usize, usize)>,
+}
+
+impl PageDiff {
+    /// Its runs with their bytes.
+    pub fn to_runs(&self) -> Vec<Run> {
+        let off0 = self.page * PAGE as u64;
+        self.runs
+            .iter()
+            .map(|&(lo, hi)| (off0 + lo as u64, self.bytes[lo..hi].to_vec()))
+            .collect()
+    }
+}
+
+/// Sets the bits of bytes `[lo, hi)` in `masks` (a byte a word).
+fn set_mask(masks: &mut [u8], lo: usize, hi: usize) {
+    let mut b = lo;
+    while b < hi {
+        if b % 8 == 0 && hi - b >= 8 {
+            masks[b / 8] = 0xff;
+            b += 8;
+        } else {
+            masks[b / 8] |= 1 << (b % 8);
+            b += 1;
+        }
+    }
+}
+
+/// Runs of a page from which on it is a [`PageDiff`] (and a page of runs
+/// a candidate for diff messages).
+const MANY_RUNS: usize = 3;
+
+/// The byte ranges of `cur` (a page) that differ from `twin`, exactly:
+/// no byte that kept its value is sent, since another task may have
+/// written it in the same interval (bytes of one word dealt to different
+/// tasks) and this task's copy of it is old. Words are compared first
+/// (`changed_word_runs`); only changed words whose bytes did not all
+/// change are looked at byte by byte.
 pub(crate) fn changed_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
-    changed_word_runs(cur, twin)
-        .into_iter()
-        .map(|(lo, hi)| changed_bytes(cur, twin, lo, hi))
-        .collect()
+    let mut out = Vec::new();
+    for (lo, hi) in changed_word_runs(cur, twin) {
+        let mut start: Option<usize> = None;
+        for w in (lo..hi).step_by(8) {
+            let x = word_at(cur, w) ^ word_at(twin, w);
+            if !has_zero_byte(x) {
+                // Every byte changed: the run goes on.
+                start.get_or_insert(w);
+                continue;
+            }
+            for b in w..w + 8 {
+                match (cur[b] != twin[b], start) {
+                    (true, None) => start = Some(b),
+                    (false, Some(s)) => {
+                        out.push((s, b));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(s) = start {
+            out.push((s, hi));
+        }
+    }
+    out
+}
+
+/// The runs `[lo, hi)` of bytes whose bits are set in `masks` (a byte a
+/// word, bit k for byte k).
+pub(crate) fn mask_runs(masks: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (w, &m) in masks.iter().enumerate() {
+        let at = 8 * w;
+        match (m, start) {
+            (0, None) | (0xff, Some(_)) => continue,
+            (0, Some(s)) => {
+                out.push((s, at));
+                start = None;
+                continue;
+            }
+            (0xff, None) => {
+                start = Some(at);
+                continue;
+            }
+            _ => {}
+        }
+        for k in 0..8 {
+            match (m & (1 << k) != 0, start) {
+                (true, None) => start = Some(at + k),
+                (false, Some(s)) => {
+                    out.push((s, at + k));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, 8 * masks.len()));
+    }
+    out
+}
+
+/// The 8 bytes at `at` as a word (native order: only compared).
+fn word_at(b: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+
+/// Whether a byte of `x` is zero (the classic bit trick: exact as a yes
+/// or no, though not as to which byte).
+fn has_zero_byte(x: u64) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    x.wrapping_sub(LO) & !x & HI != 0
 }
 
 /// The runs of a diffed range's page (`cur`, at heap offset `off0`) to
@@ -165,10 +454,12 @@ pub(crate) fn changed_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
 /// stores of whole aligned words and notes every other store, so a word
 /// with a change outside the notes was written whole by this task: its
 /// bytes that did not change are this task's too (values equal to the
-/// old ones), never another task's. Whole words keep the runs of a page
-/// and the next one touching, so they merge into one write (a run
-/// trimmed to its changed bytes would stop short of the page's end
-/// whenever its last word's high bytes kept their value).
+/// old ones), never another task's. So whole words are safe here, unlike
+/// in trap mode's diffs (`changed_runs`), whose stores have any width.
+/// Whole words keep the runs of a page and the next one touching, so
+/// they merge into one write (a run cut to its changed bytes would stop
+/// short of the page's end whenever its last word's high bytes kept
+/// their value).
 pub(crate) fn diffed_runs(
     cur: &[u8],
     twin: &[u8],
@@ -268,17 +559,6 @@ fn changed_word_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
     out
 }
 
-/// The first and one past the last byte of `[lo, hi)` where `cur` and
-/// `twin` differ (they differ in the first and last word).
-fn changed_bytes(cur: &[u8], twin: &[u8], lo: usize, hi: usize) -> (usize, usize) {
-    let first = (lo..hi).find(|&b| cur[b] != twin[b]).unwrap_or(lo);
-    let last = (lo..hi)
-        .rev()
-        .find(|&b| cur[b] != twin[b])
-        .map_or(hi, |b| b + 1);
-    (first, last)
-}
-
 /// Heap offset and the bytes written there.
 pub(super) type Run = (u64, Vec<u8>);
 
@@ -308,14 +588,97 @@ mod tests {
     use super::*;
 
     #[test]
-    fn changed_bytes_trims_a_run_to_what_changed() {
-        let twin = [0u8; 24];
-        let mut cur = twin;
-        cur[5] = 1; // word 0
-        cur[9] = 2; // word 1
-        cur[17] = 3; // word 2
-        assert_eq!(changed_bytes(&cur, &twin, 0, 24), (5, 18));
-        assert_eq!(changed_bytes(&cur, &twin, 8, 16), (9, 10));
+    fn changed_runs_send_no_byte_that_kept_its_value() {
+        let twin: Vec<u8> = (0..PAGE).map(|i| i as u8).collect();
+        let mut cur = twin.clone();
+        // Bytes 0 and 2 of word 0 (byte 1 is another task's).
+        cur[0] ^= 1;
+        cur[2] ^= 1;
+        // Word 1 whole, word 2's first byte: one run across the words.
+        for b in &mut cur[8..17] {
+            *b ^= 0x80;
+        }
+        // Word 3 with bytes 1..7 changed, word 4 whole but byte 0.
+        for b in &mut cur[25..32] {
+            *b ^= 2;
+        }
+        for b in &mut cur[33..40] {
+            *b ^= 2;
+        }
+        // The page's last byte.
+        cur[PAGE - 1] ^= 4;
+        assert_eq!(
+            changed_runs(&cur, &twin),
+            vec![
+                (0, 1),
+                (2, 3),
+                (8, 17),
+                (25, 32),
+                (33, 40),
+                (PAGE - 1, PAGE)
+            ]
+        );
+        // Every changed byte is in a run, no unchanged byte is.
+        let mut sent = vec![false; PAGE];
+        for (lo, hi) in changed_runs(&cur, &twin) {
+            sent[lo..hi].iter_mut().for_each(|x| *x = true);
+        }
+        assert!((0..PAGE).all(|i| sent[i] == (cur[i] != twin[i])));
+    }
+
+    #[test]
+    fn masks_and_their_runs_agree() {
+        let twin: Vec<u8> = (0..PAGE).map(|i| (i * 5) as u8).collect();
+        let mut cur = twin.clone();
+        for i in (0..PAGE).filter(|i| (i * 7 / 3) % 5 < 2 || (900..1300).contains(i)) {
+            cur[i] ^= 0x10;
+        }
+        let mut masks = vec![0u8; PAGE / 8];
+        for (lo, hi) in changed_runs(&cur, &twin) {
+            set_mask(&mut masks, lo, hi);
+        }
+        for i in 0..PAGE {
+            assert_eq!(
+                masks[i / 8] & (1 << (i % 8)) != 0,
+                cur[i] != twin[i],
+                "byte {i}"
+            );
+        }
+        let runs = mask_runs(&masks);
+        let mut sent = vec![false; PAGE];
+        for w in runs.windows(2) {
+            assert!(w[0].1 < w[1].0, "runs sorted, apart: {w:?}");
+        }
+        for &(lo, hi) in &runs {
+            assert!(lo < hi);
+            sent[lo..hi].iter_mut().for_each(|x| *x = true);
+        }
+        assert!((0..PAGE).all(|i| sent[i] == (cur[i] != twin[i])));
+        assert_eq!(
+            mask_runs(&[0xff, 0xff, 0x01, 0x80, 0]),
+            vec![(0, 17), (31, 32)]
+        );
+        assert_eq!(mask_runs(&[0x0f, 0xf0]), vec![(0, 4), (12, 16)]);
+        assert_eq!(mask_runs(&[0xf0, 0x0f, 0xff]), vec![(4, 12), (16, 24)]);
+    }
+
+    #[test]
+    fn has_zero_byte_is_exact() {
+        assert!(has_zero_byte(0));
+        assert!(has_zero_byte(0x0101_0101_0101_0100));
+        assert!(has_zero_byte(0x0001_0101_0101_0101));
+        assert!(has_zero_byte(0x8000_8080_8080_8080));
+        assert!(!has_zero_byte(0x0101_0101_0101_0101));
+        assert!(!has_zero_byte(u64::MAX));
+        assert!(!has_zero_byte(0x0180_0101_ff01_0101));
+        // Every single zero byte among others of every value.
+        for v in 1..=255u64 {
+            let all = v * 0x0101_0101_0101_0101;
+            assert!(!has_zero_byte(all));
+            for k in 0..8 {
+                assert!(has_zero_byte(all & !(0xff << (8 * k))));
+            }
+        }
     }
 
     #[test]
@@ -324,12 +687,12 @@ mod tests {
         let mut cur = twin.clone();
         assert!(changed_runs(&cur, &twin).is_empty());
         cur[3] = 1; // word 0
-        cur[8] = 1; // word 1: same run
+        cur[8] = 1; // word 1: bytes 4..8 kept their value
         cur[200] = 7; // word 25, a later block
         cur[PAGE - 1] = 9; // last word, runs to the end
         assert_eq!(
             changed_runs(&cur, &twin),
-            vec![(3, 9), (200, 201), (PAGE - 1, PAGE)]
+            vec![(3, 4), (8, 9), (200, 201), (PAGE - 1, PAGE)]
         );
     }
 
@@ -360,10 +723,17 @@ mod tests {
             diffed_runs(&cur, &twin, off0, &noted),
             vec![(8, 24), (200, 208), (PAGE - 8, PAGE)]
         );
-        // Trap mode's diff of the same page: trimmed to the changed bytes.
+        // Trap mode's diff of the same page: the changed bytes only.
         assert_eq!(
             changed_runs(&cur, &twin),
-            vec![(8, 17), (100, 102), (200, 203), (PAGE - 8, PAGE - 7)]
+            vec![
+                (8, 9),
+                (16, 17),
+                (100, 102),
+                (200, 201),
+                (202, 203),
+                (PAGE - 8, PAGE - 7)
+            ]
         );
     }
 

@@ -120,9 +120,17 @@ impl Shared {
             .collect::<Result<_, Error>>()?;
         // Noted runs were cut at allocations, diffs lie in one page: each
         // run has one protocol.
-        let (runs, own_pages) = self.collect_runs()?;
+        let (runs, page_diffs, own_pages) = self.collect_runs()?;
+        // Runs come page by page: one lookup a page.
+        let mut last: Option<(u64, Protocol)> = None;
         for run in runs {
-            match self.proto_of(page_of(run.0))? {
+            let page = page_of(run.0);
+            let proto = match last {
+                Some((p, proto)) if p == page => proto,
+                _ => self.proto_of(page)?,
+            };
+            last = Some((page, proto));
+            match proto {
                 // Trapped writes of Update ranges: through the home.
                 Protocol::Update => fwd_runs.push(run),
                 Protocol::UpdateDirect => {
@@ -132,7 +140,18 @@ impl Shared {
                 _ => home_runs.push(run),
             }
         }
-        let mut pages = self.send_runs(home_runs)?;
+        let mut home_diffs = Vec::with_capacity(page_diffs.len());
+        for d in page_diffs {
+            match self.proto_of(d.page)? {
+                Protocol::Update => fwd_runs.extend(d.to_runs()),
+                Protocol::UpdateDirect => {
+                    direct.extend(d.to_runs());
+                    home_diffs.push(d);
+                }
+                _ => home_diffs.push(d),
+            }
+        }
+        let mut pages = self.send_all(home_runs, home_diffs)?;
         for (o, data) in fwd_runs {
             self.eager_data(o, &data, Via::Forward)?;
         }

@@ -7,7 +7,7 @@ use super::directory::MAX_HOLDERS;
 use super::lrc::{merge_runs, Run};
 use crate::config::WriteMode;
 use crate::layout as L;
-use crate::msg::{Update, TAG_COPY, TAG_HOME};
+use crate::msg::{Diff, Update, TAG_COPY, TAG_DIFF, TAG_DIFF_LAST, TAG_HOME};
 use crate::shared::{lock, page_of, Shared};
 use crate::stats::bump;
 use crate::sys::PAGE;
@@ -105,6 +105,11 @@ impl Shared {
 
     /// Handler of update messages (progress thread).
     pub(crate) fn on_update(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
+        let tag = payload.get(0..4);
+        if tag == Some(&TAG_DIFF.to_le_bytes()[..]) || tag == Some(&TAG_DIFF_LAST.to_le_bytes()[..])
+        {
+            return self.on_diff(ctx, payload);
+        }
         let u = Update::parse(payload)
             .filter(|u| u.end() <= self.view.len() as u64 && u.writer < self.size);
         let Some(Update {
@@ -134,6 +139,41 @@ impl Shared {
         };
         if let Err(e) = r {
             eprintln!("sss-dsm: update from task {}: {e}", ctx.from);
+        }
+    }
+
+    /// At a home: applies a diff (`send_all`), only the bytes it
+    /// carries; the last of a release is acknowledged to the writer.
+    fn on_diff(&self, ctx: &SignalContext<'_>, payload: &[u8]) {
+        let Some(d) =
+            Diff::parse(payload).filter(|d| d.off < self.view.len() as u64 && d.writer < self.size)
+        else {
+            self.bad_message(ctx.from, "diff");
+            return;
+        };
+        let mut applied = Ok(());
+        d.for_each(|at, bytes| {
+            if applied.is_ok() {
+                // Checked against the home segment: off the network.
+                applied = self.home_write(at, bytes);
+            }
+        });
+        if !d.last {
+            if let Err(e) = applied {
+                eprintln!("sss-dsm: diff from task {}: {e}", ctx.from);
+            }
+            return;
+        }
+        // Acknowledged even if not applied: the writer waits.
+        let r = self
+            .meta_at(d.writer, L::UPD_ACK)
+            .and_then(|at| {
+                ctx.task.fetch_add(at, 1, Options::default())?;
+                Ok(())
+            })
+            .and(applied);
+        if let Err(e) = r {
+            eprintln!("sss-dsm: diff from task {}: {e}", ctx.from);
         }
     }
 
