@@ -268,10 +268,12 @@ pub(crate) fn read_peer(pid: u32, addr: u64, out: &mut [u8]) -> bool {
 /// Whether this process's peers on the node may read its memory with
 /// [`read_peer`], found once. Yama's `ptrace_scope` 1 lets a process
 /// read only its descendants unless the target names the reader as a
-/// tracer: this process then names any (as Open MPI's shared memory does
-/// for the same copy), which lets any process of this user attach to
-/// it; 2 and 3 refuse all but privileged readers: no. A seccomp filter
-/// may refuse the call itself: it is tried on this process's own memory.
+/// tracer; naming any (as Open MPI's shared memory does for the same
+/// copy) would let every process of this user attach to it, so it is
+/// done only when the user asks (`SSS_MPI_PEER_READ=on`), and blocks
+/// are staged otherwise; 2 and 3 refuse all but privileged readers: no.
+/// A seccomp filter may refuse the call itself: it is tried on this
+/// process's own memory.
 pub(crate) fn peer_reads_allowed() -> bool {
     static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *OK.get_or_init(|| {
@@ -281,6 +283,16 @@ pub(crate) fn peer_reads_allowed() -> bool {
             .unwrap_or(0);
         if scope >= 2 {
             return false;
+        }
+        if scope == 1 {
+            match peer_read_opt_in(std::env::var("SSS_MPI_PEER_READ").ok().as_deref()) {
+                Ok(true) => {}
+                Ok(false) => return false,
+                Err(e) => {
+                    eprintln!("sss-mpi: {e}; large all-to-all blocks are staged");
+                    return false;
+                }
+            }
         }
         // SAFETY: PR_SET_PTRACER takes a pid (or PR_SET_PTRACER_ANY) and
         // touches no memory of ours.
@@ -293,6 +305,17 @@ pub(crate) fn peer_reads_allowed() -> bool {
         let mut out = [0u8; 64];
         read_peer(std::process::id(), probe.as_ptr() as u64, &mut out) && out == probe
     })
+}
+
+/// `SSS_MPI_PEER_READ`: `on` lets any process of this user attach to
+/// this one where Yama would refuse it (see [`peer_reads_allowed`]);
+/// unset or `off` does not.
+fn peer_read_opt_in(v: Option<&str>) -> Result<bool, String> {
+    match v {
+        None | Some("off") => Ok(false),
+        Some("on") => Ok(true),
+        Some(other) => Err(format!("SSS_MPI_PEER_READ={other:?}: expected on or off")),
+    }
 }
 
 /// `len` bytes at `off` of one of our own staging segments, which peers
@@ -357,6 +380,26 @@ mod tests {
         assert!(!read_peer(me, u64::MAX - 4, &mut out), "wraps");
         let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
             .map_or(0, |s| s.trim().parse::<u32>().unwrap_or(3));
-        assert_eq!(super::peer_reads_allowed(), scope < 2);
+        let asked = std::env::var("SSS_MPI_PEER_READ").is_ok_and(|v| v == "on");
+        assert_eq!(
+            super::peer_reads_allowed(),
+            scope == 0 || (scope == 1 && asked)
+        );
+    }
+
+    /// Yama's protection is given up only when asked for in so many words.
+    #[test]
+    fn peer_reads_under_yama_are_asked_for_explicitly() {
+        use super::peer_read_opt_in as opt;
+        assert_eq!(opt(None), Ok(false));
+        assert_eq!(opt(Some("off")), Ok(false));
+        assert_eq!(opt(Some("on")), Ok(true));
+        for bad in ["1", "yes", "", "ON "] {
+            let e = opt(Some(bad)).unwrap_err();
+            assert!(
+                e.contains("SSS_MPI_PEER_READ") && e.contains("on or off"),
+                "{e}"
+            );
+        }
     }
 }
