@@ -90,9 +90,17 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
     {
         sss_rcop_span.store(0, Ordering::Release);
         sss_rcop_map.store(0, Ordering::Release);
-        *VIEW.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let view = VIEW.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(v) = view {
+            RETRANSMISSIONS.store(v.retransmissions(), Ordering::Relaxed);
+        }
     }
 }
+
+/// The task's retransmissions when its heap went away (`retransmissions`
+/// in the `{"rcop":...}` line): what back-off looked at, so a back-off is
+/// right only where they are not 0.
+static RETRANSMISSIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Calls of [`sss_rcop_note`], [`sss_rcop_twin_range`] and
 /// [`sss_rcop_cursor_twin`]: how often the consistency code `sss cc`
@@ -114,9 +122,10 @@ pub(crate) fn report(rank: u32) {
     let f = FETCHES.swap(0, Ordering::Relaxed);
     let t = TWIN_RANGES.swap(0, Ordering::Relaxed);
     let td = TWIN_DIFFED.swap(0, Ordering::Relaxed);
+    let r = RETRANSMISSIONS.swap(0, Ordering::Relaxed);
     if (n > 0 || b > 0 || f > 0) && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
         eprintln!(
-            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"fetches\":{f},\"twin_ranges\":{t},\"diffed\":{td}}}}}"
+            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"retransmissions\":{r},\"fetches\":{f},\"twin_ranges\":{t},\"diffed\":{td}}}}}"
         );
     }
 }
