@@ -279,6 +279,13 @@ pub const SETTINGS: &[Known] = &[
         Task,
     ),
     k(
+        "SSS_MPI_PEER_READ",
+        "off",
+        "on, off",
+        "MPI: under Yama's ptrace_scope 1, let same-node tasks read large all-to-all blocks from this one's memory (any process of the user may then attach to it); off stages them",
+        Task,
+    ),
+    k(
         "SSS_PARMACS_PLACEMENT",
         "first_touch",
         "first_touch, block, cyclic[:pages]",
