@@ -65,6 +65,15 @@ impl Drop for Scratch {
     }
 }
 
+/// The integer field `key` of a one-line JSON object of `SSS_STATS=json`
+/// (its first occurrence).
+fn json_u64(line: &str, key: &str) -> Option<u64> {
+    line.split(&format!("\"{key}\":"))
+        .nth(1)
+        .and_then(|r| r.split([',', '}']).next())
+        .and_then(|n| n.parse().ok())
+}
+
 /// clang with the pass and `m4` (for the PARMACS sources) are both here.
 fn have_llvm_and_m4() -> bool {
     have_llvm() && Command::new("m4").arg("--version").output().is_ok()
@@ -648,13 +657,7 @@ fn diffed_ranges_are_right_under_every_protocol() {
         &[("SSS_RCOP_STATS", "1")],
     );
     assert!(report.contains("diffed ranges"), "{report}");
-    let field = |line: &str, key: &str| -> u64 {
-        line.split(&format!("\"{key}\":"))
-            .nth(1)
-            .and_then(|r| r.split([',', '}']).next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
+    let field = |line: &str, key: &str| json_u64(line, key).unwrap_or(0);
     for protocol in [
         "ulrc",
         "invalidate",
@@ -939,11 +942,7 @@ fn backoffs(exe: &Path, place: &[&str], args: &[&str], drop: &str) -> Vec<(u32, 
         .env("SSS_NO_DAEMON", "1"));
     assert!(out.contains("BACKOFF OK"), "{place:?} {args:?}:\n{out}");
     let num = |line: &str, key: &str| -> u64 {
-        line.split(&format!("\"{key}\":"))
-            .nth(1)
-            .and_then(|r| r.split([',', '}']).next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no {key} in {line}"))
+        json_u64(line, key).unwrap_or_else(|| panic!("no {key} in {line}"))
     };
     let v: Vec<(u32, u64, u64)> = out
         .lines()
@@ -1387,16 +1386,7 @@ fn udsm_fetches_no_more_pages_than_adsm_faults() {
 /// Faults (ADSM) and fetch calls (UDSM), summed over the tasks of a
 /// `SSS_STATS=json` run.
 fn misses(out: &str) -> u64 {
-    let field = |l: &str, name: &str| -> u64 {
-        l.find(&format!("\"{name}\":")).map_or(0, |at| {
-            l[at + name.len() + 3..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .unwrap_or(0)
-        })
-    };
+    let field = |l: &str, name: &str| json_u64(l, name).unwrap_or(0);
     out.lines()
         .filter(|l| l.contains("\"dsm\":"))
         .map(|l| field(l, "read_faults") + field(l, "write_faults") + field(l, "fetches"))
