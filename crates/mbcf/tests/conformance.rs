@@ -463,6 +463,44 @@ fn fence_and_quiet_wait_for_acknowledgements() {
     });
 }
 
+/// Regression: a fence after a lone WRITE across nodes waited for the
+/// peer's delayed ACK (200 µs by default; 230–420 µs a fence, where a
+/// round trip takes 10) unless traffic back carried it. The fence now
+/// asks for it. With an ack delay of an hour, a fence that does not ask
+/// ends only when a retransmission timeout resends the WRITE and the
+/// duplicate draws the ACK: one retransmission a fence (20 measured
+/// without the request, none with it). The watchdog bounds the test.
+#[test]
+fn a_fence_asks_for_the_ack_it_waits_for() {
+    let mut cfg = TaskConfig::default();
+    cfg.proto.ack_delay = 3_600_000_000_000;
+    let t = cluster_with(2, TWO_NODES, cfg);
+    let (segs, info) = seg_all(&t, 4096);
+    let (done, watch) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        for k in 1..=20u64 {
+            t[0].write(info[1].at(0), &k.to_le_bytes(), Options::default())
+                .unwrap();
+            t[0].fence(1).unwrap();
+            assert_eq!(segs[1].word(0).unwrap().load(Ordering::Acquire), k);
+        }
+        t[0].write(info[1].at(8), &1u64.to_le_bytes(), Options::default())
+            .unwrap();
+        t[0].quiet().unwrap();
+        let _ = done.send(());
+        t
+    });
+    assert!(
+        watch.recv_timeout(Duration::from_secs(120)).is_ok(),
+        "a fence waited for the peer's ack delay"
+    );
+    let t = writer.join().unwrap();
+    let r = t[0].stats().retransmissions;
+    // A slow moment of the machine may time out one or two; not one a
+    // fence.
+    assert!(r < 10, "{r} retransmissions for 21 fences");
+}
+
 #[test]
 fn no_flow_control_write_arrives_on_a_clean_network() {
     for kind in TransportKind::ALL {

@@ -181,6 +181,12 @@ pub(super) struct Channel {
     pub(super) pending: HashMap<u32, Pending>,
     /// Ask the peer for an ACK (its replies are overdue).
     pub(super) probe: bool,
+    /// Packets below this sequence number are waited for (a fence): once
+    /// the last of them that can go now has gone, the peer is asked for
+    /// an ACK at once instead of after its ack delay.
+    pub(super) ack_wanted_below: u64,
+    /// `next_send` when such a request last went: one per burst sent.
+    pub(super) probed_at: u64,
     /// Set by a retransmission timeout: packets sent before it are resent
     /// once the next ack shows the path works.
     pub(super) recover_before: Option<Time>,
@@ -235,6 +241,8 @@ impl Channel {
             rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             pending: HashMap::new(),
             probe: false,
+            ack_wanted_below: 0,
+            probed_at: 0,
             recover_before: None,
             probe_every: 0,
             failed_ops: BTreeSet::new(),
@@ -301,7 +309,32 @@ impl Channel {
         if self.down {
             return self.probe;
         }
-        !self.retx.is_empty() || self.may_send_new(window) || self.ack_now || self.probe
+        !self.retx.is_empty()
+            || self.may_send_new(window)
+            || self.ack_now
+            || self.probe
+            || self.owes_ack_request()
+    }
+
+    /// True when a fence waits for packets sent since the last request
+    /// for an ACK: the peer would otherwise hold its ACK for its ack delay
+    /// (nothing of ours may come to piggyback on), and the fence with it.
+    fn owes_ack_request(&self) -> bool {
+        !self.down
+            && self.base < self.ack_wanted_below
+            && self.next_send > self.base
+            && self.probed_at < self.next_send
+    }
+
+    /// Asks for an ACK of every packet queued so far as soon as the last
+    /// of them that the window lets go has gone; true when some are not
+    /// yet acknowledged (a request will go).
+    pub(super) fn want_ack(&mut self) -> bool {
+        if self.down || self.base >= self.next_seq {
+            return false;
+        }
+        self.ack_wanted_below = self.ack_wanted_below.max(self.next_seq);
+        true
     }
 
     /// True when the next new packet may go out: within the window, and
@@ -421,6 +454,10 @@ impl Channel {
             self.next_send += 1;
             self.arm_rto(now);
             return true;
+        }
+        if self.owes_ack_request() {
+            self.probe = true;
+            self.probed_at = self.next_send;
         }
         if self.ack_now || self.probe {
             let probe = std::mem::take(&mut self.probe);

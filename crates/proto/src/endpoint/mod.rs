@@ -171,6 +171,36 @@ impl Endpoint {
         })
     }
 
+    /// Asks `peer` for an ACK of everything queued toward it so far as
+    /// soon as it has all been sent, instead of leaving the ACK to the
+    /// peer's ack delay or to traffic back: what a fence calls before it
+    /// waits. True when something was unacknowledged (the request is
+    /// due at the next [`Endpoint::poll_transmit`] or after the window
+    /// lets the rest go).
+    pub fn request_ack(&mut self, peer: TaskId) -> bool {
+        let Some(&ci) = self.index.get(&peer) else {
+            return false;
+        };
+        let wanted = self.chans[ci].want_ack();
+        if wanted {
+            self.mark_ready(ci);
+        }
+        wanted
+    }
+
+    /// [`Endpoint::request_ack`] toward every peer (QUIET); true when any
+    /// request is due.
+    pub fn request_acks(&mut self) -> bool {
+        let mut any = false;
+        for ci in 0..self.chans.len() {
+            if self.chans[ci].want_ack() {
+                self.mark_ready(ci);
+                any = true;
+            }
+        }
+        any
+    }
+
     /// Everything not yet acknowledged or answered, toward all peers,
     /// including multicasts (QUIET waits for zero).
     pub fn total_in_flight(&self) -> usize {
