@@ -131,11 +131,13 @@ fn with_only<T>(f: impl FnOnce(&mut Engine) -> Result<T, MpiErr>) -> Result<T, M
     let mut g = lock();
     let r = match g.as_mut() {
         Some(e) if !multiple() => {
+            e.stats.library_locks += 1;
             let r = f(e);
             drop(g);
             r
         }
         Some(e) => {
+            e.stats.library_locks += 1;
             let before = e.events;
             let r = f(e);
             let moved = e.events != before;
@@ -169,6 +171,7 @@ pub(crate) fn try_with<T>(f: impl FnOnce(&mut Engine) -> T) -> Option<T> {
         Err(std::sync::TryLockError::WouldBlock) => return None,
     };
     let e = g.as_mut()?;
+    e.stats.library_locks += 1;
     let before = e.events;
     let r = f(e);
     let moved = e.events != before;

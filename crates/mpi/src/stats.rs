@@ -198,6 +198,8 @@ pub(crate) struct Counters {
     /// library's lock: the first, then one per turn of their wait.
     pub blocking_recvs: u64,
     pub blocking_recv_looks: u64,
+    /// Times a call (or a signal's handler) took the library's lock.
+    pub library_locks: u64,
 }
 
 impl Counters {
@@ -306,7 +308,7 @@ pub(crate) fn report(
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
          \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\
          \"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
-         \"blocking_recv_looks\":{},\"collectives\":{{",
+         \"blocking_recv_looks\":{},\"library_locks\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -336,6 +338,7 @@ pub(crate) fn report(
         c.requests,
         c.blocking_recvs,
         c.blocking_recv_looks,
+        c.library_locks,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

@@ -35,6 +35,20 @@ fn blocking_receives_posted_alone() {
     });
 }
 
+/// `MPI_Recv` that blocks before its message arrives keeps MPI's
+/// semantics, and concurrent senders under `MPI_THREAD_MULTIPLE` keep
+/// each one's order (`tests/c/recvwait.c`).
+#[test]
+fn blocking_receives_waiting_for_their_message() {
+    let dir = scratch();
+    let exe = compile(&dir, "recvwait.c", false);
+    for mode in ["semantics", "threads"] {
+        run_everywhere(&exe, &[mode], &PLACEMENTS[1..], |_| {
+            format!("recvwait: ok {mode}")
+        });
+    }
+}
+
 #[test]
 fn collectives_and_communicators() {
     let dir = scratch();
