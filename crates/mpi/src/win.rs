@@ -55,6 +55,8 @@ struct Member {
 enum Pending {
     Put {
         target: u32,
+        /// The task whose memory the WRITE went to.
+        holder: u32,
         req: Request,
     },
     Get {
@@ -383,7 +385,11 @@ impl Win {
         let req = task
             .write(at, data, Options::default())
             .map_err(|e| mbcf("MPI_Put", e))?;
-        self.pending.push(Pending::Put { target: t, req });
+        self.pending.push(Pending::Put {
+            target: t,
+            holder: at.rank,
+            req,
+        });
         Ok(())
     }
 
@@ -434,16 +440,26 @@ impl Win {
         Ok(())
     }
 
-    /// Completes what was issued to `target` (every target: `None`).
-    pub(crate) fn complete(&mut self, target: Option<u32>) -> Result<(), MpiErr> {
+    /// Completes what was issued to `target` (every target: `None`), at
+    /// the origin and at the target: a WRITE is done at the origin once
+    /// issued, so the tasks that puts went to are fenced too. Without
+    /// that, a third task told after a flush could READ the target before
+    /// a put lost on the way and resent had landed there.
+    pub(crate) fn complete(&mut self, task: &Task, target: Option<u32>) -> Result<(), MpiErr> {
         let mut first: Result<(), MpiErr> = Ok(());
         let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
             .into_iter()
             .partition(|p| target.is_none_or(|t| p.target() == t));
         self.pending = later;
+        let mut fence: Vec<u32> = Vec::new();
         for p in now {
             let r = match p {
-                Pending::Put { req, .. } => req.wait().map(|_| ()),
+                Pending::Put { req, holder, .. } => {
+                    if !fence.contains(&holder) {
+                        fence.push(holder);
+                    }
+                    req.wait().map(|_| ())
+                }
                 Pending::Get {
                     req, mut dest, off, ..
                 } => req.wait_data().map(|d| {
@@ -456,6 +472,13 @@ impl Win {
             };
             if let (Err(e), Ok(())) = (r, &first) {
                 first = Err(mbcf("completing a one-sided operation", e));
+            }
+        }
+        for h in fence {
+            // A same-node WRITE is in place already: nothing in flight.
+            let r = task.fence(h);
+            if let (Err(e), Ok(())) = (r, &first) {
+                first = Err(mbcf("completing a put at its target", e));
             }
         }
         first
@@ -514,7 +537,7 @@ impl Win {
             .held
             .remove(&t)
             .ok_or_else(|| MpiErr::new(err::RMA_SYNC, format!("rank {t} is not locked")))?;
-        let done = self.complete(Some(t));
+        let done = self.complete(task, Some(t));
         let at = self.lock_word(t, 0);
         let back = if kind == LOCK_EXCLUSIVE {
             EXCL.wrapping_neg()
@@ -599,7 +622,7 @@ impl Win {
             ..at
         };
         // Earlier puts to the same place land first.
-        self.complete(Some(t))?;
+        self.complete(task, Some(t))?;
         let lock = self.lock_word(t, 8);
         let me = u64::from(self.rank) + 1;
         let mut backoff = Backoff::default();

@@ -1,12 +1,13 @@
 //! One-sided communication from C (`tests/c/rma.c`): windows over
 //! allocated and registered memory, fences, passive locks, accumulates,
 //! shared-memory windows (`tests/c/shmwin.c`), puts, gets and
-//! accumulates on derived datatypes (`tests/c/rmatypes.c`),
-//! on 1–4 tasks on one node and on two hosts.
+//! accumulates on derived datatypes (`tests/c/rmatypes.c`), puts
+//! complete at their targets after a flush or fence
+//! (`tests/c/rmaflush.c`), on 1–4 tasks on one node and on two hosts.
 
 mod support;
 
-use support::{compile, run_everywhere, scratch, LAUNCHER, PLACEMENTS};
+use support::{compile, run_everywhere, run_everywhere_env, scratch, LAUNCHER, PLACEMENTS};
 
 /// Not a test of its own: the launcher when the launch variable is set.
 #[test]
@@ -55,4 +56,29 @@ fn puts_gets_and_accumulates_on_derived_datatypes() {
     let mut places = PLACEMENTS.to_vec();
     places.push(("3 tasks, one node", &["-n", "3"]));
     run_everywhere(&exe, &[], &places, |n| format!("rmatypes: ok {n} tasks"));
+}
+
+/// Regression: a put was complete at the origin once issued, and
+/// `MPI_Win_flush` / `MPI_Win_fence` waited for nothing more, so a third
+/// task told afterwards could read the target before a put lost on the
+/// way and resent had landed. With a fifth of the datagrams dropped the
+/// reader saw the old value within the first rounds.
+#[test]
+fn puts_are_complete_at_the_target_after_flush_and_fence() {
+    let dir = scratch();
+    let exe = compile(&dir, "rmaflush.c", false);
+    let places: &[(&str, &[&str])] = &[
+        ("3 tasks, one node", &["-n", "3"]),
+        (
+            "3 tasks, two nodes",
+            &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+        ),
+        (
+            "4 tasks, two nodes",
+            &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"],
+        ),
+    ];
+    run_everywhere_env(&exe, &[("SSS_FAULT_DROP", "0.2")], places, |n| {
+        format!("rmaflush: ok {n} tasks")
+    });
 }

@@ -69,13 +69,13 @@ pub extern "C" fn MPI_Win_start(group: Handle, _assert: c_int, win: Handle) -> c
 #[no_mangle]
 pub extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
     call("MPI_Win_complete", errcomm(win), || {
-        let (comm, targets) = with_win(hv(win), |w, _| {
+        let (comm, targets) = with_win(hv(win), |w, task| {
             let t = w
                 .access
                 .take()
                 .ok_or_else(|| sync_err("MPI_Win_complete", "no MPI_Win_start before"))?;
             for &r in &t {
-                w.complete(Some(r))?;
+                w.complete(task, Some(r))?;
             }
             Ok((w.comm, t))
         })?;

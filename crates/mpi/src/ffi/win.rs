@@ -264,14 +264,14 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
     };
     call("MPI_Win_free", errcomm(*w), || {
         let hd = hv(*w);
-        let comm = with_win(hd, |w, _| {
+        let comm = with_win(hd, |w, task| {
             if !w.held().is_empty() {
                 return Err(MpiErr::new(
                     err::RMA_SYNC,
                     "freeing a window while holding a lock",
                 ));
             }
-            w.complete(None)?;
+            w.complete(task, None)?;
             Ok(w.comm)
         })?;
         crate::coll::barrier(comm)?;
@@ -293,8 +293,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
 #[no_mangle]
 pub extern "C" fn MPI_Win_fence(_assert: c_int, win: Handle) -> c_int {
     call("MPI_Win_fence", errcomm(win), || {
-        let comm = with_win(hv(win), |w, _| {
-            w.complete(None)?;
+        let comm = with_win(hv(win), |w, task| {
+            w.complete(task, None)?;
             Ok(w.comm)
         })?;
         crate::coll::barrier(comm)
@@ -340,7 +340,7 @@ pub extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
 
 fn flush(name: &str, win: Handle, rank: Option<c_int>) -> c_int {
     call(name, errcomm(win), || {
-        with_win(hv(win), |w, _| {
+        with_win(hv(win), |w, task| {
             let t =
                 match rank {
                     Some(r) => Some(u32::try_from(r).ok().filter(|&t| t < w.size()).ok_or_else(
@@ -348,7 +348,7 @@ fn flush(name: &str, win: Handle, rank: Option<c_int>) -> c_int {
                     )?),
                     None => None,
                 };
-            w.complete(t)
+            w.complete(task, t)
         })
     })
 }
