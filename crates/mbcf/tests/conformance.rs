@@ -501,6 +501,38 @@ fn a_fence_asks_for_the_ack_it_waits_for() {
     assert!(r < 10, "{r} retransmissions for 21 fences");
 }
 
+/// `fence_many` asks every peer for its ACK before it waits for any:
+/// with an ack delay of an hour, it too ends without retransmissions.
+#[test]
+fn a_fence_of_many_peers_asks_each_for_its_ack() {
+    let mut cfg = TaskConfig::default();
+    cfg.proto.ack_delay = 3_600_000_000_000;
+    let t = cluster_with(4, TWO_NODES, cfg);
+    let (segs, info) = seg_all(&t, 4096);
+    let (done, watch) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        for k in 1..=10u64 {
+            for i in &info[1..] {
+                t[0].write(i.at(0), &k.to_le_bytes(), Options::default())
+                    .unwrap();
+            }
+            t[0].fence_many(&[1, 2, 3]).unwrap();
+            for seg in &segs[1..] {
+                assert_eq!(seg.word(0).unwrap().load(Ordering::Acquire), k);
+            }
+        }
+        let _ = done.send(());
+        t
+    });
+    assert!(
+        watch.recv_timeout(Duration::from_secs(120)).is_ok(),
+        "a fence waited for a peer's ack delay"
+    );
+    let t = writer.join().unwrap();
+    let r = t[0].stats().retransmissions;
+    assert!(r < 10, "{r} retransmissions for 10 fences of 3 peers");
+}
+
 #[test]
 fn no_flow_control_write_arrives_on_a_clean_network() {
     for kind in TransportKind::ALL {

@@ -203,10 +203,28 @@ impl Task {
     /// Waits until every earlier operation to `rank` is acknowledged, then
     /// reports the first asynchronous error, if any.
     pub fn fence(&self, rank: u32) -> Result<(), Error> {
-        let peer = TaskId::new(self.inner.job, rank);
-        self.ask_acks(|ep| ep.request_ack(peer));
-        self.inner
-            .wait_until(|| self.inner.lock_net().ep.in_flight(peer) == 0, None);
+        self.fence_many(&[rank])
+    }
+
+    /// [`Task::fence`] toward each of `ranks` at once: every ACK is asked
+    /// for before any is waited for, so the round trips overlap instead
+    /// of following one another.
+    pub fn fence_many(&self, ranks: &[u32]) -> Result<(), Error> {
+        let job = self.inner.job;
+        self.ask_acks(|ep| {
+            ranks
+                .iter()
+                .fold(false, |any, &r| ep.request_ack(TaskId::new(job, r)) | any)
+        });
+        self.inner.wait_until(
+            || {
+                let net = self.inner.lock_net();
+                ranks
+                    .iter()
+                    .all(|&r| net.ep.in_flight(TaskId::new(job, r)) == 0)
+            },
+            None,
+        );
         self.take_error()
     }
 
