@@ -474,9 +474,9 @@ impl Win {
                 first = Err(mbcf("completing a one-sided operation", e));
             }
         }
-        for h in fence {
-            // A same-node WRITE is in place already: nothing in flight.
-            let r = task.fence(h);
+        // A same-node WRITE is in place already: nothing in flight.
+        if !fence.is_empty() {
+            let r = task.fence_many(&fence);
             if let (Err(e), Ok(())) = (r, &first) {
                 first = Err(mbcf("completing a put at its target", e));
             }
