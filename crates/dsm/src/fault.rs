@@ -4,6 +4,7 @@
 
 use crate::config::WriteMode;
 use crate::protocol::directory::SC_MAX;
+use crate::protocol::lay_over;
 use crate::protocol::Protocol;
 use crate::shared::{lock, page_of, Shared, MAX_DROPPED};
 use crate::stats::bump;
@@ -28,7 +29,6 @@ impl Shared {
         let t0 = Instant::now();
         let page = page_of(self.offset(f.addr, 1)?);
         let paddr = self.page_addr(page)?;
-        let trap = self.traps();
         if f.wp {
             bump(&self.stats.write_faults, 1);
             if self.is_mapped(page) {
@@ -70,9 +70,12 @@ impl Shared {
                     }
                     hi += 1;
                 }
-                drop(st);
+                // Under the state lock: an invalidation handler that
+                // drops a twinned page (note mode) protects it first and
+                // must not find it opened after.
                 self.uffd
                     .protect(paddr, (hi - page) as usize * PAGE, false)?;
+                drop(st);
             }
         } else {
             bump(
@@ -83,20 +86,21 @@ impl Shared {
                 },
                 1,
             );
-            self.miss(page, f.write && trap)?;
+            self.miss(page, f.write)?;
         }
         bump(&self.stats.fault_ns, t0.elapsed().as_nanos() as u64);
         Ok(())
     }
 
     /// A missing page: a home page is mapped here, any other fetched;
-    /// `twin`: installed writable with its twin (a trapped write).
-    fn miss(&self, page: u64, twin: bool) -> Result<(), Error> {
+    /// `write` (a store faulted): installed writable with its twin where
+    /// stores are trapped.
+    fn miss(&self, page: u64, write: bool) -> Result<(), Error> {
         if self.map_own(page)? {
             self.uffd.wake(self.page_addr(page)?, PAGE)?;
             Ok(())
         } else {
-            self.fetch_install(page, twin)
+            self.fetch_install(page, write)
         }
     }
 
@@ -141,11 +145,15 @@ impl Shared {
     }
 
     /// Fetches `page` (and prefetch pages) from the home and installs it.
-    /// With `twin`, the page is installed writable and its twin kept.
-    fn fetch_install(&self, page: u64, twin: bool) -> Result<(), Error> {
+    /// With `write` where stores are trapped (trap mode, `guards`), the
+    /// page is installed writable and its twin kept.
+    fn fetch_install(&self, page: u64, write: bool) -> Result<(), Error> {
         let last = (self.view.len() / PAGE) as u64;
         let home = self.home_of(page)?;
         let proto = self.proto_of(page)?;
+        let guard = self.guards(proto);
+        let keep = self.keeps(proto);
+        let twin = write && (self.traps() || guard);
         let tracked =
             proto == Protocol::Update || (proto == Protocol::Invalidate && self.size <= SC_MAX);
         // Prefetch: following pages of the same home, not present, within
@@ -247,18 +255,48 @@ impl Shared {
                 continue;
             }
             bump(&self.stats.pages_fetched, 1);
-            let wp = self.traps();
+            let wp = self.traps() || guard;
             for i in 0..n {
                 let p = page + i;
                 let chunk = &data[i as usize * PAGE..(i as usize + 1) * PAGE];
                 if i > 0 && st.present.contains(&p) {
                     continue;
                 }
-                let install_wp = wp && !(twin && i == 0);
                 let paddr = self.page_addr(p)?;
                 let patched = self.window.get().and_then(|w| w.patch(p, chunk));
                 let chunk = patched.as_deref().unwrap_or(chunk);
-                let fresh = self.install(p, paddr, chunk, install_wp)?;
+                // This task's stores not yet noted when another writer
+                // dropped its copy go over the new bytes; the page, with
+                // the bytes fetched as its twin, is being written.
+                let mut saved = if guard { st.saved.remove(&p) } else { None };
+                let mut over = None;
+                if let Some((t, cur)) = &saved {
+                    let mut c = chunk.to_vec();
+                    lay_over(&mut c, cur, t);
+                    over = Some(c);
+                }
+                if keep {
+                    // UDSM: the bytes stayed in the view (a handler's drop
+                    // keeps them) and the application thread, which
+                    // stores there, is the one fetching.
+                    if let Some(t) = st.kept.get(&p) {
+                        let cur = self.view_read(p * PAGE as u64, PAGE)?;
+                        let mut c = chunk.to_vec();
+                        lay_over(&mut c, &cur, t);
+                        over = Some(c);
+                    }
+                }
+                let dirty_now = (twin && i == 0) || saved.is_some();
+                let install_wp = wp && !dirty_now;
+                let fresh = self.install(p, paddr, over.as_deref().unwrap_or(chunk), install_wp)?;
+                if !fresh {
+                    // Present already: its bytes stand.
+                    if let Some(sv) = saved.take() {
+                        st.saved.insert(p, sv);
+                    }
+                } else if keep {
+                    st.kept.insert(p, chunk.to_vec());
+                }
                 if i == 0 && !fresh {
                     self.uffd.wake(paddr, PAGE)?;
                 }
@@ -270,7 +308,7 @@ impl Shared {
                 if proto == Protocol::HomeOnly {
                     st.transient.insert(p);
                 }
-                if i == 0 && twin {
+                if (i == 0 && twin) || (fresh && saved.is_some()) {
                     st.dirty.entry(p).or_insert_with(|| {
                         bump(&self.stats.twins, 1);
                         Some(chunk.to_vec())

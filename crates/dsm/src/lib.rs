@@ -32,17 +32,20 @@
 //!   the written pages are appended to this task's write-notice log. At an
 //!   acquire, the task pulls the new notices of every other task and drops
 //!   its copies of those pages, so the next read faults.
-//! - `Invalidate` — sequential consistency, single writer: a noted write
+//! - `Invalidate` — sequential consistency, write-through: a noted write
 //!   takes the busy bit of each written page in the page's directory word
 //!   at its home (writers of a page go one at a time; fetchers of a busy
 //!   page wait), has every recorded copy holder drop its copy (acked),
 //!   writes the home, and frees the pages, all before
 //!   [`Dsm::note_write`] returns: no task can read the new value while
 //!   another still holds the old one. Stores are visible to others once
-//!   noted; a store not yet noted is lost if another writer's note drops
-//!   the page under it, so a page has one writer between
-//!   synchronizations. In trap mode the diffs go home at release and the
-//!   holders drop their copies before the release completes (release
+//!   noted. Several tasks may write one page between synchronizations:
+//!   copies are installed write-protected and twinned at their first
+//!   store, so a copy another writer's note drops keeps this task's
+//!   stores not yet noted, laid over the page when it is fetched again
+//!   (UDSM: over the bytes it was installed with); stores never noted go
+//!   home as diffs at the release. In trap mode the diffs go home at
+//!   release and the holders drop their copies before it completes (release
 //!   consistency, several writers a page). With more than 63 tasks every
 //!   task is told instead of the holders, and writers are not serialized.
 //! - `HomeUpdate` — SAURC (AURC emulated in software): a noted write goes
@@ -193,18 +196,36 @@ impl Dsm {
                 "trap mode needs userfaultfd (UDSM works in note mode only)",
             ));
         }
-        let uffd = if cfg.userfaultfd {
-            sys::Uffd::new(wp)?
-        } else {
-            sys::Uffd::none()
-        };
         let presence = if cfg.userfaultfd {
             None
         } else {
             Some(sys::Presence::new((heap / PAGE) as u64)?)
         };
         let view = reserve_everywhere(task, heap)?;
-        uffd.register(view.base(), view.len())?;
+        let uffd = if !cfg.userfaultfd {
+            sys::Uffd::none()
+        } else if wp {
+            let u = sys::Uffd::new(true)?;
+            u.register(view.base(), view.len())?;
+            u
+        } else {
+            // Note mode: write-protect faults too where the kernel has
+            // them, for `Invalidate` copies (a store not yet noted must
+            // survive another writer's invalidation, see
+            // `Shared::on_invalidate`); without them, missing faults only.
+            let wp = sys::Uffd::new(true).and_then(|u| {
+                u.register(view.base(), view.len())?;
+                Ok(u)
+            });
+            match wp {
+                Ok(u) => u,
+                Err(_) => {
+                    let u = sys::Uffd::new(false)?;
+                    u.register(view.base(), view.len())?;
+                    u
+                }
+            }
+        };
         // The heap and its directory are large and mostly untouched: not
         // reserved in /dev/shm up front.
         let home = task.alloc_sparse(heap, Perm::ALL)?;
@@ -501,6 +522,9 @@ impl Dsm {
                 Protocol::Invalidate => {
                     let t0 = Instant::now();
                     let data = s.view_read(o, l as usize)?;
+                    if s.guards(proto) || s.keeps(proto) {
+                        s.noted_into_twins(o, &data);
+                    }
                     s.write_sc(o, data)?;
                     bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
                 }

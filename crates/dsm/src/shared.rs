@@ -45,6 +45,31 @@ pub(crate) struct State {
     /// Pages another task invalidated while this task was writing them:
     /// kept until this task's release has sent its diff, then dropped.
     pub(crate) stale: HashSet<u64>,
+    /// `Invalidate` copies with a twin (note mode) that another writer
+    /// invalidated: their twin and their bytes then, whose difference is
+    /// this task's stores not yet noted. Laid over the page when it is
+    /// fetched again, sent home at the release (`Shared::on_invalidate`).
+    pub(crate) saved: HashMap<u64, (Vec<u8>, Vec<u8>)>,
+    /// `Invalidate` copies with a twin (note mode) noted this interval:
+    /// the release keeps them writable, their twin brought up to date,
+    /// instead of protecting them again (the next interval's stores into
+    /// them would each fault).
+    pub(crate) noted_twinned: HashSet<u64>,
+    /// `noted_twinned` of the last interval with notes.
+    pub(crate) noted_twinned_prev: HashSet<u64>,
+    /// The pages noted in the last two intervals with notes: kept open,
+    /// so a page written every other interval (two arrays swapped at each
+    /// barrier) does not fault each time.
+    pub(crate) noted_open: HashSet<u64>,
+    /// Set by a barrier between its release and its acquire's release
+    /// (no store of the application in between): that second release
+    /// leaves the twinned `Invalidate` copies alone (nothing to diff).
+    pub(crate) just_released: bool,
+    /// UDSM, `Invalidate` copies (note mode): the bytes each was
+    /// installed with, plus this task's notes since. Stores are not
+    /// trapped there: what differs from it when the page is fetched again
+    /// is this task's stores not yet noted, laid over the new bytes.
+    pub(crate) kept: HashMap<u64, Vec<u8>>,
     /// Mapped home pages written this interval (trap mode).
     pub(crate) own_dirty: BTreeSet<u64>,
     /// One past the last page the last fetch brought (read-ahead).

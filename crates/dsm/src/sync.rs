@@ -129,6 +129,7 @@ impl Shared {
         if self.size as usize <= L::DIRECT_MAX && !self.cfg.fault_no_wakeups {
             let arrivals = self.arrive(episode)?;
             bump(&self.stats.barriers, 1);
+            lock(&self.state).just_released = true;
             return self.acquire_after(&arrivals);
         }
         let n = self.size as u64;
@@ -158,6 +159,7 @@ impl Shared {
             self.stall_check(episode, t0, &mut said)?;
         }
         bump(&self.stats.barriers, 1);
+        lock(&self.state).just_released = true;
         self.acquire()
     }
 

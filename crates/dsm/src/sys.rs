@@ -406,6 +406,11 @@ impl Uffd {
         }
     }
 
+    /// Whether write-protect faults were asked for (and granted).
+    pub fn wp(&self) -> bool {
+        self.wp
+    }
+
     /// Whether this is [`Uffd::none`].
     pub fn is_none(&self) -> bool {
         self.fd.is_none()

@@ -52,6 +52,9 @@ fn run_task(scenario: &str) -> R {
     if scenario == "solo-locks" {
         return solo_locks(&task);
     }
+    if let Some(mode) = scenario.strip_prefix("writers-one-page,") {
+        return writers_one_page(&task, mode == "udsm");
+    }
     let mut parts = scenario.split(',');
     let protocol = parts
         .next()
@@ -122,8 +125,8 @@ fn run_task(scenario: &str) -> R {
     }
 
     // Barrier phases with all tasks writing disjoint words of one page
-    // (multiple writers: all but invalidate, which wants one writer a page).
-    if protocol != Protocol::Invalidate {
+    // (multiple writers, under every protocol).
+    {
         let page = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
         for phase in 0..5u64 {
             put(page.wrapping_add(me as usize), phase * 100 + me)?;
@@ -183,10 +186,8 @@ fn run_task(scenario: &str) -> R {
         task.barrier()?;
         // A writer of the same page keeps its copy (a dirty copy takes
         // updates; a clean one may just be dropped).
-        if me == 1 && protocol != Protocol::Invalidate {
+        if me == 1 {
             put(a.wrapping_add(2), 7)?;
-        } else if me == 1 {
-            check(load(a.wrapping_add(2)) == 0, "fresh word")?;
         }
         task.barrier()?;
         if me == 0 {
@@ -195,11 +196,7 @@ fn run_task(scenario: &str) -> R {
         }
         dsm.barrier()?;
         let (w0, w1) = (load(a), load(a.wrapping_add(1)));
-        let w2 = if n > 1 && protocol != Protocol::Invalidate {
-            7
-        } else {
-            0
-        };
+        let w2 = if n > 1 { 7 } else { 0 };
         check(
             w0 == 24_000_000 && w1 == 0 && load(a.wrapping_add(2)) == w2,
             &format!("copy fetched mid-interval: {w0}, {w1} at task {me}"),
@@ -247,12 +244,9 @@ fn run_task(scenario: &str) -> R {
     diffed_ranges(&dsm, protocol, writes)?;
     interleaved_bytes(&dsm, protocol, writes)?;
 
-    // Every multiple-writer protocol side by side in one heap, whatever
-    // the default: each range keeps its own protocol.
+    // Every protocol side by side in one heap, whatever the default:
+    // each range keeps its own protocol, several writers a page.
     for proto in Protocol::ALL {
-        if proto == Protocol::Invalidate {
-            continue;
-        }
         let page = dsm
             .malloc_all_with(PAGE, Placement::Explicit(0), proto)?
             .cast::<u64>();
@@ -280,7 +274,6 @@ fn run_task(scenario: &str) -> R {
     for (k, proto) in Protocol::ALL
         .into_iter()
         .chain([Protocol::Update, Protocol::Ulrc])
-        .filter(|p| *p != Protocol::Invalidate)
         .enumerate()
     {
         dsm.set_protocol(sw.cast(), proto)?;
@@ -407,9 +400,6 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
         }
         Ok(())
     };
-    // One writer a page between synchronizations under invalidate with
-    // notes: no interleaved writers there.
-    let shared_pages = !(protocol == Protocol::Invalidate && writes == WriteMode::Note);
     let old = |i: usize| (i * 7 + 3) as u8;
     let new = |i: usize| (i * 13 + 1) as u8 | 0x80;
 
@@ -444,7 +434,7 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
             } else {
                 i / 1020
             };
-            (r < n && (shared_pages || r == 0)).then_some(r)
+            (r < n).then_some(r)
         };
         let want = |i: usize| -> u8 {
             let same = if layout == "words" {
@@ -501,13 +491,7 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
     // first touch. Each task writes its words of 64 bytes of every page
     // but the last, which nobody writes (whole words, byte by byte: no
     // other task writes them); the same range is asked twice.
-    let mine = |i: usize| {
-        if shared_pages {
-            (i / 8) % n == me
-        } else {
-            me == 0
-        }
-    };
+    let mine = |i: usize| (i / 8) % n == me;
     for placement in [Placement::Cyclic(1), Placement::FirstTouch] {
         let pages = 2 * n + 1;
         let a = dsm.malloc_all(pages * PAGE, placement)?;
@@ -541,7 +525,7 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
     // A word noted before the range, written again after it, and its
     // neighbour written only after it: both end with their last value.
     let w = dsm.malloc_all(PAGE, Placement::Cyclic(1))?.cast::<u64>();
-    if shared_pages || me == 0 {
+    {
         let at = w.wrapping_add(2 * me);
         dsm.store(at, 1)?;
         let covered = dsm.twin_range(w.cast(), PAGE, 16)?;
@@ -554,7 +538,7 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
         }
     }
     dsm.barrier()?;
-    for r in (0..n).filter(|&r| shared_pages || r == 0) {
+    for r in 0..n {
         let word = |p: *const u64| -> Result<u64, Box<dyn std::error::Error>> {
             if udsm {
                 dsm.fetch(p.cast(), 8, false)?;
@@ -584,11 +568,11 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
         covered == (writes == WriteMode::Trap || n == 1),
         &format!("diffed: {pages} present pages for 8 bytes gave {covered}"),
     )?;
-    if shared_pages || me == 0 {
+    {
         store(big.wrapping_add(64 * PAGE + me), 9, covered)?;
     }
     dsm.barrier()?;
-    for r in (0..n).filter(|&r| shared_pages || r == 0) {
+    for r in 0..n {
         check(
             peek(big.wrapping_add(64 * PAGE + r))? == 9,
             "diffed: refused range",
@@ -609,10 +593,7 @@ fn diffed_ranges(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
 fn interleaved_bytes(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
     let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
     let udsm = dsm.presence().is_some();
-    // One writer a page between synchronizations under invalidate with
-    // notes: only task 0 writes there.
-    let shared = !(protocol == Protocol::Invalidate && writes == WriteMode::Note);
-    let writer = |i: usize| if shared { i % n } else { 0 };
+    let writer = |i: usize| i % n;
     let a = dsm.malloc_all(2 * PAGE, Placement::Cyclic(1))?;
     let bytes: Vec<usize> = (0..2)
         .flat_map(|k| {
@@ -689,6 +670,102 @@ fn interleaved_bytes(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
             sent == 3 * remote,
             &format!("interleaved bytes: {sent} writes for {remote} pages homed elsewhere"),
         )?;
+    }
+    Ok(())
+}
+
+/// Regression: under `invalidate` with notes, several tasks store into
+/// different words of one page between synchronizations and note their
+/// stores late. Every task stores its word (not noted), then in turn,
+/// from the page's home down to task 0, each reads the word of the
+/// task before it (which must be there: sequential consistency for a
+/// page this task writes too) and only then notes its own, after the
+/// notes of the tasks before it invalidated its copy. The turns pass
+/// through noted flags, one page per task. A copy dropped under a store
+/// not yet noted lost it: the note read the page fetched again, without
+/// the store (every task but the home lost its word, every round).
+/// `udsm`: UDSM mode, each access made present by a fetch first.
+fn writers_one_page(task: &Task, udsm: bool) -> R {
+    let cfg = Config {
+        heap: 1 << 30,
+        protocol: Protocol::Invalidate,
+        writes: WriteMode::Note,
+        prefetch: 0,
+        fault_no_wakeups: false,
+        stall: Default::default(),
+        userfaultfd: !udsm,
+    };
+    let dsm = Dsm::new(task, cfg)?;
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let fetch = |p: *const u64, write: bool| -> R {
+        if udsm {
+            dsm.fetch(p.cast(), 8, write)?;
+        }
+        Ok(())
+    };
+    let read = |p: *const u64| -> Result<u64, Box<dyn std::error::Error>> {
+        fetch(p, false)?;
+        Ok(load(p))
+    };
+    // Spins on a flag another task sets (a noted write, so its copy here
+    // is dropped and the next load fetches it).
+    let wait_for = |p: *const u64, v: u64, what: &str| -> R {
+        let t0 = Instant::now();
+        while read(p)? < v {
+            check(t0.elapsed() < Duration::from_secs(20), what)?;
+            std::thread::yield_now();
+        }
+        Ok(())
+    };
+    // Words 8 apart in one page homed at the last task.
+    let page = dsm
+        .malloc_all(PAGE, Placement::Explicit((n - 1) as u32))?
+        .cast::<u64>();
+    let word = |r: usize| page.wrapping_add(r * 8);
+    let flags = dsm
+        .malloc_all(n * PAGE, Placement::Cyclic(1))?
+        .cast::<u64>();
+    let flag = |r: usize| flags.wrapping_add(r * PAGE / 8);
+    for round in 1..=3u64 {
+        let value = |r: usize| round * 1000 + r as u64;
+        // Everyone holds a copy (the home maps its own page).
+        read(word(me))?;
+        fetch(word(me), true)?;
+        // SAFETY: inside the allocation, present (fetched above in UDSM).
+        #[allow(unsafe_code)]
+        unsafe {
+            word(me).write_volatile(value(me))
+        };
+        dsm.store(flag(me), round * 10 + 1)?;
+        for r in 0..n {
+            wait_for(flag(r), round * 10 + 1, "every task stored")?;
+        }
+        if me + 1 < n {
+            wait_for(flag(me + 1), round * 10 + 2, "the turn")?;
+            let seen = read(word(me + 1))?;
+            check(
+                seen == value(me + 1),
+                &format!(
+                    "round {round}: task {me} reads {seen} in task {}'s word",
+                    me + 1
+                ),
+            )?;
+        }
+        dsm.note_write(word(me).cast(), 8)?;
+        dsm.store(flag(me), round * 10 + 2)?;
+        dsm.barrier()?;
+        for r in 0..n {
+            let v = read(word(r))?;
+            check(
+                v == value(r),
+                &format!("round {round}: task {r}'s word is {v} at task {me}"),
+            )?;
+        }
+        dsm.barrier()?;
+    }
+    dsm.finalize()?;
+    if dsm_rank_is_zero(task) {
+        println!("WRITERS-OK");
     }
     Ok(())
 }
@@ -1111,5 +1188,26 @@ fn invalidate_with_notes_is_sequentially_consistent() {
             code == Some(0) && out.contains("SC-OK"),
             "{p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
         );
+    }
+}
+
+#[test]
+fn invalidate_writers_of_one_page_between_notes() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    for mode in ["udsm", "note"] {
+        let scenario = format!("writers-one-page,{mode}");
+        for p in [
+            &["-n", "2"][..],
+            &["-n", "4"][..],
+            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+        ] {
+            let (code, out, err) = launch(p, &scenario);
+            assert!(
+                code == Some(0) && out.contains("WRITERS-OK"),
+                "{scenario} {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+        }
     }
 }

@@ -4,9 +4,12 @@
 //! that drops copies on request.
 
 use super::directory::{BUSY, SC_MAX};
+use crate::config::WriteMode;
 use crate::layout as L;
 use crate::msg;
+use crate::protocol::Protocol;
 use crate::shared::{lock, page_of, Shared};
+use crate::sys::PAGE;
 use crate::{Error, INVALIDATE_HANDLER};
 use sss_mbcf::{Options, SignalContext};
 use std::sync::atomic::Ordering;
@@ -109,12 +112,47 @@ impl Shared {
         };
         {
             let mut st = lock(&self.state);
-            // A page this task is writing keeps its copy until its own
-            // release has sent the diff (dropping it now would lose the
-            // writes), and is dropped then: the rest of it is stale.
-            let (busy, victims): (Vec<u64>, Vec<u64>) =
+            let (busy, mut victims): (Vec<u64>, Vec<u64>) =
                 pages.into_iter().partition(|p| st.dirty.contains_key(p));
-            st.stale.extend(busy);
+            if self.traps() {
+                // A page this task is writing keeps its copy until its
+                // own release has sent the diff (dropping it now would
+                // lose the writes), and is dropped then: the rest of it
+                // is stale.
+                st.stale.extend(busy);
+            } else {
+                // Note mode (copies write-protected until their first
+                // store, `Shared::guards`): the page is protected again,
+                // so this task's stores stop (a store now faults, and
+                // the fault thread waits for the state lock held here),
+                // then its bytes and twin are kept, and it is dropped as
+                // the others: this task's next access reads the new
+                // bytes, its stores not yet noted laid over them.
+                for p in busy {
+                    let Some(twin) = st.dirty.remove(&p).flatten() else {
+                        victims.push(p);
+                        continue;
+                    };
+                    let saved = self
+                        .page_addr(p)
+                        .and_then(|a| Ok(self.uffd.protect(a, PAGE, true)?))
+                        // Present (dirty): reading it cannot fault.
+                        .and_then(|()| self.view_read(p * PAGE as u64, PAGE));
+                    match saved {
+                        Ok(cur) => {
+                            st.saved.insert(p, (twin, cur));
+                            victims.push(p);
+                        }
+                        Err(e) => {
+                            // Kept as trap mode keeps it (its release
+                            // sends the diff): stale until then.
+                            eprintln!("sss-dsm: invalidation of page {p}: {e}");
+                            st.dirty.insert(p, Some(twin));
+                            st.stale.insert(p);
+                        }
+                    }
+                }
+            }
             // UDSM: the bytes stay (see `discard_with`).
             let _ = self.discard_with(&mut st, &victims, !self.udsm());
             // A page being fetched right now is not present yet: the
@@ -125,5 +163,100 @@ impl Shared {
         if let Ok(at) = self.meta_at(ctx.from, L::ACK) {
             let _ = ctx.task.fetch_add(at, 1, Options::default());
         }
+    }
+
+    /// Whether copies of `proto`'s pages are installed write-protected in
+    /// note mode: `Invalidate` with several tasks, where the kernel has
+    /// write-protect faults (not UDSM). A copy's first store then keeps
+    /// a twin, so an invalidation before the store is noted can keep it
+    /// (`on_invalidate`).
+    pub(crate) fn guards(&self, proto: Protocol) -> bool {
+        proto == Protocol::Invalidate
+            && self.cfg.writes == WriteMode::Note
+            && self.size > 1
+            && self.uffd.wp()
+            && !self.udsm()
+    }
+
+    /// UDSM's counterpart of [`Shared::guards`]: stores are not trapped,
+    /// so every `Invalidate` copy keeps the bytes it was installed with
+    /// (`State::kept`).
+    pub(crate) fn keeps(&self, proto: Protocol) -> bool {
+        proto == Protocol::Invalidate
+            && self.cfg.writes == WriteMode::Note
+            && self.size > 1
+            && self.udsm()
+    }
+
+    /// A noted `Invalidate` write of `data` at `off` (read from this
+    /// task's view, one range): its bytes go home now, so the twins of
+    /// its pages take them, and neither a release diff nor a page fetched
+    /// again carries them later (over a newer write of another task).
+    pub(crate) fn noted_into_twins(&self, off: u64, data: &[u8]) {
+        let mut st = lock(&self.state);
+        if st.dirty.is_empty() && st.saved.is_empty() && st.kept.is_empty() {
+            return;
+        }
+        let end = off + data.len() as u64;
+        let mut at = off;
+        while at < end {
+            let p = page_of(at);
+            let stop = ((p + 1) * PAGE as u64).min(end);
+            let (lo, hi) = (
+                (at - p * PAGE as u64) as usize,
+                (stop - p * PAGE as u64) as usize,
+            );
+            let bytes = &data[(at - off) as usize..(stop - off) as usize];
+            if let Some(Some(t)) = st.dirty.get_mut(&p) {
+                t[lo..hi].copy_from_slice(bytes);
+                st.noted_twinned.insert(p);
+            }
+            if let Some((t, cur)) = st.saved.get_mut(&p) {
+                t[lo..hi].copy_from_slice(bytes);
+                cur[lo..hi].copy_from_slice(bytes);
+            }
+            if let Some(t) = st.kept.get_mut(&p) {
+                t[lo..hi].copy_from_slice(bytes);
+            }
+            at = stop;
+        }
+    }
+}
+
+/// Lays over `chunk` (a page fetched again) the bytes of `cur` that
+/// differ from `twin`: this task's stores not yet noted when its copy
+/// was dropped. Words are compared first.
+pub(crate) fn lay_over(chunk: &mut [u8], cur: &[u8], twin: &[u8]) {
+    for ((c, n), t) in chunk
+        .chunks_exact_mut(8)
+        .zip(cur.chunks_exact(8))
+        .zip(twin.chunks_exact(8))
+    {
+        if n != t {
+            for k in 0..8 {
+                if n[k] != t[k] {
+                    c[k] = n[k];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lay_over;
+
+    #[test]
+    fn lay_over_takes_only_changed_bytes() {
+        let twin = vec![1u8; 32];
+        let mut cur = twin.clone();
+        cur[3] = 9;
+        cur[16..24].copy_from_slice(&[7; 8]);
+        let mut chunk = vec![5u8; 32];
+        lay_over(&mut chunk, &cur, &twin);
+        let mut want = vec![5u8; 32];
+        want[3] = 9;
+        want[16..24].copy_from_slice(&[7; 8]);
+        assert_eq!(chunk, want);
     }
 }

@@ -46,13 +46,39 @@ impl Shared {
                 runs.push((o, self.view_read(o, l as usize)?));
             }
         }
-        let mut pages: Vec<u64> = lock(&self.state).dirty.keys().copied().collect();
+        let (mut pages, noted_twinned) = {
+            let mut st = lock(&self.state);
+            let mut pages: Vec<u64> = st.dirty.keys().copied().collect();
+            // Intervals with notes only: a barrier releases twice (its
+            // acquire again, with nothing new).
+            let now = std::mem::take(&mut st.noted_twinned);
+            if !now.is_empty() {
+                st.noted_open = now.union(&st.noted_twinned_prev).copied().collect();
+                st.noted_twinned_prev = now;
+            }
+            if std::mem::take(&mut st.just_released) && !self.traps() {
+                // Nothing stored since the barrier's release diffed them.
+                let guarded = |p: u64| self.find_range(p).is_some_and(|r| self.guards(r.protocol));
+                pages.retain(|&p| !(matches!(st.dirty.get(&p), Some(Some(_))) && guarded(p)));
+            }
+            (pages, st.noted_open.clone())
+        };
         pages.sort_unstable();
         if !pages.is_empty() {
             let mut st = lock(&self.state);
             let older = std::mem::replace(&mut st.twin_prev1, pages.iter().copied().collect());
             st.twin_prev = older.union(&st.twin_prev1).copied().collect();
         }
+        // Note mode: pages whose twins a write-protect fault took
+        // (`guards`), diffed and protected again as in trap mode.
+        let guarded: Vec<bool> = if self.traps() {
+            vec![true; pages.len()]
+        } else {
+            pages
+                .iter()
+                .map(|&p| self.find_range(p).is_some_and(|r| self.guards(r.protocol)))
+                .collect()
+        };
         let mut i = 0;
         while i < pages.len() {
             // A run of contiguous pages, protected in one ioctl.
@@ -60,11 +86,18 @@ impl Shared {
             while j < pages.len()
                 && pages[j] == pages[j - 1] + 1
                 && j - i < 64
+                && guarded[j] == guarded[i]
                 && self.page_addr(pages[j])? == self.page_addr(pages[j - 1])? + PAGE
             {
                 j += 1;
             }
             let (first, n) = (pages[i], j - i);
+            let trapped = guarded[i];
+            if trapped && !self.traps() {
+                self.collect_guarded(&pages[i..j], &noted_twinned, &mut runs, &mut page_diffs)?;
+                i = j;
+                continue;
+            }
             let (cur, twins) = {
                 let mut st = lock(&self.state);
                 let mut twins = Vec::with_capacity(n);
@@ -76,10 +109,29 @@ impl Shared {
                 // missed. Dirty pages are present: the copy cannot fault.
                 // In note mode (twins of diffed ranges) nothing is
                 // protected: the next stores are noted.
-                if self.traps() {
-                    self.uffd.protect(self.page_addr(first)?, n * PAGE, true)?;
+                if twins.iter().all(Option::is_some) {
+                    if trapped {
+                        self.uffd.protect(self.page_addr(first)?, n * PAGE, true)?;
+                    }
+                    (self.view_read(first * PAGE as u64, n * PAGE)?, twins)
+                } else {
+                    // Note mode: an invalidation dropped some of them
+                    // since they were listed (their bytes are `saved`);
+                    // the others one by one (a missing page would fault
+                    // on the state lock held here).
+                    let mut cur = vec![0u8; n * PAGE];
+                    for (k, t) in twins.iter().enumerate() {
+                        if t.is_some() {
+                            let p = first + k as u64;
+                            if trapped {
+                                self.uffd.protect(self.page_addr(p)?, PAGE, true)?;
+                            }
+                            cur[k * PAGE..(k + 1) * PAGE]
+                                .copy_from_slice(&self.view_read(p * PAGE as u64, PAGE)?);
+                        }
+                    }
+                    (cur, twins)
                 }
-                (self.view_read(first * PAGE as u64, n * PAGE)?, twins)
             };
             for (k, twin) in twins.into_iter().enumerate() {
                 let Some(twin) = twin else { continue };
@@ -89,34 +141,71 @@ impl Shared {
                 // Trap mode: exactly the bytes that changed (words
                 // compared first). Diffed ranges (note mode): whole
                 // words, less those only notes changed.
-                let runs_here = if exact {
-                    diffed_runs(cur, &twin, off0, &noted_iv)
-                } else {
-                    let runs_here = changed_runs(cur, &twin);
-                    if runs_here.len() >= MANY_RUNS {
-                        // One piece, not a run each (sent as diff
-                        // messages or cut into runs by `send_all`).
-                        let mut masks = vec![0u8; PAGE / 8];
-                        for &(lo, hi) in &runs_here {
-                            set_mask(&mut masks, lo, hi);
-                        }
-                        page_diffs.push(PageDiff {
-                            page: first + k as u64,
-                            bytes: cur.to_vec(),
-                            masks,
-                            runs: runs_here,
-                        });
-                        continue;
+                if exact && !trapped {
+                    for (lo, hi) in diffed_runs(cur, &twin, off0, &noted_iv) {
+                        runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
                     }
-                    runs_here
-                };
-                for (lo, hi) in runs_here {
-                    runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
+                } else {
+                    exact_diff(first + k as u64, cur, &twin, &mut runs, &mut page_diffs);
                 }
             }
             i = j;
         }
+        // Note mode: copies invalidated under stores not yet noted, not
+        // fetched again (taken after the dirty pages: one dropped while
+        // they were collected is here).
+        let saved = std::mem::take(&mut lock(&self.state).saved);
+        for (p, (twin, cur)) in saved {
+            bump(&self.stats.diffs, 1);
+            exact_diff(p, &cur, &twin, &mut runs, &mut page_diffs);
+        }
         Ok((runs, page_diffs, own))
+    }
+
+    /// Release, note mode: the `Invalidate` copies among `pages` twinned
+    /// by a write-protect fault (`guards`) send the bytes that changed
+    /// from their twins (stores not noted). Those noted this interval or
+    /// the one before (`noted`) stay writable and twinned, their twin now
+    /// their bytes (their next stores would fault again, a page each,
+    /// every interval); the others are protected again and forgotten. Each
+    /// page under the state lock: an invalidation handler finds it
+    /// either still twinned or gone.
+    fn collect_guarded(
+        &self,
+        pages: &[u64],
+        noted: &HashSet<u64>,
+        runs: &mut Vec<Run>,
+        page_diffs: &mut Vec<PageDiff>,
+    ) -> Result<(), Error> {
+        for &p in pages {
+            let (cur, twin) = {
+                let mut st = lock(&self.state);
+                if !matches!(st.dirty.get(&p), Some(Some(_))) {
+                    // Dropped since listed: its bytes are `saved`.
+                    st.dirty.remove(&p);
+                    continue;
+                }
+                // Present (twinned): reading it cannot fault.
+                let cur = self.view_read(p * PAGE as u64, PAGE)?;
+                let keep = noted.contains(&p);
+                if keep && matches!(st.dirty.get(&p), Some(Some(t)) if *t == cur) {
+                    // Every store noted: nothing to send, the twin stands.
+                    continue;
+                }
+                let twin = if keep {
+                    st.dirty.insert(p, Some(cur.clone()))
+                } else {
+                    // Stores from here on fault and take a new twin.
+                    self.uffd.protect(self.page_addr(p)?, PAGE, true)?;
+                    st.dirty.remove(&p)
+                };
+                let Some(Some(twin)) = twin else { continue };
+                (cur, twin)
+            };
+            bump(&self.stats.diffs, 1);
+            exact_diff(p, &cur, &twin, runs, page_diffs);
+        }
+        Ok(())
     }
 
     /// Sends `runs` to their homes: runs are sorted and merged, then cut
@@ -317,6 +406,38 @@ impl Shared {
         }
         // Pieces of a run cut at a taken page's edge join again.
         Ok((merge_runs(kept), diffs))
+    }
+}
+
+/// The bytes of page `page` that changed from `twin` to `cur`, exactly
+/// (trap mode, and `Invalidate` copies twinned by write-protect faults
+/// in note mode): runs, or one [`PageDiff`] for a page cut into many.
+fn exact_diff(
+    page: u64,
+    cur: &[u8],
+    twin: &[u8],
+    runs: &mut Vec<Run>,
+    page_diffs: &mut Vec<PageDiff>,
+) {
+    let runs_here = changed_runs(cur, twin);
+    if runs_here.len() >= MANY_RUNS {
+        // One piece, not a run each (sent as diff messages or cut into
+        // runs by `send_all`).
+        let mut masks = vec![0u8; PAGE / 8];
+        for &(lo, hi) in &runs_here {
+            set_mask(&mut masks, lo, hi);
+        }
+        page_diffs.push(PageDiff {
+            page,
+            bytes: cur.to_vec(),
+            masks,
+            runs: runs_here,
+        });
+        return;
+    }
+    let off0 = page * PAGE as u64;
+    for (lo, hi) in runs_here {
+        runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
     }
 }
 

@@ -11,6 +11,8 @@ mod invalidate;
 mod lrc;
 mod update;
 
+pub(crate) use invalidate::lay_over;
+
 use crate::layout as L;
 use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED, MAX_STREAK};
 use crate::stats::bump;
@@ -37,7 +39,8 @@ use crate::Dsm;
 /// DSM's locks and barriers) the answer of a sequential run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum Protocol {
-    /// Single writer, write-through with eager invalidation.
+    /// Write-through with eager invalidation (sequentially consistent
+    /// for noted writes), several writers a page.
     Invalidate,
     /// Lazy release consistency, multiple writers, home based.
     #[default]
@@ -245,6 +248,7 @@ impl Shared {
             && st.twin_spans.is_empty()
             && st.twin_refused.is_empty()
             && st.stale.is_empty()
+            && st.saved.is_empty()
             && self.local_word(L::UPD_ACK).load(Ordering::Acquire)
                 >= self.local_word(L::UPD_WANT).load(Ordering::Acquire)
     }
@@ -263,7 +267,9 @@ impl Shared {
     /// other tasks' notices (by rank; a task without one is asked).
     pub(crate) fn acquire_after(&self, arrivals: &[Option<Arrival>]) -> Result<(), Error> {
         // Writes of this task not yet released would be lost with the page.
-        self.release()?;
+        let released = self.release();
+        lock(&self.state).just_released = false;
+        released?;
         let mut drop_all = false;
         let mut pages = Vec::new();
         let lazy = lock(&self.place).lazy;
@@ -445,7 +451,14 @@ impl Shared {
     ) -> Result<(), Error> {
         let mut any = false;
         for &p in pages {
+            if zap {
+                // Its bytes go: nothing of them to lay over a new copy.
+                st.kept.remove(&p);
+            }
             if st.present.remove(&p) {
+                // A twin kept across releases (`collect_guarded`) goes
+                // with its copy: everything it covered was sent.
+                st.dirty.remove(&p);
                 self.mark_present(p, p + 1, false);
                 st.transient.remove(&p);
                 if st.dropped.len() >= MAX_DROPPED {
