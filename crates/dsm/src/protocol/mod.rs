@@ -166,8 +166,9 @@ impl Shared {
                 std::mem::take(&mut out.pages),
             )
         };
-        for h in homes {
-            self.task.fence(h)?;
+        if !homes.is_empty() {
+            let homes: Vec<u32> = homes.into_iter().collect();
+            self.task.fence_many(&homes)?;
         }
         pages.extend(eager_pages);
         pages.extend(own_pages);
