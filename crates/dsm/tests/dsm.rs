@@ -674,6 +674,20 @@ fn interleaved_bytes(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
     Ok(())
 }
 
+/// A heap of `invalidate` ranges in note mode, without prefetch;
+/// `userfaultfd` false for UDSM.
+fn invalidate_note_config(userfaultfd: bool) -> Config {
+    Config {
+        heap: 1 << 30,
+        protocol: Protocol::Invalidate,
+        writes: WriteMode::Note,
+        prefetch: 0,
+        fault_no_wakeups: false,
+        stall: Default::default(),
+        userfaultfd,
+    }
+}
+
 /// Regression: under `invalidate` with notes, several tasks store into
 /// different words of one page between synchronizations and note their
 /// stores late. Every task stores its word (not noted), then in turn,
@@ -686,16 +700,7 @@ fn interleaved_bytes(dsm: &Dsm, protocol: Protocol, writes: WriteMode) -> R {
 /// the store (every task but the home lost its word, every round).
 /// `udsm`: UDSM mode, each access made present by a fetch first.
 fn writers_one_page(task: &Task, udsm: bool) -> R {
-    let cfg = Config {
-        heap: 1 << 30,
-        protocol: Protocol::Invalidate,
-        writes: WriteMode::Note,
-        prefetch: 0,
-        fault_no_wakeups: false,
-        stall: Default::default(),
-        userfaultfd: !udsm,
-    };
-    let dsm = Dsm::new(task, cfg)?;
+    let dsm = Dsm::new(task, invalidate_note_config(!udsm))?;
     let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
     let fetch = |p: *const u64, write: bool| -> R {
         if udsm {
@@ -775,16 +780,7 @@ fn writers_one_page(task: &Task, udsm: bool) -> R {
 /// k and must then see D >= k (with write-through before invalidation, R2
 /// could still hold the old D while R1 already read the new one).
 fn sc_litmus(task: &Task) -> R {
-    let cfg = Config {
-        heap: 1 << 30,
-        protocol: Protocol::Invalidate,
-        writes: WriteMode::Note,
-        prefetch: 0,
-        fault_no_wakeups: false,
-        stall: Default::default(),
-        userfaultfd: true,
-    };
-    let dsm = Dsm::new(task, cfg)?;
+    let dsm = Dsm::new(task, invalidate_note_config(true))?;
     check(dsm.size() == 3, "sc-litmus needs 3 tasks")?;
     let d = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
     let g = dsm.malloc_all(PAGE, Placement::Explicit(2))?.cast::<u64>();

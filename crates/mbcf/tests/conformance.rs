@@ -463,21 +463,42 @@ fn fence_and_quiet_wait_for_acknowledgements() {
     });
 }
 
-/// Regression: a fence after a lone WRITE across nodes waited for the
-/// peer's delayed ACK (200 µs by default; 230–420 µs a fence, where a
-/// round trip takes 10) unless traffic back carried it. The fence now
-/// asks for it. With an ack delay of an hour, a fence that does not ask
-/// ends only when a retransmission timeout resends the WRITE and the
-/// duplicate draws the ACK: one retransmission a fence (20 measured
-/// without the request, none with it). The watchdog bounds the test.
-#[test]
-fn a_fence_asks_for_the_ack_it_waits_for() {
+/// Runs `body` on `n` tasks over two nodes whose receivers hold an ACK
+/// for an hour (each with a 4 KiB segment) and returns task 0's
+/// retransmissions. A fence that does not ask for its ACK ends
+/// only when a retransmission timeout resends its WRITE and the
+/// duplicate draws the ACK: one retransmission a fence. A watchdog bounds
+/// the run.
+fn fenced_without_ack_delay(
+    n: u32,
+    body: impl FnOnce(&[Task], &[sss_mbcf::Segment], &[sss_mbcf::SegmentInfo]) + Send + 'static,
+) -> u64 {
     let mut cfg = TaskConfig::default();
     cfg.proto.ack_delay = 3_600_000_000_000;
-    let t = cluster_with(2, TWO_NODES, cfg);
+    let t = cluster_with(n, TWO_NODES, cfg);
     let (segs, info) = seg_all(&t, 4096);
     let (done, watch) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
+        body(&t, &segs, &info);
+        let _ = done.send(());
+        t
+    });
+    assert!(
+        watch.recv_timeout(Duration::from_secs(120)).is_ok(),
+        "a fence waited for a peer's ack delay"
+    );
+    let t = writer.join().unwrap();
+    t[0].stats().retransmissions
+}
+
+/// Regression: a fence after a lone WRITE across nodes waited for the
+/// peer's delayed ACK (200 µs by default; 230–420 µs a fence, where a
+/// round trip takes 10) unless traffic back carried it. The fence now
+/// asks for it: 20 fences and a QUIET took 21 retransmissions without
+/// the request, none with it.
+#[test]
+fn a_fence_asks_for_the_ack_it_waits_for() {
+    let r = fenced_without_ack_delay(2, |t, segs, info| {
         for k in 1..=20u64 {
             t[0].write(info[1].at(0), &k.to_le_bytes(), Options::default())
                 .unwrap();
@@ -487,30 +508,16 @@ fn a_fence_asks_for_the_ack_it_waits_for() {
         t[0].write(info[1].at(8), &1u64.to_le_bytes(), Options::default())
             .unwrap();
         t[0].quiet().unwrap();
-        let _ = done.send(());
-        t
     });
-    assert!(
-        watch.recv_timeout(Duration::from_secs(120)).is_ok(),
-        "a fence waited for the peer's ack delay"
-    );
-    let t = writer.join().unwrap();
-    let r = t[0].stats().retransmissions;
     // A slow moment of the machine may time out one or two; not one a
     // fence.
     assert!(r < 10, "{r} retransmissions for 21 fences");
 }
 
-/// `fence_many` asks every peer for its ACK before it waits for any:
-/// with an ack delay of an hour, it too ends without retransmissions.
+/// `fence_many` asks every peer for its ACK before it waits for any.
 #[test]
 fn a_fence_of_many_peers_asks_each_for_its_ack() {
-    let mut cfg = TaskConfig::default();
-    cfg.proto.ack_delay = 3_600_000_000_000;
-    let t = cluster_with(4, TWO_NODES, cfg);
-    let (segs, info) = seg_all(&t, 4096);
-    let (done, watch) = std::sync::mpsc::channel();
-    let writer = std::thread::spawn(move || {
+    let r = fenced_without_ack_delay(4, |t, segs, info| {
         for k in 1..=10u64 {
             for i in &info[1..] {
                 t[0].write(i.at(0), &k.to_le_bytes(), Options::default())
@@ -521,15 +528,7 @@ fn a_fence_of_many_peers_asks_each_for_its_ack() {
                 assert_eq!(seg.word(0).unwrap().load(Ordering::Acquire), k);
             }
         }
-        let _ = done.send(());
-        t
     });
-    assert!(
-        watch.recv_timeout(Duration::from_secs(120)).is_ok(),
-        "a fence waited for a peer's ack delay"
-    );
-    let t = writer.join().unwrap();
-    let r = t[0].stats().retransmissions;
     assert!(r < 10, "{r} retransmissions for 10 fences of 3 peers");
 }
 
