@@ -468,11 +468,13 @@ fn fence_and_quiet_wait_for_acknowledgements() {
 /// retransmissions. A fence that does not ask for its ACK ends
 /// only when a retransmission timeout resends its WRITE and the
 /// duplicate draws the ACK: one retransmission a fence. A watchdog bounds
-/// the run.
+/// the run. Under the loss of `conformance_under_nftables_loss` the
+/// fences must still end, but lost datagrams are resent whatever the
+/// fence does: no count then (`None`).
 fn fenced_without_ack_delay(
     n: u32,
     body: impl FnOnce(&[Task], &[sss_mbcf::Segment], &[sss_mbcf::SegmentInfo]) + Send + 'static,
-) -> u64 {
+) -> Option<u64> {
     let mut cfg = TaskConfig::default();
     cfg.proto.ack_delay = 3_600_000_000_000;
     let t = cluster_with(n, TWO_NODES, cfg);
@@ -488,7 +490,8 @@ fn fenced_without_ack_delay(
         "a fence waited for a peer's ack delay"
     );
     let t = writer.join().unwrap();
-    t[0].stats().retransmissions
+    let lossy = std::env::var_os(NETNS_CHILD).is_some();
+    (!lossy).then(|| t[0].stats().retransmissions)
 }
 
 /// Regression: a fence after a lone WRITE across nodes waited for the
@@ -511,7 +514,10 @@ fn a_fence_asks_for_the_ack_it_waits_for() {
     });
     // A slow moment of the machine may time out one or two; not one a
     // fence.
-    assert!(r < 10, "{r} retransmissions for 21 fences");
+    assert!(
+        r.is_none_or(|r| r < 10),
+        "{r:?} retransmissions for 21 fences"
+    );
 }
 
 /// `fence_many` asks every peer for its ACK before it waits for any.
@@ -529,7 +535,10 @@ fn a_fence_of_many_peers_asks_each_for_its_ack() {
             }
         }
     });
-    assert!(r < 10, "{r} retransmissions for 10 fences of 3 peers");
+    assert!(
+        r.is_none_or(|r| r < 10),
+        "{r:?} retransmissions for 10 fences of 3 peers"
+    );
 }
 
 #[test]
