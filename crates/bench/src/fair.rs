@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::load::Load;
 use crate::plan::{
-    bw_key, delivered_key, lat_key, rtt_key, BW_SIZES, FLOOR_SIZE, GSO_SEG, GSO_SEND,
+    bw_key, copied_key, delivered_key, lat_key, rtt_key, BW_SIZES, FLOOR_SIZE, GSO_SEG, GSO_SEND,
 };
 use crate::{Figures, Mode};
 
@@ -221,6 +221,10 @@ impl<'a> Fair<'a> {
                 "GSO UDP, GRO receiver blocking".into(),
                 bw_key("gso_block", GSO_SEND),
             ),
+            (
+                "GSO UDP, MSG_ZEROCOPY sends, GRO receiver busy-polling".into(),
+                bw_key("gsozc_poll", GSO_SEND),
+            ),
             ("floor: memcpy 64 KiB".into(), bw_key("memcpy", k64)),
             ("floor: memcpy 1 MiB".into(), bw_key("memcpy", m1)),
             (
@@ -419,9 +423,17 @@ impl<'a> Fair<'a> {
         let _ = writeln!(
             o,
             "\nAbove 1 MBCF is faster. GSO UDP counts what the receiver got (the kernel drops \
-             what overflows its buffer): {} % of the bytes busy-polling, {} % blocking.\n",
+             what overflows its buffer): {} % of the bytes busy-polling, {} % blocking, {} % \
+             with MSG_ZEROCOPY sends, whose completions said \"copied\" (the kernel copied the \
+             data after all) for {} % of the sends.\n",
             got("gso_poll"),
-            got("gso_block")
+            got("gso_block"),
+            got("gsozc_poll"),
+            cell(
+                self.med(&copied_key("gsozc_poll", GSO_SEND))
+                    .map(|f| f * 100.0),
+                0
+            )
         );
         let _ = writeln!(
             o,

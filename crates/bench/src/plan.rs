@@ -113,6 +113,8 @@ pub enum Proto {
     Tcp,
     /// Floor: UDP with GSO sends (`UDP_SEGMENT`) and GRO receives.
     Gso,
+    /// The GSO floor with `MSG_ZEROCOPY` sends (does zero-copy pay?).
+    GsoZerocopy,
     /// Floor: two processes ping-ponging one shared cache line.
     Line,
     /// Floor: `memcpy` within one process.
@@ -127,6 +129,7 @@ impl Proto {
             Proto::Udp => "udp",
             Proto::Tcp => "tcp",
             Proto::Gso => "gso",
+            Proto::GsoZerocopy => "gsozc",
             Proto::Line => "line",
             Proto::Memcpy => "memcpy",
         }
@@ -136,7 +139,9 @@ impl Proto {
     /// (`udp_poll`), the others not.
     pub fn key(self, wait: Wait) -> String {
         match self {
-            Proto::Udp | Proto::Tcp | Proto::Gso => format!("{}_{}", self.name(), wait.name()),
+            Proto::Udp | Proto::Tcp | Proto::Gso | Proto::GsoZerocopy => {
+                format!("{}_{}", self.name(), wait.name())
+            }
             _ => self.name().to_string(),
         }
     }
@@ -256,6 +261,11 @@ impl Plan {
                         wait,
                     });
                 }
+                items.push(Item::Bw {
+                    proto: Proto::GsoZerocopy,
+                    size: GSO_SEND,
+                    wait: Wait::Poll,
+                });
             }
             if MEMCPY_SIZES.contains(&size) {
                 items.push(Item::Bw {
@@ -321,6 +331,11 @@ pub fn bw_key(proto: &str, size: usize) -> String {
 /// The key of the fraction of a GSO stream's bytes that arrived.
 pub fn delivered_key(proto: &str, size: usize) -> String {
     format!("delivered/{proto}/{size}")
+}
+
+/// The key of the share of zero-copy sends the kernel reported copied.
+pub fn copied_key(proto: &str, size: usize) -> String {
+    format!("copied/{proto}/{size}")
 }
 
 /// The key of a CPU figure; `side` is `send` or `recv`.

@@ -71,6 +71,9 @@ struct Ctx {
     /// The GSO floor's own sockets, so that its options touch no baseline.
     gso: UdpSocket,
     gso_peer: SocketAddr,
+    /// Of the last zero-copy run's completed sends: the share the kernel
+    /// reported copied after all, and how many completed.
+    zerocopy_copied: (f64, u64),
     /// How long a hybrid waiter polls: MBCF's `SSS_SPIN_US`.
     spin: Duration,
     /// The cache-line floor's shared file and its round count.
@@ -189,6 +192,7 @@ pub fn task_main(args: &TaskArgs) -> Result<(), BenchError> {
         tcp,
         gso,
         gso_peer,
+        zerocopy_copied: (0.0, 0),
         spin: sss_mbcf::TaskConfig::from_env()
             .map(|c| c.spin)
             .unwrap_or(Duration::from_micros(50)),
@@ -275,16 +279,20 @@ impl Ctx {
                 vec![(plan::lat_key(op.name(), size), num(us / 2.0))]
             }
             Item::Bw {
-                proto: Proto::Gso,
+                proto: proto @ (Proto::Gso | Proto::GsoZerocopy),
                 size,
                 wait,
             } => {
-                let (mbs, got) = self.gso_bandwidth(plan.bw_ops(size), size, wait)?;
-                let key = Proto::Gso.key(wait);
-                vec![
+                let (mbs, got) = self.gso_bandwidth(plan.bw_ops(size), size, wait, proto)?;
+                let key = proto.key(wait);
+                let mut v = vec![
                     (plan::bw_key(&key, size), num(mbs)),
                     (plan::delivered_key(&key, size), num(got)),
-                ]
+                ];
+                if proto == Proto::GsoZerocopy && self.rank == 0 {
+                    v.push((plan::copied_key(&key, size), num(self.zerocopy_copied.0)));
+                }
+                v
             }
             Item::Bw { proto, size, wait } => {
                 let mbs = self.bandwidth(plan, proto, size, wait)?;
@@ -431,7 +439,7 @@ impl Ctx {
                     Ok(())
                 }
             }
-            Proto::Gso | Proto::Memcpy => Err(BenchError::Usage(format!(
+            Proto::Gso | Proto::GsoZerocopy | Proto::Memcpy => Err(BenchError::Usage(format!(
                 "no round trip item for {}",
                 proto.name()
             ))),
@@ -522,7 +530,9 @@ impl Ctx {
                     proto.name()
                 )))
             }
-            Proto::Gso => return Ok(self.gso_bandwidth(ops, size, wait)?.0),
+            Proto::Gso | Proto::GsoZerocopy => {
+                return Ok(self.gso_bandwidth(ops, size, wait, proto)?.0)
+            }
             Proto::Memcpy => {
                 if self.rank == 0 {
                     let mut dst = vec![0u8; size];
@@ -557,15 +567,50 @@ impl Ctx {
     /// counts what arrives (loopback drops what overflows its buffer);
     /// (MB/s delivered as seen by the receiver, fraction of the bytes
     /// delivered), reported at rank 0.
+    ///
+    /// `Proto::GsoZerocopy` sends with `MSG_ZEROCOPY` from a socket of its
+    /// own, connected to the receiver, and drains the completions as it
+    /// goes (the kernel stops taking zero-copy sends when they pile up).
     fn gso_bandwidth(
         &mut self,
         ops: u64,
         size: usize,
         wait: Wait,
+        proto: Proto,
     ) -> Result<(f64, f64), BenchError> {
         let start = Instant::now();
         let (mut mbs, mut frac) = (0.0, 0.0);
-        if self.rank == 0 {
+        if self.rank == 0 && proto == Proto::GsoZerocopy {
+            let local = self.gso.local_addr().map_err(io("gso addr"))?;
+            let zc = UdpSocket::bind((local.ip(), 0)).map_err(io("bind zerocopy udp"))?;
+            let fd = zc.as_raw_fd();
+            sys::set_bufs(fd, 8 << 20);
+            sys::set_udp_segment(fd, GSO_SEG as u16).map_err(io("UDP_SEGMENT"))?;
+            sys::set_zerocopy(fd).map_err(io("SO_ZEROCOPY"))?;
+            zc.connect(self.gso_peer)
+                .map_err(io("connect zerocopy udp"))?;
+            let (mut sent, mut done, mut copied) = (0u64, 0u64, 0u64);
+            for _ in 0..ops {
+                match sys::send_zerocopy(fd, &self.buf[..size]) {
+                    Ok(_) => sent += 1,
+                    // A full queue, or too many sends not completed yet.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                    Err(e) => return Err(io("zerocopy send")(e)),
+                }
+                if sent.saturating_sub(done) >= 64 {
+                    let (d, c) = sys::zerocopy_done(fd);
+                    done += d;
+                    copied += c;
+                }
+            }
+            let until = Instant::now() + Duration::from_millis(200);
+            while done < sent && Instant::now() < until {
+                let (d, c) = sys::zerocopy_done(fd);
+                done += d;
+                copied += c;
+            }
+            self.zerocopy_copied = (copied as f64 / done.max(1) as f64, done);
+        } else if self.rank == 0 {
             for _ in 0..ops {
                 match self.gso.send_to(&self.buf[..size], self.gso_peer) {
                     // A full queue drops datagrams; so does the receiver's.
@@ -674,7 +719,7 @@ impl Ctx {
                         .map_err(io("udp timeout"))?;
                 }
             }
-            Proto::Gso | Proto::Line | Proto::Memcpy => {
+            Proto::Gso | Proto::GsoZerocopy | Proto::Line | Proto::Memcpy => {
                 return Err(BenchError::Usage(format!(
                     "no CPU item for {}",
                     proto.name()

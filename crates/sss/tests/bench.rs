@@ -95,6 +95,7 @@ fn check(v: &serde_json::Value) {
         "bw/tcp_poll/65536",
         "bw/gso_poll/64032",
         "bw/gso_block/64032",
+        "bw/gsozc_poll/64032",
         "bw/memcpy/65536",
         "bw/memcpy/1048576",
     ] {
