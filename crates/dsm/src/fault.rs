@@ -6,7 +6,7 @@ use crate::config::WriteMode;
 use crate::protocol::directory::SC_MAX;
 use crate::protocol::lay_over;
 use crate::protocol::Protocol;
-use crate::shared::{lock, page_of, Shared, MAX_DROPPED};
+use crate::shared::{lock, page_of, Shared};
 use crate::stats::bump;
 use crate::sync::Arrival;
 use crate::sys::{self, PAGE};
@@ -197,12 +197,9 @@ impl Shared {
             // Only lazy copies are fetched again at acquires. The whole
             // run: a hot page between cold ones would cut read-ahead runs.
             if proto.lazy() {
-                if st.hot.len() >= MAX_DROPPED {
-                    st.hot.clear();
-                }
                 for p in page..page + n {
                     if st.dropped.remove(&p) {
-                        st.hot.insert(p, 0);
+                        st.hot_again(p);
                     }
                 }
             }

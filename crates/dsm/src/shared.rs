@@ -102,12 +102,58 @@ pub(crate) struct State {
     /// Copies fetched again after being dropped, with the acquires since
     /// that fetched them again at once (`Shared::refresh`) in a row.
     pub(crate) hot: HashMap<u64, u32>,
+    /// Hot copies allowed more than [`MAX_STREAK`] acquires in a row:
+    /// each was read again right after its streak ran out (see
+    /// [`State::streak_limit`]).
+    pub(crate) hot_limit: HashMap<u64, u32>,
+    /// Hot copies whose streak ran out at the last acquire that dropped
+    /// any: a fault on one of them before the next such acquire doubles
+    /// its limit.
+    pub(crate) expired: HashSet<u64>,
+}
+
+impl State {
+    /// Acquires in a row that fetch hot copy `p` again before it is
+    /// dropped like any copy: [`MAX_STREAK`], doubled up to
+    /// [`MAX_STREAK_LIMIT`] each time the page was read again in the
+    /// interval right after its streak ran out (a stencil's boundary rows
+    /// then fault a few times a run, not once every nine intervals).
+    pub(crate) fn streak_limit(&self, p: u64) -> u32 {
+        self.hot_limit.get(&p).copied().unwrap_or(MAX_STREAK)
+    }
+
+    /// A fault fetched dropped copy `p` again: hot from now on, with a
+    /// doubled limit when its streak ran out at the last acquire.
+    pub(crate) fn hot_again(&mut self, p: u64) {
+        if self.hot.len() >= MAX_DROPPED {
+            self.hot.clear();
+            self.hot_limit.clear();
+        }
+        if self.expired.remove(&p) {
+            let limit = (self.streak_limit(p) * 2).min(MAX_STREAK_LIMIT);
+            self.hot_limit.insert(p, limit);
+        }
+        self.hot.insert(p, 0);
+    }
+
+    /// An acquire dropped copies: `ran_out` are the hot ones whose streak
+    /// ran out now. Pages whose streak ran out before and were not read
+    /// since fall back to [`MAX_STREAK`].
+    pub(crate) fn streaks_ran_out(&mut self, ran_out: HashSet<u64>) {
+        let stale = std::mem::replace(&mut self.expired, ran_out);
+        for p in stale {
+            self.hot_limit.remove(&p);
+        }
+    }
 }
 
 /// Acquires in a row that fetch a hot copy again: a refreshed page never
 /// faults, so whether it is still read is unknown; past this it is
 /// dropped as other copies are, and a read then makes it hot again.
 pub(crate) const MAX_STREAK: u32 = 8;
+/// Most acquires in a row a copy read in every interval is fetched again
+/// at once (see [`State::streak_limit`]).
+pub(crate) const MAX_STREAK_LIMIT: u32 = 256;
 
 /// Dropped copies remembered at most (to tell hot pages).
 pub(crate) const MAX_DROPPED: usize = 1 << 16;
@@ -322,5 +368,37 @@ fn span(off: u64, len: usize, size: u64) -> Result<usize, Error> {
     match off.checked_add(len as u64) {
         Some(end) if end <= size => Ok(off as usize),
         _ => Err(Error::Invalid("range outside the heap")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streak_limit_doubles_only_for_a_copy_read_right_after_running_out() {
+        let mut st = State::default();
+        st.hot_again(5);
+        assert_eq!(st.streak_limit(5), MAX_STREAK);
+        let mut limit = MAX_STREAK;
+        for _ in 0..10 {
+            // Ran out at an acquire, read again in the interval after.
+            st.hot.remove(&5);
+            st.streaks_ran_out(HashSet::from([5]));
+            st.hot_again(5);
+            limit = (limit * 2).min(MAX_STREAK_LIMIT);
+            assert_eq!(st.streak_limit(5), limit);
+        }
+        assert_eq!(limit, MAX_STREAK_LIMIT);
+        // Ran out and not read before the next acquire that dropped
+        // pages: back to the default when it is read again later.
+        st.hot.remove(&5);
+        st.streaks_ran_out(HashSet::from([5]));
+        st.streaks_ran_out(HashSet::new());
+        st.hot_again(5);
+        assert_eq!(st.streak_limit(5), MAX_STREAK);
+        // A page hot for the first time keeps the default.
+        st.hot_again(6);
+        assert_eq!(st.streak_limit(6), MAX_STREAK);
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::layout as L;
 use crate::range::Placement;
-use crate::shared::{lock, Shared, MAX_STREAK};
+use crate::shared::{lock, Shared};
 use crate::stats::bump;
 use crate::sys::PAGE;
 use crate::Error;
@@ -224,7 +224,7 @@ impl Shared {
             let mut hot: Vec<u64> = st
                 .hot
                 .iter()
-                .filter(|&(p, &streak)| streak < MAX_STREAK && st.present.contains(p))
+                .filter(|&(p, &streak)| streak < st.streak_limit(*p) && st.present.contains(p))
                 .map(|(&p, _)| p)
                 .collect();
             hot.sort_unstable();

@@ -14,7 +14,7 @@ mod update;
 pub(crate) use invalidate::lay_over;
 
 use crate::layout as L;
-use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED, MAX_STREAK};
+use crate::shared::{lock, page_of, Shared, State, MAX_DROPPED};
 use crate::stats::bump;
 use crate::sync::{split_pushed, Arrival};
 use crate::sys::PAGE;
@@ -23,6 +23,7 @@ use directory::BUSY;
 use eager::Via;
 use lrc::Run;
 use sss_mbcf::Options;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 /// Write notices read with each task's count in one round trip at an
@@ -287,18 +288,24 @@ impl Shared {
             pages.sort_unstable();
             pages.dedup();
             let mut refresh = Vec::new();
+            let mut ran_out = HashSet::new();
             for &p in &pages {
                 if refresh.len() >= MAX_REFRESH || !st.present.contains(&p) {
                     continue;
                 }
+                let limit = st.streak_limit(p);
                 if let Some(streak) = st.hot.get_mut(&p) {
                     *streak += 1;
-                    if *streak > MAX_STREAK {
+                    if *streak > limit {
                         st.hot.remove(&p);
+                        ran_out.insert(p);
                     } else {
                         refresh.push(p);
                     }
                 }
+            }
+            if !pages.is_empty() {
+                st.streaks_ran_out(ran_out);
             }
             // Only copies of lazy ranges outside the adopted window: the
             // others are fetched at their fault as before.
