@@ -739,6 +739,7 @@ impl Dsm {
             pages_prefetched: g(&c.pages_prefetched),
             pages_refreshed: g(&c.pages_refreshed),
             pages_pushed: g(&c.pages_pushed),
+            pages_overwritten: g(&c.pages_overwritten),
             diffs: g(&c.diffs),
             twins: g(&c.twins),
             mapped_pages: g(&c.mapped_pages),

@@ -24,6 +24,9 @@ pub struct Stats {
     /// that asked for them (their copies, dropped by the acquire after,
     /// are installed from these instead of READ again).
     pub pages_pushed: u64,
+    /// Of the refreshed copies, those whose home's pushed bytes were
+    /// written over the copy where it was (no drop, no install).
+    pub pages_overwritten: u64,
     /// Pages diffed against their twin.
     pub diffs: u64,
     /// Twins kept (page copies taken at a page's first trapped write of
@@ -100,13 +103,14 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"pages_overwritten\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
             self.pages_prefetched,
             self.pages_refreshed,
             self.pages_pushed,
+            self.pages_overwritten,
             self.diffs,
             self.twins,
             self.mapped_pages,
@@ -144,6 +148,7 @@ pub(crate) struct Counters {
     pub(crate) pages_prefetched: AtomicU64,
     pub(crate) pages_refreshed: AtomicU64,
     pub(crate) pages_pushed: AtomicU64,
+    pub(crate) pages_overwritten: AtomicU64,
     pub(crate) diffs: AtomicU64,
     pub(crate) twins: AtomicU64,
     pub(crate) mapped_pages: AtomicU64,

@@ -637,6 +637,14 @@ fn a_copy_read_in_every_interval_faults_a_few_times_only() {
             refreshed >= STEADY_ROUNDS - 10,
             "{refreshed} refreshed\n{out}"
         );
+        // Regression: each refresh dropped the copy (an madvise and a
+        // TLB shootdown) and installed the pushed bytes (an ioctl); the
+        // copy stays writable in note mode, so they are written over it.
+        let overwritten = count(&out, 1, "pages_overwritten");
+        assert!(
+            overwritten + 10 >= refreshed,
+            "{overwritten} of {refreshed} overwritten\n{out}"
+        );
     }
 }
 

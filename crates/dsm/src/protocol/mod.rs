@@ -316,16 +316,88 @@ impl Shared {
                         && self.find_range(p).is_some_and(|r| r.protocol.lazy())
                 })
                 .collect();
-            self.discard(&mut st, &pages)?;
+            let (pushed, refresh) = split_pushed(arrivals, refresh);
+            // A pushed page whose copy stays writable is overwritten where
+            // it is: no drop (an madvise and its TLB shootdown) and no
+            // install (an ioctl) a page and acquire.
+            let (in_place, pushed): (Vec<_>, Vec<_>) = pushed
+                .into_iter()
+                .partition(|&(p, _, _)| self.refreshes_in_place(&st, p));
+            if in_place.is_empty() {
+                self.discard(&mut st, &pages)?;
+            } else {
+                let keep: HashSet<u64> = in_place.iter().map(|&(p, _, _)| p).collect();
+                let drop: Vec<u64> = pages
+                    .iter()
+                    .copied()
+                    .filter(|p| !keep.contains(p))
+                    .collect();
+                self.discard(&mut st, &drop)?;
+            }
             for (r, count) in counts {
                 st.seen[r as usize] = count;
             }
-            refresh
+            (in_place, pushed, refresh)
         };
-        let (pushed, refresh) = split_pushed(arrivals, refresh);
-        let mut refresh = refresh;
+        let (in_place, pushed, mut refresh) = refresh;
+        refresh.extend(self.overwrite_pushed(arrivals, in_place)?);
         refresh.extend(self.install_pushed(arrivals, pushed)?);
         self.refresh(refresh)
+    }
+
+    /// Whether a pushed page `p` may be overwritten in place at an
+    /// acquire: a copy present and marked at its home, installed writable
+    /// (note mode, not a guarded `Invalidate` copy, not UDSM).
+    fn refreshes_in_place(&self, st: &State, p: u64) -> bool {
+        !self.traps()
+            && !self.udsm()
+            && st.present.contains(&p)
+            && st.registered.contains(&p)
+            && self
+                .find_range(p)
+                .is_some_and(|r| r.protocol.lazy() && !self.guards(r.protocol))
+    }
+
+    /// Overwrites the present copies among `pushed` with the bytes their
+    /// homes pushed (see [`Shared::refreshes_in_place`]); returns the
+    /// pages it could not (their home's record does not hold them, or
+    /// the copy went meanwhile): dropped here, for the caller to fetch.
+    fn overwrite_pushed(
+        &self,
+        arrivals: &[Option<Arrival>],
+        pushed: Vec<(u64, u32, usize)>,
+    ) -> Result<Vec<u64>, Error> {
+        let mut rest = Vec::new();
+        for (p, home, k) in pushed {
+            let data = match arrivals.get(home as usize).and_then(Option::as_ref) {
+                Some(a) if self.home_of(p)? == home => self.pushed_page(home, a.episode, k)?,
+                found => {
+                    if found.is_some() {
+                        self.bad_message(home, "pushed page");
+                    }
+                    let mut st = lock(&self.state);
+                    self.discard(&mut st, &[p])?;
+                    rest.push(p);
+                    continue;
+                }
+            };
+            let mut st = lock(&self.state);
+            if !self.refreshes_in_place(&st, p) {
+                self.discard(&mut st, &[p])?;
+                rest.push(p);
+                continue;
+            }
+            self.view_write(p * PAGE as u64, &data)?;
+            // As a drop and install would: the old twin goes (what it
+            // covered was released), the new bytes are the twin.
+            st.dirty.remove(&p);
+            self.twin_installed(&mut st, p, &data);
+            bump(&self.stats.invalidations, 1);
+            bump(&self.stats.pages_fetched, 1);
+            bump(&self.stats.pages_refreshed, 1);
+            bump(&self.stats.pages_overwritten, 1);
+        }
+        Ok(rest)
     }
 
     /// Appends the write notices other tasks published since the last
