@@ -106,9 +106,9 @@ pub(crate) struct State {
     /// each was read again right after its streak ran out (see
     /// [`State::streak_limit`]).
     pub(crate) hot_limit: HashMap<u64, u32>,
-    /// Hot copies whose streak ran out at the last acquire that dropped
-    /// any: a fault on one of them before the next such acquire doubles
-    /// its limit.
+    /// Hot copies whose streak ran out at the last acquire that had
+    /// notices to apply: a fault on one of them before the next such
+    /// acquire doubles its limit.
     pub(crate) expired: HashSet<u64>,
 }
 
@@ -136,9 +136,9 @@ impl State {
         self.hot.insert(p, 0);
     }
 
-    /// An acquire dropped copies: `ran_out` are the hot ones whose streak
-    /// ran out now. Pages whose streak ran out before and were not read
-    /// since fall back to [`MAX_STREAK`].
+    /// An acquire had notices to apply: `ran_out` are the hot copies
+    /// whose streak ran out now. Pages whose streak ran out at the
+    /// acquire before and were not read since fall back to [`MAX_STREAK`].
     pub(crate) fn streaks_ran_out(&mut self, ran_out: HashSet<u64>) {
         let stale = std::mem::replace(&mut self.expired, ran_out);
         for p in stale {

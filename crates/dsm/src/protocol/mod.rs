@@ -347,12 +347,14 @@ impl Shared {
 
     /// Whether a pushed page `p` may be overwritten in place at an
     /// acquire: a copy present and marked at its home, installed writable
-    /// (note mode, not a guarded `Invalidate` copy, not UDSM).
+    /// (note mode, not a guarded `Invalidate` copy, not UDSM, not in the
+    /// adopted window).
     fn refreshes_in_place(&self, st: &State, p: u64) -> bool {
         !self.traps()
             && !self.udsm()
             && st.present.contains(&p)
             && st.registered.contains(&p)
+            && !self.window.get().is_some_and(|w| w.holds(p * PAGE as u64))
             && self
                 .find_range(p)
                 .is_some_and(|r| r.protocol.lazy() && !self.guards(r.protocol))
@@ -362,42 +364,64 @@ impl Shared {
     /// homes pushed (see [`Shared::refreshes_in_place`]); returns the
     /// pages it could not (their home's record does not hold them, or
     /// the copy went meanwhile): dropped here, for the caller to fetch.
+    /// On an error the pages not overwritten yet are dropped first: their
+    /// notices count as seen already, so a copy kept would stay stale.
     fn overwrite_pushed(
         &self,
         arrivals: &[Option<Arrival>],
         pushed: Vec<(u64, u32, usize)>,
     ) -> Result<Vec<u64>, Error> {
         let mut rest = Vec::new();
-        for (p, home, k) in pushed {
-            let data = match arrivals.get(home as usize).and_then(Option::as_ref) {
-                Some(a) if self.home_of(p)? == home => self.pushed_page(home, a.episode, k)?,
-                found => {
-                    if found.is_some() {
-                        self.bad_message(home, "pushed page");
-                    }
+        for (i, &(p, home, k)) in pushed.iter().enumerate() {
+            match self.overwrite_one(arrivals, p, home, k) {
+                Ok(true) => {}
+                Ok(false) => rest.push(p),
+                Err(e) => {
+                    let left: Vec<u64> = pushed[i..].iter().map(|&(p, _, _)| p).collect();
                     let mut st = lock(&self.state);
-                    self.discard(&mut st, &[p])?;
-                    rest.push(p);
-                    continue;
+                    self.discard(&mut st, &left)?;
+                    return Err(e);
                 }
-            };
-            let mut st = lock(&self.state);
-            if !self.refreshes_in_place(&st, p) {
-                self.discard(&mut st, &[p])?;
-                rest.push(p);
-                continue;
             }
-            self.view_write(p * PAGE as u64, &data)?;
-            // As a drop and install would: the old twin goes (what it
-            // covered was released), the new bytes are the twin.
-            st.dirty.remove(&p);
-            self.twin_installed(&mut st, p, &data);
-            bump(&self.stats.invalidations, 1);
-            bump(&self.stats.pages_fetched, 1);
-            bump(&self.stats.pages_refreshed, 1);
-            bump(&self.stats.pages_overwritten, 1);
         }
         Ok(rest)
+    }
+
+    /// [`Shared::overwrite_pushed`] of page `p`, the `k`-th its home
+    /// pushed; false when it was dropped instead.
+    fn overwrite_one(
+        &self,
+        arrivals: &[Option<Arrival>],
+        p: u64,
+        home: u32,
+        k: usize,
+    ) -> Result<bool, Error> {
+        let data = match arrivals.get(home as usize).and_then(Option::as_ref) {
+            Some(a) if self.home_of(p)? == home => self.pushed_page(home, a.episode, k)?,
+            found => {
+                if found.is_some() {
+                    self.bad_message(home, "pushed page");
+                }
+                let mut st = lock(&self.state);
+                self.discard(&mut st, &[p])?;
+                return Ok(false);
+            }
+        };
+        let mut st = lock(&self.state);
+        if !self.refreshes_in_place(&st, p) {
+            self.discard(&mut st, &[p])?;
+            return Ok(false);
+        }
+        self.view_write(p * PAGE as u64, &data)?;
+        // As a drop and install would: the old twin goes (what it
+        // covered was released), the new bytes are the twin.
+        st.dirty.remove(&p);
+        self.twin_installed(&mut st, p, &data);
+        bump(&self.stats.invalidations, 1);
+        bump(&self.stats.pages_fetched, 1);
+        bump(&self.stats.pages_refreshed, 1);
+        bump(&self.stats.pages_overwritten, 1);
+        Ok(true)
     }
 
     /// Appends the write notices other tasks published since the last
