@@ -21,6 +21,21 @@ pub enum WriteMode {
     Trap,
 }
 
+/// Which thread resolves a page fault on the heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FaultMode {
+    /// The thread that touched the page, in a SIGBUS handler
+    /// (`UFFD_FEATURE_SIGBUS`): no hand-off to another thread and back.
+    /// x86-64 only (the handler reads the access kind from the fault's
+    /// error code); elsewhere, or where the kernel refuses the feature,
+    /// [`FaultMode::Thread`].
+    #[default]
+    Signal,
+    /// The task's fault thread, reading userfaultfd events; the faulting
+    /// thread sleeps until it is done.
+    Thread,
+}
+
 /// Tunables, from [`Config::from_env`] or set by hand.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -49,6 +64,8 @@ pub struct Config {
     /// needs [`WriteMode::Note`]. Not an environment setting: a program
     /// built with `--udsm` selects it itself.
     pub userfaultfd: bool,
+    /// Which thread resolves faults (`SSS_DSM_FAULTS=signal|thread`).
+    pub faults: FaultMode,
 }
 
 /// A barrier wait that lasts: after `after`, the waiter names the tasks
@@ -109,6 +126,7 @@ impl Default for Config {
             fault_no_wakeups: false,
             stall: Stall::default(),
             userfaultfd: true,
+            faults: FaultMode::Signal,
         }
     }
 }
@@ -121,8 +139,9 @@ const MAX_PREFETCH: usize = 256;
 impl Config {
     /// Defaults overridden by `SSS_DSM_HEAP` (bytes, suffix K, M or G;
     /// one page to 64 TiB), `SSS_DSM_PROTOCOL`, `SSS_DSM_WRITES`,
-    /// `SSS_DSM_PREFETCH` (0 to 256), `SSS_DSM_FAULT_NO_WAKEUPS` (0 or 1)
-    /// and `SSS_DSM_STALL` (see [`Stall`]). Unset or empty variables keep
+    /// `SSS_DSM_PREFETCH` (0 to 256), `SSS_DSM_FAULT_NO_WAKEUPS` (0 or 1),
+    /// `SSS_DSM_STALL` (see [`Stall`]) and `SSS_DSM_FAULTS` (see
+    /// [`FaultMode`]). Unset or empty variables keep
     /// the default; any other value out of range is an error naming the
     /// variable.
     pub fn from_env() -> Result<Self, SettingError> {
@@ -154,6 +173,10 @@ impl Config {
         }
         if let Some(v) = var("SSS_DSM_STALL")? {
             c.stall = parse_stall(&v)?;
+        }
+        if let Some(v) = var("SSS_DSM_FAULTS")? {
+            let choices = [("signal", FaultMode::Signal), ("thread", FaultMode::Thread)];
+            c.faults = parse_choice("SSS_DSM_FAULTS", &v, &choices)?;
         }
         Ok(c)
     }
@@ -300,6 +323,10 @@ mod tests {
         let c = config(&[("SSS_DSM_WRITES", "trap")]).unwrap();
         assert_eq!(c.writes, WriteMode::Trap);
         refused(&[("SSS_DSM_WRITES", "TRAP")], "SSS_DSM_WRITES");
+        assert_eq!(config(&[]).unwrap().faults, FaultMode::Signal);
+        let c = config(&[("SSS_DSM_FAULTS", "thread")]).unwrap();
+        assert_eq!(c.faults, FaultMode::Thread);
+        refused(&[("SSS_DSM_FAULTS", "sigbus")], "SSS_DSM_FAULTS");
     }
 
     #[test]

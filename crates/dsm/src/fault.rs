@@ -24,8 +24,9 @@ const MAX_AHEAD: u64 = 64;
 pub(crate) const SEQ_AHEAD: u64 = 16;
 
 impl Shared {
-    /// Handles one fault from the fault thread.
-    fn handle_fault(&self, f: sys::Fault) -> Result<(), Error> {
+    /// Handles one fault, from the fault thread or the faulting thread's
+    /// SIGBUS handler.
+    pub(crate) fn handle_fault(&self, f: sys::Fault) -> Result<(), Error> {
         let t0 = Instant::now();
         let page = page_of(self.offset(f.addr, 1)?);
         let paddr = self.page_addr(page)?;

@@ -106,6 +106,7 @@ pub mod msg;
 mod protocol;
 mod range;
 mod shared;
+mod signal;
 mod stats;
 mod sync;
 mod sys;
@@ -123,7 +124,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-pub use config::{Config, Stall, WriteMode};
+pub use config::{Config, FaultMode, Stall, WriteMode};
 pub use protocol::Protocol;
 pub use range::{NotePolicy, Placement};
 pub use stats::Stats;
@@ -169,6 +170,9 @@ pub struct Dsm {
     shared: Arc<Shared>,
     stop: sys::EventFd,
     thread: Option<JoinHandle<()>>,
+    /// Faults resolved by signal in the faulting thread: the heap's
+    /// registration with the handler.
+    signals: Option<signal::Registration>,
     /// `SSS_STATS=json`: finalize prints the counters.
     print_stats: bool,
 }
@@ -202,28 +206,30 @@ impl Dsm {
             Some(sys::Presence::new((heap / PAGE) as u64)?)
         };
         let view = reserve_everywhere(task, heap)?;
+        // Faults resolved in the faulting thread where the kernel raises
+        // SIGBUS for them; else by the fault thread.
+        let sigbus = cfg.faults == FaultMode::Signal && signal::SUPPORTED;
+        let open = |wp: bool| -> Result<sys::Uffd, Error> {
+            let u = match sys::Uffd::new(wp, sigbus) {
+                Ok(u) => u,
+                Err(_) if sigbus => sys::Uffd::new(wp, false)?,
+                Err(e) => return Err(e.into()),
+            };
+            u.register(view.base(), view.len())?;
+            Ok(u)
+        };
         let uffd = if !cfg.userfaultfd {
             sys::Uffd::none()
         } else if wp {
-            let u = sys::Uffd::new(true)?;
-            u.register(view.base(), view.len())?;
-            u
+            open(true)?
         } else {
             // Note mode: write-protect faults too where the kernel has
             // them, for `Invalidate` copies (a store not yet noted must
             // survive another writer's invalidation, see
             // `Shared::on_invalidate`); without them, missing faults only.
-            let wp = sys::Uffd::new(true).and_then(|u| {
-                u.register(view.base(), view.len())?;
-                Ok(u)
-            });
-            match wp {
+            match open(true) {
                 Ok(u) => u,
-                Err(_) => {
-                    let u = sys::Uffd::new(false)?;
-                    u.register(view.base(), view.len())?;
-                    u
-                }
+                Err(_) => open(false)?,
             }
         };
         // The heap and its directory are large and mostly untouched: not
@@ -291,8 +297,16 @@ impl Dsm {
         let stop = sys::EventFd::new()?;
         let s2 = shared.clone();
         let stop_fd = stop.fd();
-        // UDSM: nothing faults, no thread.
-        let thread = if shared.udsm() {
+        let signals = if shared.uffd.sigbus() {
+            Some(signal::register(&shared).ok_or(Error::Invalid(
+                "could not install the SIGBUS handler for heap faults (64 heaps in this \
+                 process already?): set SSS_DSM_FAULTS=thread",
+            ))?)
+        } else {
+            None
+        };
+        // UDSM: nothing faults; faults by signal: no events. No thread.
+        let thread = if shared.udsm() || signals.is_some() {
             None
         } else {
             Some(
@@ -307,6 +321,7 @@ impl Dsm {
             shared,
             stop,
             thread,
+            signals,
             print_stats,
         })
     }
@@ -767,6 +782,7 @@ impl Dsm {
             fetches: g(&c.fetches),
             userfaultfd: u64::from(!self.shared.udsm()),
             fault_errors: g(&c.fault_errors),
+            fault_signals: g(&c.fault_signals),
             sync_requests: g(&c.sync_requests),
             sync_writes: g(&c.sync_writes),
             range_lookups: g(&c.range_lookups),
@@ -793,6 +809,7 @@ impl Dsm {
     }
 
     fn shutdown(&mut self) {
+        self.signals.take();
         if let Some(t) = self.thread.take() {
             self.stop.notify();
             let _ = t.join();

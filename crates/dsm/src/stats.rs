@@ -83,8 +83,12 @@ pub struct Stats {
     pub userfaultfd: u64,
     /// Faults the fault thread could not resolve (each also printed): a
     /// bug of ours, or a home that failed; the faulting thread may stay
-    /// blocked until the job's time-out.
+    /// blocked until the job's time-out (or, resolving in the faulting
+    /// thread, the task ends with SIGBUS).
     pub fault_errors: u64,
+    /// Faults resolved in the faulting thread's SIGBUS handler
+    /// (`SSS_DSM_FAULTS=signal`) rather than by the fault thread.
+    pub fault_signals: u64,
     /// MBCF operations of locks, barriers and acquires (the notice pull,
     /// the READs of dropped copies fetched again) to other tasks that
     /// wait for an answer (FETCH_ADD, SWAP, READ):
@@ -103,7 +107,7 @@ impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"pages_overwritten\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"pages_overwritten\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"fault_signals\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -133,6 +137,7 @@ impl Stats {
             self.fetches,
             self.userfaultfd,
             self.fault_errors,
+            self.fault_signals,
             self.sync_requests,
             self.sync_writes,
             self.range_lookups,
@@ -169,6 +174,7 @@ pub(crate) struct Counters {
     pub(crate) bad_messages: AtomicU64,
     pub(crate) fetches: AtomicU64,
     pub(crate) fault_errors: AtomicU64,
+    pub(crate) fault_signals: AtomicU64,
     pub(crate) sync_requests: AtomicU64,
     pub(crate) sync_writes: AtomicU64,
     pub(crate) range_lookups: AtomicU64,

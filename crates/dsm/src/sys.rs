@@ -27,6 +27,7 @@ const REGISTER_MODE_WP: u64 = 2;
 const COPY_MODE_WP: u64 = 2;
 const WRITEPROTECT_MODE_WP: u64 = 1;
 const FEATURE_PAGEFAULT_FLAG_WP: u64 = 1;
+const FEATURE_SIGBUS: u64 = 1 << 7;
 const EVENT_PAGEFAULT: u8 = 0x12;
 const PAGEFAULT_FLAG_WRITE: u64 = 1;
 const PAGEFAULT_FLAG_WP: u64 = 2;
@@ -395,20 +396,34 @@ fn open_uffd() -> io::Result<OwnedFd> {
 pub struct Uffd {
     fd: Option<OwnedFd>,
     wp: bool,
+    sigbus: bool,
 }
 
 impl Uffd {
-    /// Opens a userfaultfd; `wp` asks for write-protect faults too.
-    pub fn new(wp: bool) -> io::Result<Self> {
+    /// Opens a userfaultfd; `wp` asks for write-protect faults too; with
+    /// `sigbus`, a fault raises SIGBUS in the faulting thread instead of
+    /// an event (`UFFD_FEATURE_SIGBUS`, Linux >= 4.14): without that
+    /// feature, an error.
+    pub fn new(wp: bool, sigbus: bool) -> io::Result<Self> {
         let fd = open_uffd()?;
         let mut api = UffdioApi {
             api: UFFD_API,
-            features: if wp { FEATURE_PAGEFAULT_FLAG_WP } else { 0 },
+            features: if wp { FEATURE_PAGEFAULT_FLAG_WP } else { 0 }
+                | if sigbus { FEATURE_SIGBUS } else { 0 },
             ioctls: 0,
         };
         // SAFETY: UFFDIO_API reads and writes the struct we pass.
         check(unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API, &mut api) })?;
-        Ok(Self { fd: Some(fd), wp })
+        Ok(Self {
+            fd: Some(fd),
+            wp,
+            sigbus,
+        })
+    }
+
+    /// Whether faults raise SIGBUS in the faulting thread (no events).
+    pub fn sigbus(&self) -> bool {
+        self.sigbus
     }
 
     /// No userfaultfd at all: registering and waking do nothing, there
@@ -417,6 +432,7 @@ impl Uffd {
         Self {
             fd: None,
             wp: false,
+            sigbus: false,
         }
     }
 

@@ -6,7 +6,7 @@
 //! [`LAUNCH_ENV`] is set, see [`launcher_mode`]); and the tasks (when
 //! [`TASK_ENV`] names a scenario, see [`task_mode`]).
 
-use sss_dsm::{Config, Dsm, Placement, Protocol, WriteMode, PAGE};
+use sss_dsm::{Config, Dsm, FaultMode, Placement, Protocol, WriteMode, PAGE};
 use sss_mbcf::Task;
 use sss_testkit::{check, Launcher, TaskResult};
 use std::time::{Duration, Instant};
@@ -65,14 +65,20 @@ fn run_task(scenario: &str) -> R {
         Some("trap") => WriteMode::Trap,
         _ => WriteMode::Note,
     };
+    let flags: Vec<&str> = parts.collect();
     let cfg = Config {
         heap: 1 << 30,
         protocol,
         writes,
         prefetch: 2,
-        fault_no_wakeups: parts.next() == Some("nowake"),
+        fault_no_wakeups: flags.contains(&"nowake"),
         stall: Default::default(),
         userfaultfd: mode != Some("udsm"),
+        faults: if flags.contains(&"thread") {
+            FaultMode::Thread
+        } else {
+            FaultMode::Signal
+        },
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as u64, dsm.size() as u64);
@@ -685,6 +691,7 @@ fn invalidate_note_config(userfaultfd: bool) -> Config {
         fault_no_wakeups: false,
         stall: Default::default(),
         userfaultfd,
+        faults: FaultMode::Signal,
     }
 }
 
@@ -975,6 +982,52 @@ fn lost_wakeups_delay_but_never_hang() {
             missed > 0,
             "{scenario}: no wait ended by looking again\n{out}"
         );
+    }
+}
+
+/// A counter of the `DSM-OK` line's statistics.
+fn stat(out: &str, key: &str) -> u64 {
+    out.split(&format!("\"{key}\":"))
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Faults resolved in the faulting thread (a SIGBUS handler, the
+/// default on x86-64) and by the fault thread (`thread` in the scenario,
+/// as `SSS_DSM_FAULTS=thread`): the scenario is correct either way, on
+/// one node and across hosts, and the counters say which resolved them.
+#[test]
+fn faults_by_signal_and_by_the_fault_thread() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    let by_signal = cfg!(target_arch = "x86_64");
+    for (scenario, signals) in [
+        ("ulrc,trap", by_signal),
+        ("ulrc,note", by_signal),
+        ("ulrc,trap,thread", false),
+        ("invalidate,note,thread", false),
+    ] {
+        for p in [
+            &["-n", "2"][..],
+            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+        ] {
+            let (code, out, err) = launch(p, scenario);
+            assert!(
+                code == Some(0) && out.contains("DSM-OK"),
+                "{scenario} {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+            let faults = stat(&out, "read_faults") + stat(&out, "write_faults");
+            let by = stat(&out, "fault_signals");
+            assert!(faults > 0, "{scenario} {p:?}: no fault\n{out}");
+            if signals {
+                assert!(by > 0, "{scenario} {p:?}: no fault by signal\n{out}");
+            } else {
+                assert_eq!(by, 0, "{scenario} {p:?}: faults by signal\n{out}");
+            }
+        }
     }
 }
 

@@ -35,6 +35,7 @@ fn task_mode() {
         "adopt:note" => adopt(WriteMode::Note),
         "adopt:trap" => adopt(WriteMode::Trap),
         "solo" => solo(),
+        "foreign-sigbus" => foreign_sigbus(),
         s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
         _ => Err("unknown scenario".into()),
     });
@@ -333,6 +334,39 @@ fn solo() -> R {
     Ok(())
 }
 
+/// A SIGBUS that is not a heap fault, with the heap's handler
+/// installed: a store past the end of a file mapping. Says DSM-OK
+/// first; the store must then end the task by SIGBUS (the action
+/// installed before the heap's), not hang or be taken for a heap fault.
+fn foreign_sigbus() -> R {
+    let task = Task::init()?;
+    let dsm = new_dsm(&task, Protocol::Ulrc)?;
+    // A heap fault first: the handler is in place and resolves it.
+    let p = dsm.malloc(PAGE, Placement::Block)?;
+    fill(&dsm, p, PAGE, 5)?;
+    // SAFETY: a fresh empty memfd of this process, mapped one page long;
+    // the store past its end raises SIGBUS, which is what is tested.
+    #[allow(unsafe_code)]
+    unsafe {
+        let fd = libc::memfd_create(c"sss-sigbus".as_ptr(), libc::MFD_CLOEXEC);
+        check(fd >= 0, "memfd_create")?;
+        let m = libc::mmap(
+            std::ptr::null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        check(m != libc::MAP_FAILED, "mmap")?;
+        println!("DSM-OK before the store");
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        m.cast::<u8>().write_volatile(1);
+    }
+    Err("a store past the end of a file did not raise SIGBUS".into())
+}
+
 /// `Dsm::from_env` under a bad value of `var` (set by the test) fails
 /// before any collective step, with an error naming `var`.
 fn bad_setting(var: &str) -> R {
@@ -420,6 +454,21 @@ fn adopted_globals_are_shared_and_bad_arguments_refused() {
 
 /// Regression (issue 17, Radiosity): a task alone in trap mode paid a
 /// write-protect fault for every page it wrote after each release.
+/// A SIGBUS that is no heap fault goes to the action installed before
+/// the heap's handler (here the default: the task ends by SIGBUS) rather
+/// than being retried as a heap fault for ever.
+#[test]
+fn a_sigbus_outside_the_heap_keeps_its_default_action() {
+    if is_part() {
+        return;
+    }
+    let (code, out, err) = launch(&["-n", "1"], "foreign-sigbus");
+    assert!(
+        code != Some(0) && out.contains("DSM-OK") && err.contains("SIGBUS"),
+        "exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+}
+
 #[test]
 fn a_task_alone_in_trap_mode_faults_once_per_page() {
     if is_part() {
@@ -442,6 +491,7 @@ fn bad_settings_fail_initialization_naming_the_variable() {
         ("SSS_DSM_WRITES", "both"),
         ("SSS_DSM_PREFETCH", "999"),
         ("SSS_DSM_FAULT_NO_WAKEUPS", "yes"),
+        ("SSS_DSM_FAULTS", "sigbus"),
         ("SSS_STATS", "yaml"),
     ] {
         let scenario = format!("settings:{var}");

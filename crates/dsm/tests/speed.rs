@@ -77,6 +77,7 @@ fn run_task(scenario: &str) -> TaskResult {
         fault_no_wakeups: false,
         stall: Default::default(),
         userfaultfd: true,
+        ..Config::default()
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as usize, dsm.size() as usize);

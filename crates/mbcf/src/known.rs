@@ -237,6 +237,13 @@ pub const SETTINGS: &[Known] = &[
         Dsm,
     ),
     k(
+        "SSS_DSM_FAULTS",
+        "signal",
+        "signal, thread",
+        "which thread resolves a heap page fault: the faulting one (SIGBUS) or the fault thread",
+        Dsm,
+    ),
+    k(
         "SSS_DSM_WRITES",
         "note",
         "note, trap",
