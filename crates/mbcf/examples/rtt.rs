@@ -137,13 +137,17 @@ fn main() {
     });
     let mut buf = [0u8; 65536];
     let start = Instant::now();
+    let mut st = 0u64;
     for _ in 0..rounds {
+        let s = Instant::now();
         a.send_to(&payload, ba).unwrap();
+        st += s.elapsed().as_nanos() as u64;
         while a.recv_from(&mut buf).is_err() {}
     }
     println!(
         "raw udp, busy-polled, {size} B: {:.2} us round trip",
         start.elapsed().as_secs_f64() * 1e6 / rounds as f64
     );
+    println!("send_to() {} ns", st / rounds);
     echo.join().unwrap();
 }
