@@ -779,9 +779,15 @@ typedef struct sss_dsm_stats {
 /**
  * Collective: creates the shared heap of @p task's job — reserved at the
  * same address in every task (SSS_DSM_HEAP bytes, default 64 GiB, backed
- * lazily), read misses fetched from the page's home by a fault thread
- * (userfaultfd; no signal handler is installed), SSS_DSM_PREFETCH
- * following pages fetched with a miss. One heap per task; one thread of
+ * lazily), read misses fetched from the page's home (userfaultfd),
+ * SSS_DSM_PREFETCH following pages fetched with a miss. On x86-64 a
+ * fault is resolved in the thread that took it: userfaultfd raises
+ * SIGBUS there and the heap's handler, installed by the first init,
+ * fetches the page and returns (a SIGBUS that is not a heap fault goes
+ * to the action installed before). A program that installs a SIGBUS
+ * handler after this must pass other signals on to the one it replaced,
+ * or set SSS_DSM_FAULTS=thread: faults are then resolved by a fault
+ * thread and no handler is installed. One heap per task; one thread of
  * the task uses it. SSS_ERR_IO when userfaultfd is unavailable (the
  * detail says why; SSS_DSM_UDSM, which programs built with
  * `sss cc --udsm` select, needs none);
