@@ -275,6 +275,7 @@ impl Dsm {
             packets0,
             window: std::sync::OnceLock::new(),
             note_mode: std::sync::OnceLock::new(),
+            fault_serial: Mutex::new(()),
         });
         let weak = Arc::downgrade(&shared);
         task.set_handler(

@@ -207,6 +207,10 @@ pub(crate) struct Shared {
     pub(crate) note_mode: OnceLock<&'static AtomicU64>,
     /// The program's global variables, once adopted (`Dsm::adopt`).
     pub(crate) window: OnceLock<Window>,
+    /// Held while a fault is resolved in a faulting thread: faults of
+    /// several threads go one at a time, as the fault thread takes them
+    /// (two mapping one home run at once would both map it).
+    pub(crate) fault_serial: Mutex<()>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

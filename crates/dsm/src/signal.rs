@@ -159,6 +159,7 @@ unsafe fn resolve(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> Outcome
                 let f = Fault { addr, write, wp };
                 // A panic must not unwind through the signal frame.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let _one = crate::shared::lock(&s.fault_serial);
                     bump(&s.stats.fault_signals, 1);
                     s.handle_fault(f)
                 }));

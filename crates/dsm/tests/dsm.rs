@@ -52,6 +52,9 @@ fn run_task(scenario: &str) -> R {
     if scenario == "solo-locks" {
         return solo_locks(&task);
     }
+    if let Some(mode) = scenario.strip_prefix("threads,") {
+        return threads_fault_at_once(&task, mode);
+    }
     if let Some(mode) = scenario.strip_prefix("writers-one-page,") {
         return writers_one_page(&task, mode == "udsm");
     }
@@ -890,6 +893,57 @@ fn many_runs(task: &Task) -> R {
     Ok(())
 }
 
+/// Four threads of rank 0 read the same 512 pages at once, each in
+/// another order: half homed at rank 1 (fetched), half at rank 0 but
+/// never touched there yet (their runs mapped at the first fault), all
+/// written by rank 1 before. Their faults race; every value must be
+/// there and no fault may fail. `mode`: `signal` or `thread`.
+fn threads_fault_at_once(task: &Task, mode: &str) -> R {
+    let mut cfg = Config::from_env()?;
+    cfg.heap = 1 << 30;
+    cfg.faults = if mode == "thread" {
+        FaultMode::Thread
+    } else {
+        FaultMode::Signal
+    };
+    let dsm = Dsm::new(task, cfg)?;
+    let pages = 512usize;
+    let a = dsm
+        .malloc_all(pages * PAGE, Placement::Block)?
+        .cast::<u64>() as usize;
+    let word = |p: usize| (a + p * PAGE) as *mut u64;
+    if dsm.rank() == 1 {
+        for p in 0..pages {
+            dsm.store(word(p), p as u64 + 1)?;
+        }
+    }
+    dsm.barrier()?;
+    if dsm.rank() == 0 {
+        let bad = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|t| {
+                    s.spawn(move || {
+                        (0..pages)
+                            .map(|i| (i + t * pages / 4) % pages)
+                            .filter(|&p| load(word(p)) != p as u64 + 1)
+                            .count()
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or(usize::MAX))
+                .sum::<usize>()
+        });
+        check(bad == 0, &format!("{bad} pages read wrong"))?;
+        let st = dsm.stats();
+        check(st.fault_errors == 0, &format!("fault errors: {st:?}"))?;
+        println!("THREADS-OK {}", st.to_json(0));
+    }
+    dsm.barrier()?;
+    dsm.finalize()?;
+    Ok(())
+}
+
 /// One task taking a lock many times, writing heap memory under it: the
 /// lock's words are its own (plain atomics, no MBCF operation to itself)
 /// and releases with nothing to send return at once. Counts, not times.
@@ -1156,6 +1210,29 @@ fn home_only_with_traps() {
         return;
     }
     run_all("home_only,trap");
+}
+
+/// Threads of one task fault on the same pages at once (fetched copies
+/// and home runs not mapped yet), resolved in each faulting thread or by
+/// the fault thread: every value arrives, no fault fails.
+#[test]
+fn threads_of_a_task_fault_at_once() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    for mode in ["signal", "thread"] {
+        for p in [
+            &["-n", "2"][..],
+            &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+        ] {
+            let scenario = format!("threads,{mode}");
+            let (code, out, err) = launch(p, &scenario);
+            assert!(
+                code == Some(0) && out.contains("THREADS-OK"),
+                "{scenario} {p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+        }
+    }
 }
 
 /// Regression: a fetched page's prefetch ran into a home page mapped
