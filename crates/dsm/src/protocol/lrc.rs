@@ -31,7 +31,9 @@ impl Shared {
         // Note mode: the twins are those of diffed ranges, whose stores
         // not noted write whole words (see `diffed_runs`).
         let exact = !self.traps();
-        let noted_iv = if exact { merged(&noted) } else { Vec::new() };
+        // Merged only if a diffed range needs them (sorting hundreds of
+        // noted rows a release otherwise).
+        let mut noted_iv: Option<Vec<(u64, u64)>> = None;
         let mut own = self.take_own_dirty()?;
         own.extend(fresh);
         // Diffed ranges (note mode): mapped home pages that changed.
@@ -39,7 +41,7 @@ impl Shared {
         let mut runs: Vec<Run> = Vec::with_capacity(noted.len());
         let mut page_diffs = Vec::new();
         let mapped = self.spans_mapped(&noted);
-        for ((o, l), mapped) in noted.into_iter().zip(mapped) {
+        for (&(o, l), mapped) in noted.iter().zip(mapped) {
             if mapped {
                 own.extend(page_of(o)..=page_of(o + l - 1));
             } else {
@@ -142,7 +144,8 @@ impl Shared {
                 // compared first). Diffed ranges (note mode): whole
                 // words, less those only notes changed.
                 if exact && !trapped {
-                    for (lo, hi) in diffed_runs(cur, &twin, off0, &noted_iv) {
+                    let noted_iv = noted_iv.get_or_insert_with(|| merged(&noted));
+                    for (lo, hi) in diffed_runs(cur, &twin, off0, noted_iv) {
                         runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
                     }
                 } else {
