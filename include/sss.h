@@ -787,7 +787,8 @@ typedef struct sss_dsm_stats {
  * to the action installed before). A program that installs a SIGBUS
  * handler after this must pass other signals on to the one it replaced,
  * or set SSS_DSM_FAULTS=thread: faults are then resolved by a fault
- * thread and no handler is installed. One heap per task; one thread of
+ * thread and no handler is installed (also what to set, or `handle
+ * SIGBUS nostop noprint pass`, under a debugger). One heap per task; one thread of
  * the task uses it. SSS_ERR_IO when userfaultfd is unavailable (the
  * detail says why; SSS_DSM_UDSM, which programs built with
  * `sss cc --udsm` select, needs none);
