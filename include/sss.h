@@ -785,10 +785,14 @@ typedef struct sss_dsm_stats {
  * SIGBUS there and the heap's handler, installed by the first init,
  * fetches the page and returns (a SIGBUS that is not a heap fault goes
  * to the action installed before). A program that installs a SIGBUS
- * handler after this must pass other signals on to the one it replaced,
- * or set SSS_DSM_FAULTS=thread: faults are then resolved by a fault
- * thread and no handler is installed (also what to set, or `handle
- * SIGBUS nostop noprint pass`, under a debugger). One heap per task; one thread of
+ * handler after this must pass any SIGBUS it does not recognise on to
+ * the handler it replaced, or set SSS_DSM_FAULTS=thread: faults are then
+ * resolved by a fault thread and this heap installs no handler (also
+ * what to set, or `handle SIGBUS nostop noprint pass`, under a
+ * debugger). A fault that cannot be resolved prints why and ends the
+ * task by SIGBUS. A handler of the program's own that reads a missing
+ * heap page while its thread is inside malloc can deadlock in this mode
+ * (resolving allocates); use SSS_DSM_FAULTS=thread for such programs. One heap per task; one thread of
  * the task uses it. SSS_ERR_IO when userfaultfd is unavailable (the
  * detail says why; SSS_DSM_UDSM, which programs built with
  * `sss cc --udsm` select, needs none);

@@ -208,7 +208,12 @@ impl Dsm {
         let view = reserve_everywhere(task, heap)?;
         // Faults resolved in the faulting thread where the kernel raises
         // SIGBUS for them; else by the fault thread.
-        let sigbus = cfg.faults == FaultMode::Signal && signal::SUPPORTED;
+        // A slot first: without one the heap takes the fault thread, so a
+        // task never fails alone after the collective steps below.
+        let mut slot = (cfg.userfaultfd && cfg.faults == FaultMode::Signal && signal::SUPPORTED)
+            .then(signal::reserve)
+            .flatten();
+        let sigbus = slot.is_some();
         let open = |wp: bool| -> Result<sys::Uffd, Error> {
             let u = match sys::Uffd::new(wp, sigbus) {
                 Ok(u) => u,
@@ -298,14 +303,14 @@ impl Dsm {
         let stop = sys::EventFd::new()?;
         let s2 = shared.clone();
         let stop_fd = stop.fd();
+        // Faults by signal only with a slot and a userfaultfd that raises
+        // them (else the slot goes back).
         let signals = if shared.uffd.sigbus() {
-            Some(signal::register(&shared).ok_or(Error::Invalid(
-                "could not install the SIGBUS handler for heap faults (64 heaps in this \
-                 process already?): set SSS_DSM_FAULTS=thread",
-            ))?)
+            slot.take().map(|s| s.activate(&shared))
         } else {
             None
         };
+        drop(slot);
         // UDSM: nothing faults; faults by signal: no events. No thread.
         let thread = if shared.udsm() || signals.is_some() {
             None

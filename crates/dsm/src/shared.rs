@@ -250,7 +250,7 @@ impl Shared {
         #[allow(unsafe_code)]
         // SAFETY: inside the view or the adopted window (checked by
         // `vaddr_span`), which `self` keeps mapped; a missing page faults
-        // and the fault thread fetches it.
+        // and is fetched (in this thread, or by the fault thread).
         let v = unsafe { sys::copy_out(at, len) };
         Ok(v)
     }

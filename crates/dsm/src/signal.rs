@@ -9,37 +9,103 @@
 //!
 //! The handler finds the heap (its view or adopted window) by the
 //! address among the heaps registered in this process (tasks may be
-//! threads of one process), chains any other SIGBUS to the handler
-//! installed before (Rust's stack-overflow check, a program's own) or to
-//! the default action, and keeps `errno`.
-//! A heap is unregistered before it goes away: the slot is cleared, then
-//! its handlers in flight are waited for.
+//! threads of one process), hands any other SIGBUS to the action
+//! installed before (Rust's stack-overflow check, a program's own, or
+//! the default), and keeps `errno`. A slot is reserved before the heap's
+//! userfaultfd asks for SIGBUS (no slot: the fault thread, decided before
+//! any collective step), and a heap is unregistered before it goes away:
+//! the slot is cleared, then its handlers in flight are waited for.
 
 #![allow(unsafe_code)]
 
-use crate::shared::Shared;
+use crate::shared::{lock, page_of, Shared};
 use crate::stats::bump;
 use crate::sys::Fault;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Whether faults can be resolved in the faulting thread here: the
 /// handler reads the kind of access from x86-64's page-fault error code.
 pub(crate) const SUPPORTED: bool = cfg!(target_arch = "x86_64");
 
-/// Heaps of this process at once, at most (more use the fault thread).
+/// Heaps of this process at once resolving faults by signal, at most
+/// (further ones use the fault thread).
 const SLOTS: usize = 64;
 
-/// The registered heaps; null for a free slot.
+/// Faults of one thread on one page with nothing in between (no
+/// synchronization, no page dropped) after which the fault is taken as
+/// one that resolving does not cure (a bus error on a page the heap
+/// holds) and fails, instead of being retried for ever.
+const MAX_REPEATS: u32 = 1000;
+
+/// The registered heaps; null for a free or reserved slot.
 static HEAPS: [AtomicPtr<Shared>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+/// Slots reserved or registered.
+static TAKEN: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 /// Handlers running on each slot's heap (see [`Registration`]'s drop).
 static ACTIVE: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 /// Slots below this were ever used: the handler looks no further.
 static USED: AtomicUsize = AtomicUsize::new(0);
-/// The SIGBUS action before ours, once ours is installed.
+/// The SIGBUS action before ours, read before ours is installed.
 static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
-/// Serializes installing and taking slots.
+/// Whether ours is installed.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Serializes installing and reserving slots.
 static SETUP: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// This thread's last fault: page address, the heap's progress key
+    /// then, and how many times in a row.
+    static LAST: Cell<(usize, u64, u32)> = const { Cell::new((0, 0, 0)) };
+    /// Faults being resolved on this thread (a nested one, from a handler
+    /// run inline while the outer one waits, does not take the lock the
+    /// outer one holds).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A slot reserved for a heap about to ask for SIGBUS faults.
+pub(crate) struct Slot {
+    slot: usize,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        TAKEN[self.slot].store(false, Ordering::SeqCst);
+    }
+}
+
+/// Installs the handler (once per process) and reserves a slot. `None`
+/// when every slot is taken or the handler could not be installed: the
+/// heap then uses the fault thread.
+pub(crate) fn reserve() -> Option<Slot> {
+    let _g = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    if !INSTALLED.load(Ordering::SeqCst) {
+        install()?;
+        INSTALLED.store(true, Ordering::SeqCst);
+    }
+    let slot = (0..SLOTS).find(|&i| {
+        TAKEN[i]
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    })?;
+    USED.fetch_max(slot + 1, Ordering::SeqCst);
+    Some(Slot { slot })
+}
+
+impl Slot {
+    /// Registers `shared`, whose userfaultfd raises SIGBUS, in this slot.
+    pub(crate) fn activate(self, shared: &Arc<Shared>) -> Registration {
+        let slot = self.slot;
+        std::mem::forget(self);
+        HEAPS[slot].store(Arc::as_ptr(shared).cast_mut(), Ordering::SeqCst);
+        Registration {
+            slot,
+            _shared: shared.clone(),
+        }
+    }
+}
 
 /// A heap registered for faults by signal; dropping it unregisters the
 /// heap and waits for the handlers still resolving faults on it.
@@ -56,48 +122,36 @@ impl Drop for Registration {
         while ACTIVE[self.slot].load(Ordering::SeqCst) != 0 {
             std::thread::yield_now();
         }
+        TAKEN[self.slot].store(false, Ordering::SeqCst);
     }
 }
 
-/// Installs the handler (once per process) and registers `shared`, whose
-/// userfaultfd raises SIGBUS. `None` when every slot is taken or the
-/// handler could not be installed (the caller then uses the fault thread).
-pub(crate) fn register(shared: &Arc<Shared>) -> Option<Registration> {
-    let _g = SETUP.lock().unwrap_or_else(|e| e.into_inner());
-    if PREVIOUS.get().is_none() {
-        let previous = install()?;
-        let _ = PREVIOUS.set(previous);
+/// Installs [`on_sigbus`], the action before it kept in [`PREVIOUS`]
+/// first (a SIGBUS between the two finds it).
+fn install() -> Option<()> {
+    // SAFETY: filled by sigaction; an all-zero sigaction is valid.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: reads the current action into our struct.
+    if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut old) } != 0 {
+        return None;
     }
-    let ptr = Arc::as_ptr(shared).cast_mut();
-    let slot = (0..SLOTS).find(|&i| HEAPS[i].load(Ordering::SeqCst).is_null())?;
-    HEAPS[slot].store(ptr, Ordering::SeqCst);
-    USED.fetch_max(slot + 1, Ordering::SeqCst);
-    Some(Registration {
-        slot,
-        _shared: shared.clone(),
-    })
-}
-
-/// Installs [`on_sigbus`]; the action it replaced.
-fn install() -> Option<libc::sigaction> {
+    let _ = PREVIOUS.set(old);
     // SAFETY: an all-zero sigaction is valid (no handler, empty mask);
     // the fields set below make it ours.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
     act.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
-    // SA_NODEFER: a fault while resolving one (a signal handler of the
-    // runtime run inline touching the heap) is resolved too, not fatal.
-    // No SA_ONSTACK: resolving needs more stack than an alternate one.
+    // SA_NODEFER: a fault while resolving one (a handler run inline
+    // during the outer one's wait, touching the heap) is resolved too,
+    // not fatal. No SA_ONSTACK: resolving needs more stack than an
+    // alternate one.
     act.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER | libc::SA_RESTART;
     // SAFETY: sa_mask is ours to initialize.
     unsafe { libc::sigemptyset(&mut act.sa_mask) };
-    // SAFETY: as above; filled by sigaction.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: both structs are valid for the call; SIGBUS is a catchable
-    // signal.
-    if unsafe { libc::sigaction(libc::SIGBUS, &act, &mut old) } != 0 {
+    // SAFETY: the struct is valid for the call; SIGBUS is catchable.
+    if unsafe { libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut()) } != 0 {
         return None;
     }
-    Some(old)
+    Some(())
 }
 
 /// What a SIGBUS was.
@@ -106,7 +160,7 @@ enum Outcome {
     Foreign,
     /// Resolved: the access may run again.
     Resolved,
-    /// A heap fault that could not be resolved.
+    /// A heap fault that could not be resolved (said on stderr).
     Failed,
 }
 
@@ -119,15 +173,17 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     let outcome = unsafe { resolve(info, ctx) };
     match outcome {
         Outcome::Resolved => {}
-        Outcome::Foreign => {
-            // SAFETY: as above, forwarded unchanged.
-            unsafe { chain(sig, info, ctx) }
-        }
+        // SAFETY: as above, forwarded unchanged.
+        Outcome::Foreign => unsafe { chain(sig, info, ctx) },
         Outcome::Failed => {
-            // Returning would fault again for ever: the default action
-            // (the error was printed).
-            // SAFETY: restoring the default action of SIGBUS.
-            unsafe { libc::signal(libc::SIGBUS, libc::SIG_DFL) };
+            // Returning would fault again: end the task by SIGBUS now,
+            // whatever another thread does meanwhile.
+            // SAFETY: the default action, then the signal to ourselves;
+            // SIGBUS is not blocked here (SA_NODEFER).
+            unsafe {
+                libc::signal(libc::SIGBUS, libc::SIG_DFL);
+                libc::raise(libc::SIGBUS);
+            }
         }
     }
     // SAFETY: as above.
@@ -142,10 +198,12 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
 unsafe fn resolve(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> Outcome {
     // SAFETY: the caller passes the kernel's siginfo.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+    // A fault's SIGBUS says BUS_ADRERR; one sent by kill or raise has a
+    // code of zero or below.
     if code != libc::BUS_ADRERR {
         return Outcome::Foreign;
     }
-    let Some((write, wp)) = access(ctx) else {
+    let Some((write, present)) = access(ctx) else {
         return Outcome::Foreign;
     };
     for slot in 0..USED.load(Ordering::SeqCst).min(SLOTS) {
@@ -155,27 +213,7 @@ unsafe fn resolve(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> Outcome
         // alive until the count drops (Registration::drop waits for it).
         let shared = unsafe { p.as_ref() };
         let outcome = match shared {
-            Some(s) if s.offset(addr, 1).is_ok() => {
-                let f = Fault { addr, write, wp };
-                // A panic must not unwind through the signal frame.
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let _one = crate::shared::lock(&s.fault_serial);
-                    bump(&s.stats.fault_signals, 1);
-                    s.handle_fault(f)
-                }));
-                match r {
-                    Ok(Ok(())) => Some(Outcome::Resolved),
-                    Ok(Err(e)) => {
-                        bump(&s.stats.fault_errors, 1);
-                        eprintln!("sss-dsm: fault at {addr:#x}: {e}");
-                        Some(Outcome::Failed)
-                    }
-                    Err(_) => {
-                        eprintln!("sss-dsm: fault at {addr:#x}: panic while resolving it");
-                        Some(Outcome::Failed)
-                    }
-                }
-            }
+            Some(s) if s.offset(addr, 1).is_ok() => Some(resolve_on(s, addr, write, present)),
             _ => None,
         };
         ACTIVE[slot].fetch_sub(1, Ordering::SeqCst);
@@ -184,6 +222,59 @@ unsafe fn resolve(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> Outcome
         }
     }
     Outcome::Foreign
+}
+
+/// Resolves a fault at `addr` on heap `s`: `write` and `present` from the
+/// error code.
+fn resolve_on(s: &Shared, addr: usize, write: bool, present: bool) -> Outcome {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let page = s.offset(addr, 1).map(page_of).unwrap_or(u64::MAX);
+        // Synchronizations and drops: a fault after one of them is new.
+        let key = s.stats.barriers.load(Ordering::Relaxed)
+            + s.stats.locks.load(Ordering::Relaxed)
+            + s.epoch.load(Ordering::Relaxed);
+        let at = addr & !(crate::sys::PAGE - 1);
+        let n = LAST.with(|l| {
+            let (a, k, n) = l.get();
+            let n = if a == at && k == key { n + 1 } else { 1 };
+            l.set((at, key, n));
+            n
+        });
+        if n > MAX_REPEATS {
+            return Err(format!(
+                "{n} faults in a row on heap page {page} without progress: a bus error \
+                 the DSM cannot cure (is /dev/shm full?)"
+            ));
+        }
+        let held = s.is_mapped(page) || lock(&s.state).present.contains(&page);
+        if held && !present && (!write || n == 1) {
+            // Absent when it faulted, held now: another thread made it
+            // present meanwhile; the access runs again. A write that
+            // faults so again finds a write-protected page the error code
+            // calls absent (swapped out) and is taken as such below.
+            return Ok(());
+        }
+        let wp = present || (write && held);
+        let depth = DEPTH.with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        });
+        let r = {
+            let _one = (depth == 1).then(|| lock(&s.fault_serial));
+            bump(&s.stats.fault_signals, 1);
+            s.handle_fault(Fault { addr, write, wp })
+        };
+        DEPTH.with(|d| d.set(d.get() - 1));
+        r.map_err(|e| e.to_string())
+    }));
+    let msg = match r {
+        Ok(Ok(())) => return Outcome::Resolved,
+        Ok(Err(e)) => e,
+        Err(_) => "panic while resolving it".to_string(),
+    };
+    bump(&s.stats.fault_errors, 1);
+    let _ = writeln!(std::io::stderr(), "sss-dsm: fault at {addr:#x}: {msg}");
+    Outcome::Failed
 }
 
 /// Whether the faulting access was a write, and whether the page was
@@ -216,11 +307,25 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_
         return;
     };
     let h = prev.sa_sigaction;
+    // SAFETY: the caller passes the kernel's siginfo.
+    let sent = unsafe { (*info).si_code } <= 0;
+    if h == libc::SIG_IGN && sent {
+        // Ignored before ours: still ignored (ours stays for the heap).
+        return;
+    }
     if h == libc::SIG_DFL || h == libc::SIG_IGN {
-        // The default action once the access runs again (a synchronous
-        // SIGBUS cannot be ignored).
-        // SAFETY: restoring the action that was there before ours.
-        unsafe { libc::sigaction(libc::SIGBUS, prev, std::ptr::null_mut()) };
+        // The default action: a fault's SIGBUS cannot be ignored, and one
+        // sent would end the task. Ours goes, as after any default
+        // SIGBUS there is nothing left to handle.
+        // SAFETY: the default action, then the signal again (not blocked
+        // here: SA_NODEFER) where it was sent rather than raised by an
+        // access that runs again.
+        unsafe {
+            libc::signal(libc::SIGBUS, libc::SIG_DFL);
+            if sent {
+                libc::raise(libc::SIGBUS);
+            }
+        }
         return;
     }
     if prev.sa_flags & libc::SA_SIGINFO != 0 {

@@ -36,6 +36,7 @@ fn task_mode() {
         "adopt:trap" => adopt(WriteMode::Trap),
         "solo" => solo(),
         "foreign-sigbus" => foreign_sigbus(),
+        "sent-sigbus" => sent_sigbus(),
         s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
         _ => Err("unknown scenario".into()),
     });
@@ -364,7 +365,33 @@ fn foreign_sigbus() -> R {
         std::io::stdout().flush()?;
         m.cast::<u8>().write_volatile(1);
     }
-    Err("a store past the end of a file did not raise SIGBUS".into())
+    Err("a store past the end of a file did not end the task".into())
+}
+
+/// A SIGBUS sent to the task (`raise`), with the heap's handler
+/// installed over the default action (as in a C program; Rust's runtime
+/// installs a handler of its own, which would swallow a sent SIGBUS with
+/// or without the heap): the default action ends the task. Swallowed, it
+/// would leave the task running without the heap's handler.
+fn sent_sigbus() -> R {
+    // SAFETY: the default action of SIGBUS, before any heap exists.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGBUS, libc::SIG_DFL);
+    }
+    let task = Task::init()?;
+    let dsm = new_dsm(&task, Protocol::Ulrc)?;
+    let p = dsm.malloc(PAGE, Placement::Block)?;
+    fill(&dsm, p, PAGE, 5)?;
+    println!("DSM-OK before the signal");
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    // SAFETY: sends this thread a signal; that is what is tested.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::raise(libc::SIGBUS);
+    }
+    Err("a signal 7 sent to the task did not end it".into())
 }
 
 /// `Dsm::from_env` under a bad value of `var` (set by the test) fails
@@ -454,19 +481,22 @@ fn adopted_globals_are_shared_and_bad_arguments_refused() {
 
 /// Regression (issue 17, Radiosity): a task alone in trap mode paid a
 /// write-protect fault for every page it wrote after each release.
-/// A SIGBUS that is no heap fault goes to the action installed before
-/// the heap's handler (here the default: the task ends by SIGBUS) rather
-/// than being retried as a heap fault for ever.
+/// A SIGBUS that is no heap fault, from an access or sent, goes to the
+/// action installed before the heap's handler (here the default: the
+/// task ends by SIGBUS) rather than being retried as a heap fault for
+/// ever or swallowed.
 #[test]
 fn a_sigbus_outside_the_heap_keeps_its_default_action() {
     if is_part() {
         return;
     }
-    let (code, out, err) = launch(&["-n", "1"], "foreign-sigbus");
-    assert!(
-        code != Some(0) && out.contains("DSM-OK") && err.contains("SIGBUS"),
-        "exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
-    );
+    for scenario in ["foreign-sigbus", "sent-sigbus"] {
+        let (code, out, err) = launch(&["-n", "1"], scenario);
+        assert!(
+            code != Some(0) && out.contains("DSM-OK") && err.contains("killed by signal 7"),
+            "{scenario}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
 }
 
 #[test]
