@@ -472,26 +472,37 @@ impl Shared {
 mod tests {
     use super::Mapped;
 
+    /// A xorshift draw in `[0, n)` from `seed`'s sequence.
+    fn drawer(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+
+    /// Up to five runs of 1 to `max_len` pages with gaps of 0 to 2
+    /// (adjacent runs too), and one past the last page.
+    fn random_runs(draw: &mut impl FnMut(u64) -> u64, max_len: u64) -> (Mapped, u64) {
+        let mut m = Mapped::default();
+        let mut at = draw(4);
+        for _ in 0..draw(6) {
+            let len = 1 + draw(max_len);
+            m.runs.insert(at, at + len);
+            at += len + draw(3);
+        }
+        (m, at)
+    }
+
     /// The walk along the runs answers as a search a page does, for
     /// runs and sorted pages of every shape (adjacent runs, gaps, pages
     /// before, between and after them, repeated pages).
     #[test]
     fn a_walk_along_the_runs_agrees_with_a_search_a_page() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut draw = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut draw = drawer(0x9e37_79b9_7f4a_7c15);
         for _ in 0..500 {
-            let mut m = Mapped::default();
-            let mut at = draw(4);
-            for _ in 0..draw(6) {
-                let len = 1 + draw(5);
-                m.runs.insert(at, at + len);
-                at += len + draw(3);
-            }
+            let (m, at) = random_runs(&mut draw, 5);
             let mut pages: Vec<u64> = (0..draw(20)).map(|_| draw(at + 4)).collect();
             pages.sort_unstable();
             let want: Vec<bool> = pages.iter().map(|&p| m.holds(p)).collect();
@@ -509,21 +520,9 @@ mod tests {
     /// runs.
     #[test]
     fn spans_held_by_the_last_run_agree_with_a_search_each() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut draw = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut draw = drawer(0x2545_f491_4f6c_dd1d);
         for _ in 0..500 {
-            let mut m = Mapped::default();
-            let mut at = draw(4);
-            for _ in 0..draw(6) {
-                let len = 1 + draw(8);
-                m.runs.insert(at, at + len);
-                at += len + draw(3);
-            }
+            let (m, at) = random_runs(&mut draw, 8);
             let spans: Vec<(u64, u64)> = (0..draw(30))
                 .map(|_| {
                     let first = draw(at + 4);
