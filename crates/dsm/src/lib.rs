@@ -207,9 +207,9 @@ impl Dsm {
         };
         let view = reserve_everywhere(task, heap)?;
         // Faults resolved in the faulting thread where the kernel raises
-        // SIGBUS for them; else by the fault thread.
-        // A slot first: without one the heap takes the fault thread, so a
-        // task never fails alone after the collective steps below.
+        // SIGBUS for them, else by the fault thread. The handler's slot
+        // first: without one the heap takes the fault thread, so a task
+        // never fails alone after the collective steps below.
         let mut slot = (cfg.userfaultfd && cfg.faults == FaultMode::Signal && signal::SUPPORTED)
             .then(signal::reserve)
             .flatten();

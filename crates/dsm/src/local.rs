@@ -76,14 +76,14 @@ impl Mapped {
     /// the run that held the span before costs no search (a release's
     /// noted rows lie in a few runs, hundreds of them a run).
     fn hold_spans(&self, spans: impl Iterator<Item = (u64, u64)>) -> Vec<bool> {
-        let mut last: Option<(u64, u64)> = None;
+        let mut held_by: Option<(u64, u64)> = None;
         spans
-            .map(|(first, end)| {
-                if last.is_some_and(|(s, e)| s <= first && end < e) {
+            .map(|(first, last)| {
+                if held_by.is_some_and(|(s, e)| s <= first && last < e) {
                     return true;
                 }
-                let held = self.holds_all(first, end);
-                last = self
+                let held = self.holds_all(first, last);
+                held_by = self
                     .runs
                     .range(..=first)
                     .next_back()

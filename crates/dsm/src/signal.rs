@@ -213,7 +213,10 @@ unsafe fn resolve(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> Outcome
         // alive until the count drops (Registration::drop waits for it).
         let shared = unsafe { p.as_ref() };
         let outcome = match shared {
-            Some(s) if s.offset(addr, 1).is_ok() => Some(resolve_on(s, addr, write, present)),
+            Some(s) => s
+                .offset(addr, 1)
+                .ok()
+                .map(|off| resolve_on(s, addr, page_of(off), write, present)),
             _ => None,
         };
         ACTIVE[slot].fetch_sub(1, Ordering::SeqCst);
@@ -224,11 +227,10 @@ unsafe fn resolve(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) -> Outcome
     Outcome::Foreign
 }
 
-/// Resolves a fault at `addr` on heap `s`: `write` and `present` from the
-/// error code.
-fn resolve_on(s: &Shared, addr: usize, write: bool, present: bool) -> Outcome {
+/// Resolves a fault at `addr` (heap page `page`) on heap `s`: `write` and
+/// `present` from the error code.
+fn resolve_on(s: &Shared, addr: usize, page: u64, write: bool, present: bool) -> Outcome {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let page = s.offset(addr, 1).map(page_of).unwrap_or(u64::MAX);
         // Synchronizations and drops: a fault after one of them is new.
         let key = s.stats.barriers.load(Ordering::Relaxed)
             + s.stats.locks.load(Ordering::Relaxed)
