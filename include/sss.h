@@ -1061,19 +1061,30 @@ void *sss_rcop_cursor_twin(const void *p, uint64_t n, uint64_t width, const void
                            uint64_t elem, uint64_t backs);
 
 /**
+ * 1 when sss_dsm_adopt() can share memory: in trap mode, and in note mode
+ * where the kernel's userfaultfd has write-protect faults (not UDSM);
+ * else 0.
+ */
+int sss_dsm_can_adopt(sss_dsm_h dsm);
+
+/**
  * Collective: makes the program's own memory [@p addr, @p addr + @p len)
  * (its global variables; page-aligned, at the same address in every
  * task) shared, as an allocation homed at rank 0 with SSS_DSM_ULRC: every
  * task now sees rank 0's bytes, and stores to it reach the other tasks at
- * release (trap mode records them) as heap stores do. @p keep holds
+ * release as heap stores do. @p keep holds
  * @p nkeep pairs (address, length) of ranges inside it (at most 256, each
- * at most 4 KiB) that stay each task's own bytes. The memory's old
+ * at most 64 KiB) that stay each task's own bytes (never sent by a
+ * release). The memory's old
  * contents are replaced: no other thread may touch it during the call,
  * and it must never be unmapped. Pages arrive when first touched;
  * sss_dsm_finalize() fills in the rest, so it stays whole afterwards.
- * SSS_ERR_INVALID_PARAM outside trap mode, for a misaligned range, a
- * range overlapping the heap or differing between tasks, or a second
- * call (in any task: every task fails alike).
+ * Stores to it are trapped in note mode too (no compiler notes them):
+ * its pages are installed write-protected, a first store keeps a twin
+ * and the release sends what changed.
+ * SSS_ERR_INVALID_PARAM where sss_dsm_can_adopt() says 0, for a
+ * misaligned range, a range overlapping the heap or differing between
+ * tasks, or a second call (in any task: every task fails alike).
  */
 sss_status_t sss_dsm_adopt(sss_dsm_h dsm, void *addr, size_t len,
                            const size_t *keep, size_t nkeep);

@@ -84,7 +84,7 @@ static __thread struct pm_state {
     uint32_t place_param;
     int trap;
     uint32_t held[PM_SYNC_LOCK]; /* this task's holds of each lock id */
-    int adopted;              /* globals are a shared range (trap mode) */
+    int adopted;              /* globals are a shared range */
     uintptr_t exe_base;
     uintptr_t relro_end;      /* end of the executable's read-only data */
 } S;
@@ -234,13 +234,17 @@ static void find_copy_relocs(void)
 }
 
 #define PM_PAGE ((uintptr_t)4096)
+/* The largest private range sss_dsm_adopt() keeps (libsss's note log,
+ * which the inline notes of sss.h copy into the program, is over 4 KiB). */
+#define PM_MAX_KEEP ((uintptr_t)64 << 10)
 
-/* Trap mode on more than one task: the executable's writable data (.data
- * and .bss, whole pages past its read-only part) becomes a shared range
+/* On more than one task: the executable's writable data (.data and
+ * .bss, whole pages past its read-only part) becomes a shared range
  * homed at rank 0 (sss_dsm_adopt), so globals behave as threads see
- * them, under release consistency. The copy-relocated objects stay each
- * task's own. With notes, stores to globals are not noted: they keep
- * CREATE's snapshot. */
+ * them, under release consistency; their stores are trapped in note mode
+ * too. The copy-relocated objects stay each task's own. Where the heap
+ * cannot adopt (UDSM, no write-protect faults) globals keep CREATE's
+ * snapshot. */
 static void adopt_globals(void)
 {
     uintptr_t lo = (uintptr_t)__data_start & ~(PM_PAGE - 1);
@@ -255,7 +259,7 @@ static void adopt_globals(void)
     for (int i = 0; i < S.nskip; i++) {
         uintptr_t a = S.skip[i].lo < lo ? lo : S.skip[i].lo;
         uintptr_t b = S.skip[i].hi > hi ? hi : S.skip[i].hi;
-        if (a >= b || b - a > PM_PAGE) /* larger ones are libraries' tables */
+        if (a >= b || b - a > PM_MAX_KEEP) /* larger ones are libraries' tables */
             continue;
         keep[2 * nkeep] = a;
         keep[2 * nkeep + 1] = b - a;
@@ -453,7 +457,7 @@ void sss_pm_init(void)
     int fork_globals = g && strcmp(g, "fork") == 0;
     if (g && *g && !fork_globals && strcmp(g, "shared") != 0)
         die("SSS_PARMACS_GLOBALS is shared or fork, not %s", g);
-    if (S.trap && S.size > 1 && !fork_globals)
+    if (S.size > 1 && !fork_globals && sss_dsm_can_adopt(S.dsm))
         adopt_globals();
     S.snap_len = S.adopted ? 0 : data_len() + bss_len();
     S.snap_word = CTL_WORDS + S.size;

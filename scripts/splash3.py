@@ -170,6 +170,10 @@ def main():
                     help="task counts on one node and hosts-PROTOCOL runs (4 tasks on two hosts)")
     ap.add_argument("--hosts", default="127.0.0.2,127.0.0.3")
     ap.add_argument("--protocol", default="ulrc", help="protocol of the one-node runs")
+    ap.add_argument("--writes", default="trap", choices=["trap", "note"],
+                    help="SSS_DSM_WRITES of the SSS runs")
+    ap.add_argument("--cc", default="gcc", choices=["gcc", "sss"],
+                    help="compiler of the SSS build: gcc, or `sss cc` (RCOP notes)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run")
     ap.add_argument("--keep", action="store_true", help="keep --work afterwards")
     a = ap.parse_args()
@@ -194,7 +198,8 @@ def main():
         built_ref = build(ref_tree, None, None, None, log)
         built_sss = build(
             sss_tree, os.path.join(REPO, "parmacs", "sss.m4"),
-            "gcc -I%s -I%s" % (os.path.join(REPO, "include"), os.path.join(REPO, "parmacs")),
+            "%s -I%s -I%s" % ("gcc" if a.cc == "gcc" else SSS + " cc",
+                              os.path.join(REPO, "include"), os.path.join(REPO, "parmacs")),
             "%s -L%s -lsss -Wl,-rpath,%s -lm" % (os.path.join(REPO, "parmacs", "sss_parmacs.c"), lib, lib),
             log)
     configs = a.configs.split(",")
@@ -216,7 +221,7 @@ def main():
                 inp = stdin(p, ref_cwd) if stdin else None
                 secs, rc, out = run(["./" + binary] + argv(p), ref_cwd, inp, None, a.timeout)
                 refs[p] = (secs, result(out, ref_cwd) if rc == 0 else None)
-            env = dict(os.environ, SSS_DSM_HEAP="2G", SSS_DSM_WRITES="trap",
+            env = dict(os.environ, SSS_DSM_HEAP="2G", SSS_DSM_WRITES=a.writes,
                        SSS_DSM_PROTOCOL=c[6:] if hosts else a.protocol)
             env.update(extra)
             cmd = [SSS, "run", "-n", str(p), "--timeout", str(int(a.timeout))]

@@ -143,6 +143,15 @@ const INVALIDATE: &[(&str, &str)] = &[
     ("SSS_DSM_WRITES", "trap"),
 ];
 const TRAP: &[(&str, &str)] = &[("SSS_DSM_PROTOCOL", "ulrc"), ("SSS_DSM_WRITES", "trap")];
+const NOTE_FORK: &[(&str, &str)] = &[
+    ("SSS_DSM_PROTOCOL", "ulrc"),
+    ("SSS_DSM_WRITES", "note"),
+    ("SSS_PARMACS_GLOBALS", "fork"),
+];
+const NOTE_INVALIDATE: &[(&str, &str)] = &[
+    ("SSS_DSM_PROTOCOL", "invalidate"),
+    ("SSS_DSM_WRITES", "note"),
+];
 const TRAP_FORK: &[(&str, &str)] = &[
     ("SSS_DSM_PROTOCOL", "ulrc"),
     ("SSS_DSM_WRITES", "trap"),
@@ -208,9 +217,8 @@ fn radix_every_build_gives_the_same_order() {
     }
 }
 
-/// With notes (stores to globals are not noted, so globals are not
-/// shared; in trap mode they are, `globals_written_after_create_are_shared`,
-/// unless `SSS_PARMACS_GLOBALS=fork`).
+/// `SSS_PARMACS_GLOBALS=fork`, in either write mode (globals are shared
+/// otherwise, `globals_written_after_create_are_shared`).
 #[test]
 fn create_forks_the_creators_globals() {
     if LAUNCHER.is_part() {
@@ -218,14 +226,15 @@ fn create_forks_the_creators_globals() {
     }
     let dir = TempDir::new().expect("tempdir");
     for (placement, env, note_each) in [
-        (FOUR_TWO_HOSTS, ULRC, false),
-        (&["-n", "3"][..], ULRC, true),
+        (FOUR_TWO_HOSTS, NOTE_FORK, false),
+        (&["-n", "3"][..], NOTE_FORK, true),
         (&["-n", "3"][..], TRAP_FORK, false),
         (
             TWO,
             &[
                 ("SSS_DSM_PROTOCOL", "invalidate"),
                 ("SSS_DSM_WRITES", "note"),
+                ("SSS_PARMACS_GLOBALS", "fork"),
             ][..],
             true,
         ),
@@ -406,6 +415,10 @@ fn globals_written_after_create_are_shared() {
             (&["-n", "4"][..], TRAP),
             (FOUR_TWO_HOSTS, TRAP),
             (FOUR_TWO_HOSTS, INVALIDATE),
+            // With notes too: stores to globals are trapped, not noted.
+            (TWO, ULRC),
+            (FOUR_TWO_HOSTS, ULRC),
+            (FOUR_TWO_HOSTS, NOTE_INVALIDATE),
         ] {
             let n = placement[1];
             let (code, out, err) = LAUNCHER.run(placement, &exe, &[n], env);
@@ -416,11 +429,13 @@ fn globals_written_after_create_are_shared() {
             );
         }
         // SSS_PARMACS_GLOBALS=fork: each task keeps its copy from CREATE.
-        let (code, out, err) = LAUNCHER.run(TWO, &exe, &["2"], TRAP_FORK);
-        assert!(
-            code != Some(0) && out.contains("GLOBALS-FAILED") && err.contains("gptr is NULL"),
-            "{prog} with fork globals: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
-        );
+        for env in [TRAP_FORK, NOTE_FORK] {
+            let (code, out, err) = LAUNCHER.run(TWO, &exe, &["2"], env);
+            assert!(
+                code != Some(0) && out.contains("GLOBALS-FAILED") && err.contains("gptr is NULL"),
+                "{prog} with fork globals {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            );
+        }
         let bad = [("SSS_DSM_WRITES", "trap"), ("SSS_PARMACS_GLOBALS", "both")];
         let (code, _out, err) = LAUNCHER.run(TWO, &exe, &["2"], &bad);
         assert!(

@@ -3,7 +3,8 @@
 //! the same address, registered with the heap's userfaultfd, and stand
 //! for heap offsets of an allocation homed at rank 0 with `Ulrc`: rank 0's
 //! bytes at adoption are the home copy, and every task then faults pages
-//! in and sends trapped diffs as for heap pages. A few byte ranges (objects
+//! in and sends trapped diffs as for heap pages, in note mode too (stores
+//! to globals are never noted). A few byte ranges (objects
 //! the dynamic linker copied into the executable, such as `environ`) stay
 //! each task's own: a fetched page gets this task's bytes there.
 
@@ -18,9 +19,11 @@ use crate::Error;
 use sss_mbcf::Options;
 use std::sync::Mutex;
 
-/// At most this many private ranges, each at most `MAX_KEEP_BYTES`.
+/// At most this many private ranges, each at most `MAX_KEEP_BYTES`
+/// (libsss's note log, copied into a program that notes inline, is just
+/// over 4 KiB).
 pub(crate) const MAX_KEEP: usize = 256;
-const MAX_KEEP_BYTES: usize = 4096;
+const MAX_KEEP_BYTES: usize = 64 << 10;
 /// Pages fetched by one READ when the window is filled in at the end.
 const FILL_PAGES: usize = 2048;
 
@@ -51,6 +54,25 @@ impl Window {
             if let Some((at, from, n)) = overlap(p0, data.len(), *o, bytes.len()) {
                 out.get_or_insert_with(|| data.to_vec())[at..at + n]
                     .copy_from_slice(&bytes[from..from + n]);
+            }
+        }
+        out
+    }
+
+    /// `page`'s bytes `cur` with its private ranges' bytes taken from
+    /// `twin`, so that a release's diff never sends them (they change
+    /// often: libsss's note log); None when it holds none.
+    pub(crate) fn unkept(&self, page: u64, cur: &[u8], twin: &[u8]) -> Option<Vec<u8>> {
+        let p0 = page * PAGE as u64;
+        if !self.holds(p0) {
+            return None;
+        }
+        let keep = lock(&self.keep);
+        let mut out: Option<Vec<u8>> = None;
+        for (o, bytes) in keep.iter() {
+            if let Some((at, _, n)) = overlap(p0, cur.len(), *o, bytes.len()) {
+                out.get_or_insert_with(|| cur.to_vec())[at..at + n]
+                    .copy_from_slice(&twin[at..at + n]);
             }
         }
         out
@@ -99,18 +121,19 @@ impl Shared {
             })
             && self.offset(addr, len).is_err()
             && self.window.get().is_none();
-        let trap = self.cfg.writes == WriteMode::Trap;
+        let can = self.can_adopt();
         // Every task learns whether all agree, so all fail alike.
-        let mut mine = vec![(valid && trap) as u8];
+        let mut mine = vec![(valid && can) as u8];
         mine.extend((addr as u64).to_le_bytes());
         mine.extend((len as u64).to_le_bytes());
         let all = self.task.allgather(&mine)?;
         if all.iter().any(|v| v.first() != Some(&1)) {
-            return Err(Error::Invalid(if trap {
+            return Err(Error::Invalid(if can {
                 "adopted memory: not page-aligned, private ranges outside it, \
                  overlapping the heap, or adopted already (in some task)"
             } else {
-                "adopting memory needs trap mode (SSS_DSM_WRITES=trap)"
+                "adopting memory needs write-protect faults: trap mode, or \
+                 note mode where userfaultfd has them (not UDSM)"
             }));
         }
         if all.iter().any(|v| v[1..] != mine[1..]) {
@@ -229,9 +252,16 @@ impl Shared {
             drop(st);
             p += n;
         }
-        if self.cfg.writes == WriteMode::Trap {
+        if self.cfg.writes == WriteMode::Trap || self.traps_window(first) {
             self.uffd.protect(w.map.base(), w.map.len(), false)?;
         }
         Ok(())
+    }
+
+    /// Whether memory can be adopted: its stores are trapped, in trap
+    /// mode or, in note mode, by write-protect faults of the window
+    /// alone (see [`Shared::traps_at`]).
+    pub(crate) fn can_adopt(&self) -> bool {
+        self.cfg.writes == WriteMode::Trap || (self.uffd.wp() && !self.udsm())
     }
 }

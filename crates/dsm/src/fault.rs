@@ -154,7 +154,8 @@ impl Shared {
         let proto = self.proto_of(page)?;
         let guard = self.guards(proto);
         let keep = self.keeps(proto);
-        let twin = write && (self.traps() || guard);
+        let trapped = self.traps_at(page);
+        let twin = write && (trapped || guard);
         let tracked =
             proto == Protocol::Update || (proto == Protocol::Invalidate && self.size <= SC_MAX);
         // Prefetch: following pages of the same home, not present, within
@@ -253,7 +254,7 @@ impl Shared {
                 continue;
             }
             bump(&self.stats.pages_fetched, 1);
-            let wp = self.traps() || guard;
+            let wp = trapped || guard;
             for i in 0..n {
                 let p = page + i;
                 let chunk = &data[i as usize * PAGE..(i as usize + 1) * PAGE];
@@ -451,6 +452,23 @@ impl Shared {
     /// page and release.
     pub(crate) fn traps(&self) -> bool {
         self.cfg.writes == WriteMode::Trap && self.size > 1
+    }
+
+    /// Whether stores to `page` are trapped: [`Shared::traps`], or a page
+    /// of the adopted window with more than one task. In note mode the
+    /// window is trapped too: no compiler notes stores to globals (and
+    /// libc writes them), and adoption there needs write-protect faults.
+    pub(crate) fn traps_at(&self, page: u64) -> bool {
+        self.traps() || self.traps_window(page)
+    }
+
+    /// A page of the adopted window, with more than one task.
+    pub(crate) fn traps_window(&self, page: u64) -> bool {
+        self.size > 1
+            && self
+                .window
+                .get()
+                .is_some_and(|w| w.holds(page * PAGE as u64))
     }
 
     /// A task alone: its copies hold its stores, not yet home (neither

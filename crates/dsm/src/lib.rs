@@ -696,9 +696,10 @@ impl Dsm {
     /// and [`Protocol::Ulrc`]: rank 0's bytes now are every task's, and
     /// stores to it are trapped and reach the others at release, as for
     /// heap pages. The `keep` ranges (address, length; at most 256 of at
-    /// most 4 KiB) stay each task's own bytes. Needs trap mode. Pages are
-    /// fetched lazily; [`Dsm::finalize`] fills in the rest, so the memory
-    /// stays whole afterwards.
+    /// most 64 KiB) stay each task's own bytes, never sent by a release. Needs
+    /// [`Dsm::can_adopt`]: in note mode too the stores are trapped, not
+    /// noted. Pages are fetched lazily; [`Dsm::finalize`] fills in the
+    /// rest, so the memory stays whole afterwards.
     ///
     /// # Safety
     /// `[addr, addr+len)` is mapped, readable and writable, and holds
@@ -717,6 +718,13 @@ impl Dsm {
         let r = unsafe { self.shared.adopt(addr as usize, len, keep) };
         bump(&self.shared.stats.sync_ns, t0.elapsed().as_nanos() as u64);
         r
+    }
+
+    /// Whether [`Dsm::adopt`] can share memory here: in trap mode, and in
+    /// note mode where the userfaultfd has write-protect faults (not
+    /// UDSM). The same in every task of a job on one kernel.
+    pub fn can_adopt(&self) -> bool {
+        self.shared.can_adopt()
     }
 
     /// Acquires lock `id` (< 256): a ticket lock at task `id % size`, then

@@ -111,7 +111,9 @@ impl Shared {
         self.task
             .write(at, &r.encode(), Options::status())?
             .wait()?;
-        self.learn(&mut lock(&self.place), r);
+        if self.learn(&mut lock(&self.place), r) {
+            self.notes_eager();
+        }
         Ok(off)
     }
 
@@ -152,6 +154,7 @@ impl Shared {
             .read(at, n * L::RANGE_BYTES, Options::default())?
             .wait_data()?;
         let mut p = lock(&self.place);
+        let mut eager = false;
         let mut done = known;
         for c in data.chunks_exact(L::RANGE_BYTES) {
             // A descriptor still being written ends what we take this time.
@@ -163,27 +166,35 @@ impl Shared {
                     break;
                 }
             };
-            self.learn(&mut p, r);
+            eager |= self.learn(&mut p, r);
             done += 1;
         }
         p.known = p.known.max(done);
+        drop(p);
+        if eager {
+            self.notes_eager();
+        }
         Ok(())
     }
 
-    /// Records a range now known here.
-    fn learn(&self, p: &mut Placements, r: Range) {
+    /// Records a range now known here; true when notes must now reach
+    /// the heap at once (the caller then calls `notes_eager`, with the
+    /// placements unlocked).
+    fn learn(&self, p: &mut Placements, r: Range) -> bool {
         p.lazy |= r.protocol.lazy();
+        p.ranges.insert(r.start, r);
         if r.protocol != Protocol::Ulrc {
             p.eager = true;
-            self.notes_eager();
+            return true;
         }
-        p.ranges.insert(r.start, r);
+        false
     }
 
     /// Notes must reach the heap at once from now on: tells the caller's
-    /// note log ([`Dsm::watch_notes`]).
+    /// note log ([`Dsm::watch_notes`]). Never with a lock of the heap held:
+    /// the log may lie in adopted memory (copied into the program), where
+    /// the store can fault, and resolving a fault takes those locks.
     fn notes_eager(&self) {
-        // Called with the placements locked: no `note_policy` here.
         if !self.notes_needed() {
             return;
         }
@@ -356,8 +367,10 @@ impl Shared {
                 }
                 if protocol != Protocol::Ulrc {
                     pl.eager = true;
-                    self.notes_eager();
                 }
+            }
+            if protocol != Protocol::Ulrc {
+                self.notes_eager();
             }
             if self.rank == 0 {
                 let at = self.meta_at(

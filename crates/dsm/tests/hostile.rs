@@ -188,8 +188,11 @@ fn bad_messages() -> R {
 /// adopted memory must be at one address everywhere).
 const GLOBALS_AT: usize = 0x2000_0000_0000;
 
-/// Three anonymous pages at [`GLOBALS_AT`], standing for a program's
-/// global variables (never unmapped: adopted memory stays).
+/// Pages of the test's "globals": more than the largest private range.
+const GLOBAL_PAGES: usize = 17;
+
+/// [`GLOBAL_PAGES`] anonymous pages at [`GLOBALS_AT`], standing for a
+/// program's global variables (never unmapped: adopted memory stays).
 fn globals() -> Result<*mut u8, String> {
     // SAFETY: a fresh anonymous mapping; MAP_FIXED_NOREPLACE fails
     // instead of replacing anything.
@@ -197,7 +200,7 @@ fn globals() -> Result<*mut u8, String> {
     let p = unsafe {
         libc::mmap(
             GLOBALS_AT as *mut libc::c_void,
-            3 * PAGE,
+            GLOBAL_PAGES * PAGE,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
             -1,
@@ -230,19 +233,26 @@ fn peek(p: *const u8) -> u8 {
     }
 }
 
-/// `Dsm::adopt`: refused with notes, for misaligned ranges, private
+/// `Dsm::adopt`: refused where the heap cannot trap its stores (note
+/// mode without write-protect faults), for misaligned ranges, private
 /// ranges outside or too large, the heap itself, and a second time (every
-/// task alike, the memory untouched); in trap mode rank 0's bytes reach
-/// every task, a write reaches the others at a barrier, the private bytes
-/// stay each task's own, and after finalize the memory stays whole.
+/// task alike, the memory untouched); otherwise, in either write mode,
+/// rank 0's bytes reach every task, unnoted writes (the home's too) reach
+/// the others at a barrier, the private bytes stay each task's own, and
+/// after finalize the memory stays whole.
 fn adopt(writes: WriteMode) -> R {
     let task = Task::init()?;
     let me = task.rank();
     let last = task.size() - 1;
     let base = globals()?;
-    let len = 3 * PAGE;
+    let len = GLOBAL_PAGES * PAGE;
     let at = |off: usize| base.wrapping_add(off);
-    let keep = [(at(PAGE + 100) as usize, 8)];
+    // A small private range and one over 4 KiB across two pages (as
+    // libsss's note log).
+    let keep = [
+        (at(PAGE + 100) as usize, 8),
+        (at(4 * PAGE + 2000) as usize, 5000),
+    ];
     poke(at(0), if me == 0 { 7 } else { 9 });
     poke(at(PAGE + 100), me as u8 + 1);
     let dsm = Dsm::new(
@@ -263,7 +273,8 @@ fn adopt(writes: WriteMode) -> R {
             other => Err(format!("adopt({addr:?}, {n}) gave {other:?}").into()),
         }
     };
-    if writes == WriteMode::Note {
+    if !dsm.can_adopt() {
+        check(writes == WriteMode::Note, "trap mode cannot adopt")?;
         refused(base, len, &[])?;
         check(peek(at(0)) == if me == 0 { 7 } else { 9 }, "memory changed")?;
         dsm.finalize()?;
@@ -272,7 +283,7 @@ fn adopt(writes: WriteMode) -> R {
     }
     refused(at(1), PAGE, &[])?;
     refused(base, len, &[(base as usize + len, 8)])?;
-    refused(base, len, &[(base as usize, PAGE + 1)])?;
+    refused(base, len, &[(base as usize, (64 << 10) + 1)])?;
     refused(dsm.base(), PAGE, &[])?;
     check(peek(at(0)) == if me == 0 { 7 } else { 9 }, "memory changed")?;
     // SAFETY: as above.
@@ -291,6 +302,32 @@ fn adopt(writes: WriteMode) -> R {
     check(peek(at(2 * PAGE + 8)) == 42, "a write did not arrive")?;
     check(peek(at(PAGE + 200)) == 5, "a write did not arrive")?;
     check(peek(at(PAGE + 100)) == me as u8 + 1, "private byte lost")?;
+    // Every task writes its own byte of one page (rank 0, the home, too),
+    // unnoted in note mode, then again after the others read them.
+    for round in 1..=3u8 {
+        poke(at(16 + me as usize), round * 10 + me as u8);
+        // Private bytes on shared pages: written, never sent.
+        poke(at(4 * PAGE + 2000), round + me as u8);
+        poke(at(5 * PAGE + 100), round + 2 * me as u8);
+        poke(at(5 * PAGE + 3000), 99);
+        dsm.barrier()?;
+        check(
+            peek(at(4 * PAGE + 2000)) == round + me as u8,
+            "private range lost",
+        )?;
+        check(
+            peek(at(5 * PAGE + 100)) == round + 2 * me as u8,
+            "private range lost",
+        )?;
+        for r in 0..task.size() as usize {
+            let want = round * 10 + r as u8;
+            check(
+                peek(at(16 + r)) == want,
+                &format!("round {round}: byte of task {r}"),
+            )?;
+        }
+        dsm.barrier()?;
+    }
     dsm.finalize()?;
     check(peek(at(2 * PAGE + 8)) == 42, "lost at finalize")?;
     check(peek(at(PAGE + 100)) == me as u8 + 1, "private byte lost")?;
@@ -468,7 +505,14 @@ fn adopted_globals_are_shared_and_bad_arguments_refused() {
     if is_part() {
         return;
     }
-    run_on("adopt:note", &[&["-n", "2"]]);
+    run_on(
+        "adopt:note",
+        &[
+            &["-n", "1"],
+            &["-n", "2"],
+            &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"],
+        ],
+    );
     run_on(
         "adopt:trap",
         &[

@@ -16,6 +16,8 @@ use std::sync::Mutex;
 pub struct DsmObj {
     dsm: Mutex<Option<Dsm>>,
     writes: WriteMode,
+    /// `Dsm::can_adopt`, fixed when the heap opens.
+    can_adopt: bool,
 }
 
 fn failure(e: sss_dsm::Error) -> Failure {
@@ -130,6 +132,7 @@ pub unsafe extern "C" fn sss_dsm_init(
         let presence = dsm.presence();
         let obj = DsmObj {
             writes: dsm.config().writes,
+            can_adopt: dsm.can_adopt(),
             dsm: Mutex::new(Some(dsm)),
         };
         let note = obj.writes == WriteMode::Note;
@@ -532,6 +535,18 @@ pub unsafe extern "C" fn sss_dsm_is_trap(dsm: *const DsmObj) -> i32 {
     guard_value(0, || {
         // SAFETY: header contract for handles.
         unsafe { dsm.as_ref() }.map(|d| (d.writes == WriteMode::Trap) as i32)
+    })
+}
+
+/// See `sss_dsm_can_adopt` in `include/sss.h`.
+///
+/// # Safety
+/// As documented in the header.
+#[no_mangle]
+pub unsafe extern "C" fn sss_dsm_can_adopt(dsm: *const DsmObj) -> i32 {
+    guard_value(0, || {
+        // SAFETY: header contract for handles.
+        unsafe { dsm.as_ref() }.map(|d| d.can_adopt as i32)
     })
 }
 

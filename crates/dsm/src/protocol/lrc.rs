@@ -72,13 +72,17 @@ impl Shared {
             st.twin_prev = older.union(&st.twin_prev1).copied().collect();
         }
         // Note mode: pages whose twins a write-protect fault took
-        // (`guards`), diffed and protected again as in trap mode.
+        // (`guards`, the adopted window), diffed and protected again as
+        // in trap mode.
         let guarded: Vec<bool> = if self.traps() {
             vec![true; pages.len()]
         } else {
             pages
                 .iter()
-                .map(|&p| self.find_range(p).is_some_and(|r| self.guards(r.protocol)))
+                .map(|&p| {
+                    self.traps_window(p)
+                        || self.find_range(p).is_some_and(|r| self.guards(r.protocol))
+                })
                 .collect()
         };
         let mut i = 0;
@@ -89,13 +93,14 @@ impl Shared {
                 && pages[j] == pages[j - 1] + 1
                 && j - i < 64
                 && guarded[j] == guarded[i]
+                && self.traps_window(pages[j]) == self.traps_window(pages[i])
                 && self.page_addr(pages[j])? == self.page_addr(pages[j - 1])? + PAGE
             {
                 j += 1;
             }
             let (first, n) = (pages[i], j - i);
             let trapped = guarded[i];
-            if trapped && !self.traps() {
+            if trapped && !self.traps_at(first) {
                 self.collect_guarded(&pages[i..j], &noted_twinned, &mut runs, &mut page_diffs)?;
                 i = j;
                 continue;
@@ -139,6 +144,11 @@ impl Shared {
                 let Some(twin) = twin else { continue };
                 bump(&self.stats.diffs, 1);
                 let cur = &cur[k * PAGE..(k + 1) * PAGE];
+                let unkept = self
+                    .window
+                    .get()
+                    .and_then(|w| w.unkept(first + k as u64, cur, &twin));
+                let cur = unkept.as_deref().unwrap_or(cur);
                 let off0 = (first + k as u64) * PAGE as u64;
                 // Trap mode: exactly the bytes that changed (words
                 // compared first). Diffed ranges (note mode): whole
