@@ -135,13 +135,25 @@ PROGRAMS = [
 ]
 
 
+# Compiler flags both builds of a program get. Volrend's Init_Decomposition
+# reads `newfactor` uninitialized on 2 to 4 processors (no factor found):
+# whatever the stack held decides the loop bound, which ran for ever in
+# one `sss cc` build (it held DBL_MAX); zeroed, as gcc's builds happened
+# to have it, the decomposition is the threads' one.
+EXTRA_CFLAGS = {"Volrend": "-ftrivial-auto-var-init=zero"}
+
+
 def build(tree, macros, cc, ldflags, log):
     ok = {}
     for name, d, binary, *_ in PROGRAMS:
         cwd = os.path.join(tree, d)
         args = ["make", "-s", "-j2"]
+        extra = EXTRA_CFLAGS.get(name)
         if macros:
-            args += ["MACROS=" + macros, "CC=" + cc, "LDFLAGS=" + ldflags]
+            args += ["MACROS=" + macros, "CC=" + cc + (" " + extra if extra else ""),
+                     "LDFLAGS=" + ldflags]
+        elif extra:
+            args += ["CC=gcc " + extra]
         r = subprocess.run(args, cwd=cwd, stdout=log, stderr=log)
         ok[name] = r.returncode == 0 and os.path.exists(os.path.join(cwd, binary))
     return ok
