@@ -35,7 +35,7 @@ enum Command {
     Top(top::TopArgs),
     /// Measure MBCF against raw UDP, TCP and Open MPI on two hosts.
     Bench(bench::BenchCli),
-    /// Compile and link a C MPI program against libmpi (`-show` prints the command).
+    /// Compile and link a C MPI program against libmpi (`-show` prints the command; `--rcop` compiles with `sss cc`'s pass).
     Mpicc(mpicc::WrapArgs),
     /// Compile and link a C++ MPI program against libmpi.
     Mpicxx(mpicc::WrapArgs),

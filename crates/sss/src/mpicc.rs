@@ -117,6 +117,14 @@ pub fn run(args: WrapArgs, lang: Lang) -> Result<u8, String> {
     };
     let compiler = std::env::var(var).unwrap_or_else(|_| default.into());
     let (inc, lib) = locate()?;
+    if lang != Lang::Fortran && crate::rcop::wanted(&args.args) {
+        let mpi = crate::rcop::Also {
+            inc: &inc,
+            lib: &lib,
+            name: "mpi",
+        };
+        return crate::rcop::run_with(&args.args, lang == Lang::Cxx, Some(&mpi));
+    }
     let extra = match lang {
         Lang::Fortran => fortran_flags(&compiler, &inc)?,
         _ => Vec::new(),

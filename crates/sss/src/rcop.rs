@@ -13,7 +13,8 @@
 //! a list such as `ia,bo`) selects the optimizations (see `docs/rcop.md`).
 //! `--udsm` also checks page presence before every load and store that
 //! may reach the heap, and makes the program open its heap without
-//! userfaultfd (UDSM).
+//! userfaultfd (UDSM). `sss mpicc`/`sss mpicxx` given `--rcop` (or
+//! `-fsss-opt=`, `--udsm`) compile the same way and link libmpi too.
 
 use crate::mpicc::{locate_lib, WrapArgs};
 use std::path::{Path, PathBuf};
@@ -77,6 +78,20 @@ fn plugin(llvm_config: &str) -> Result<PathBuf, String> {
     Ok(so)
 }
 
+/// A library added beside libsss (`sss mpicc --rcop`: libmpi): its
+/// include directory, library directory and name.
+pub struct Also<'a> {
+    pub inc: &'a Path,
+    pub lib: &'a Path,
+    pub name: &'a str,
+}
+
+/// Whether `args` ask `sss mpicc` for the RCOP pass.
+pub fn wanted(args: &[String]) -> bool {
+    args.iter()
+        .any(|a| a == "--rcop" || a == "--udsm" || a.starts_with("-fsss-opt="))
+}
+
 /// The compiler command for `args`; whether `-show` was asked.
 fn command(
     compiler: &str,
@@ -84,8 +99,11 @@ fn command(
     args: &[String],
     inc: &Path,
     lib: &Path,
+    also: Option<&Also>,
 ) -> (Vec<String>, bool) {
-    let show = args.iter().any(|a| a == "-show" || a == "--show");
+    let show = args
+        .iter()
+        .any(|a| a == "-show" || a == "--show" || a == "-showme");
     let compile_only = args
         .iter()
         .any(|a| ["-c", "-E", "-S", "-M", "-MM"].contains(&a.as_str()));
@@ -94,14 +112,25 @@ fn command(
         format!("-fpass-plugin={}", plugin.display()),
         format!("-I{}", inc.display()),
     ];
+    if let Some(a) = also {
+        cmd.push(format!("-I{}", a.inc.display()));
+    }
     cmd.extend(
         args.iter()
             .filter(|a| {
-                !matches!(a.as_str(), "-show" | "--show" | "--udsm") && !a.starts_with("-fsss-opt=")
+                !matches!(
+                    a.as_str(),
+                    "-show" | "--show" | "-showme" | "--udsm" | "--rcop"
+                ) && !a.starts_with("-fsss-opt=")
             })
             .cloned(),
     );
     if !compile_only {
+        if let Some(a) = also {
+            cmd.push(format!("-L{}", a.lib.display()));
+            cmd.push(format!("-Wl,-rpath,{}", a.lib.display()));
+            cmd.push(format!("-l{}", a.name));
+        }
         cmd.push(format!("-L{}", lib.display()));
         cmd.push(format!("-Wl,-rpath,{}", lib.display()));
         cmd.push("-lsss".into());
@@ -126,6 +155,11 @@ fn check_opt(opt: &str) -> Result<(), String> {
 
 /// Runs `sss cc` (`cxx`: `sss c++`); the compiler's exit status.
 pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
+    run_with(args.args(), cxx, None)
+}
+
+/// [`run`] with `also` linked too (`sss mpicc --rcop`).
+pub fn run_with(args: &[String], cxx: bool, also: Option<&Also>) -> Result<u8, String> {
     let compiler = if cxx {
         std::env::var("SSS_CXX").unwrap_or_else(|_| format!("clang++-{LLVM}"))
     } else {
@@ -135,9 +169,8 @@ pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
         std::env::var("SSS_LLVM_CONFIG").unwrap_or_else(|_| format!("llvm-config-{LLVM}"));
     let so = plugin(&llvm_config)?;
     let (inc, lib) = locate_lib("sss.h", "sss")?;
-    let (cmd, show) = command(&compiler, &so, args.args(), &inc, &lib);
+    let (cmd, show) = command(&compiler, &so, args, &inc, &lib, also);
     let opt = args
-        .args()
         .iter()
         .rev()
         .find_map(|a| a.strip_prefix("-fsss-opt="))
@@ -145,7 +178,7 @@ pub fn run(args: WrapArgs, cxx: bool) -> Result<u8, String> {
     check_opt(opt)?;
     // The pass reads its options from the environment; `udsm` rides
     // along with the optimizations.
-    let opt = if args.args().iter().any(|a| a == "--udsm") {
+    let opt = if args.iter().any(|a| a == "--udsm") {
         format!("{opt},udsm")
     } else {
         opt.to_string()
@@ -170,16 +203,48 @@ mod tests {
     fn plugin_first_libsss_last_when_linking() {
         let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let (p, inc, lib) = (Path::new("/p.so"), Path::new("/i"), Path::new("/l"));
-        let (c, show) = command("clang-16", p, &a(&["-O0", "x.c", "-show"]), inc, lib);
+        let (c, show) = command("clang-16", p, &a(&["-O0", "x.c", "-show"]), inc, lib, None);
         assert!(show);
         assert_eq!(
             c.join(" "),
             "clang-16 -fpass-plugin=/p.so -I/i -O0 x.c -L/l -Wl,-rpath,/l -lsss"
         );
-        let (c, _) = command("clang-16", p, &a(&["-c", "x.c"]), inc, lib);
+        let (c, _) = command("clang-16", p, &a(&["-c", "x.c"]), inc, lib, None);
         assert_eq!(c.join(" "), "clang-16 -fpass-plugin=/p.so -I/i -c x.c");
-        let (c, _) = command("clang-16", p, &a(&["--udsm", "-c", "x.c"]), inc, lib);
+        let (c, _) = command("clang-16", p, &a(&["--udsm", "-c", "x.c"]), inc, lib, None);
         assert_eq!(c.join(" "), "clang-16 -fpass-plugin=/p.so -I/i -c x.c");
+    }
+
+    #[test]
+    fn mpicc_with_the_pass_links_libmpi_before_libsss() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (p, inc, lib) = (Path::new("/p.so"), Path::new("/i"), Path::new("/l"));
+        let mpi = Also {
+            inc: Path::new("/mi"),
+            lib: Path::new("/ml"),
+            name: "mpi",
+        };
+        let args = a(&["--rcop", "-fsss-opt=no", "x.c", "-o", "x"]);
+        assert!(wanted(&args));
+        assert!(!wanted(&a(&["-O2", "x.c"])));
+        let (c, _) = command("clang-16", p, &args, inc, lib, Some(&mpi));
+        assert_eq!(
+            c.join(" "),
+            "clang-16 -fpass-plugin=/p.so -I/i -I/mi x.c -o x -L/ml -Wl,-rpath,/ml -lmpi \
+             -L/l -Wl,-rpath,/l -lsss"
+        );
+        let (c, _) = command(
+            "clang-16",
+            p,
+            &a(&["--rcop", "-c", "x.c"]),
+            inc,
+            lib,
+            Some(&mpi),
+        );
+        assert_eq!(
+            c.join(" "),
+            "clang-16 -fpass-plugin=/p.so -I/i -I/mi -c x.c"
+        );
     }
 
     #[test]

@@ -207,6 +207,62 @@ fn the_pass_notes_heap_stores_and_leaves_private_ones() {
     }
 }
 
+/// `sss mpicc --rcop`: an MPI program compiled by the pass (its store
+/// through a pointer noted), linked with libmpi and libsss, runs; without
+/// the flag the wrapper stays plain `cc`.
+#[test]
+fn mpicc_with_rcop_runs_the_pass_and_links_libmpi() {
+    if !have_llvm() {
+        return;
+    }
+    build_libsss();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let release = sss().parent().and_then(|d| d.file_name()) == Some("release".as_ref());
+    let mut b = Command::new(cargo);
+    b.args(["build", "-p", "sss-mpi", "--lib"])
+        .current_dir(root());
+    if release {
+        b.arg("--release");
+    }
+    ok(&mut b);
+    let dir = scratch("mpicc");
+    let c = dir.join("hybrid.c");
+    std::fs::write(
+        &c,
+        "#include <mpi.h>\n#include <stdio.h>\n\
+         void put(long *p, long v) { *p = v; }\n\
+         int main(int argc, char **argv) {\n\
+           int r; long v, s = 0; MPI_Init(&argc, &argv);\n\
+           MPI_Comm_rank(MPI_COMM_WORLD, &r); put(&v, r + 1);\n\
+           MPI_Allreduce(&v, &s, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);\n\
+           if (r == 0) printf(\"sum %ld\\n\", s);\n\
+           MPI_Finalize(); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("hybrid");
+    let out = ok(Command::new(sss())
+        .args(["mpicc", "--rcop", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .env("SSS_RCOP_STATS", "1"));
+    assert!(
+        out.lines().any(|l| l.starts_with("sss-rcop:")),
+        "the pass did not run:\n{out}"
+    );
+    let run = ok(Command::new(sss()).args(["run", "-n", "2"]).arg(&exe));
+    assert!(run.contains("sum 3"), "{run}");
+    let show = ok(Command::new(sss()).args(["mpicc", "-show", "x.c"]));
+    assert!(
+        !show.contains("pass-plugin") && show.contains("-lmpi"),
+        "{show}"
+    );
+    let show = ok(Command::new(sss()).args(["mpicc", "--rcop", "-show", "x.c"]));
+    assert!(
+        show.contains("pass-plugin") && show.contains("-lmpi") && show.contains("-lsss"),
+        "{show}"
+    );
+}
+
 #[test]
 fn consecutive_stores_over_whole_loops_become_one_range_note() {
     if !have_llvm() {
