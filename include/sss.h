@@ -988,6 +988,15 @@ void sss_rcop_note(const void *addr, size_t len);
  */
 extern uint64_t sss_rcop_map;
 void sss_rcop_udsm(void);
+
+/**
+ * In code compiled with `sss cc -fsss-opt=no` or `-fsss-opt=ia` (without
+ * `mb`, the seeds' NO and IA rows): a constructor calls it before main,
+ * so heaps opened afterwards send every note as a WRITE of its own at the
+ * release, neither merged with its neighbours nor packed with others to
+ * the same home.
+ */
+void sss_rcop_separate(void);
 void sss_rcop_fetch(const void *addr, size_t len);
 void sss_rcop_fetch_range(const void *lo, const void *hi);
 

@@ -14,8 +14,10 @@
 //
 // SSS_RCOP_OPT selects the optimizations (and, with `udsm`, UDSM mode:
 // see planUdsm()): `no` (the seeds' NO row: one
-// note per dynamic store), `ia` (the default: coalescing), `bo`
-// (back-off), `all`, or a comma-separated list. Under `ia` a store's
+// note per dynamic store, each sent alone), `mb` (their MB row: the same
+// notes, combined by the heap), `ia` (coalescing, each note sent alone),
+// `mb,ia` (the default), `bo` (back-off), `all`, or a comma-separated
+// list. Under `ia` a store's
 // bytes over whole loops become one range note at the exit of the
 // widest loop where they are exactly one range (see plan()); a store
 // covered by another's range needs none; cursor loops are noted by
@@ -94,11 +96,11 @@ struct Point {
   Value *Len; // i64
 };
 
-// SSS_RCOP_OPT, as `sss cc` checked it: `no`, `ia`, `bo`, `all` or a
-// comma-separated list of them.
+// SSS_RCOP_OPT, as `sss cc` checked it: `no`, `mb`, `ia`, `bo`, `all`
+// or a comma-separated list of them.
 bool option(const char *Name) {
   const char *S = getenv("SSS_RCOP_OPT");
-  StringRef Opt = S && *S ? S : "ia";
+  StringRef Opt = S && *S ? S : "mb,ia";
   SmallVector<StringRef, 4> Parts;
   Opt.split(Parts, ',');
   for (StringRef P : Parts)
@@ -107,8 +109,15 @@ bool option(const char *Name) {
   return false;
 }
 
-// Coalescing and redundant-write elimination: unless `no` alone.
-bool coalescing() { return option("ia") || !option("no"); }
+// Coalescing and redundant-write elimination: `ia`, or no row named
+// (`bo` alone keeps the default `mb,ia`).
+bool coalescing() { return option("ia") || (!option("no") && !option("mb")); }
+
+// Combining (the seeds' MB): done by the heap, which merges a release's
+// notes and packs those for one home into as few packets as they fill.
+// Without it (`no`, `ia`: the seeds' NO and IA rows) a constructor tells
+// the heap to send every note as a packet of its own.
+bool combining() { return option("mb") || (!option("no") && !option("ia")); }
 
 // Back-off checks at the latches of loops that note (`bo`).
 bool backingOff() { return option("bo"); }
@@ -1530,18 +1539,23 @@ struct Rcop : PassInfoMixin<Rcop> {
       FAM.invalidate(F, PreservedAnalyses::none());
       Changed = true;
     }
-    if (udsm()) {
-      // Before main: heaps are opened without userfaultfd.
+    // Before main: heaps are opened without userfaultfd (UDSM), or to
+    // send each note alone (no combining).
+    auto ctor = [&](const char *Name, const char *Callee) {
       LLVMContext &C = M.getContext();
       Function *Ctor = Function::Create(FunctionType::get(Type::getVoidTy(C), false),
-                                        GlobalValue::InternalLinkage, "sss.rcop.udsm", M);
+                                        GlobalValue::InternalLinkage, Name, M);
       Ctor->addFnAttr(Done);
       IRBuilder<> B(BasicBlock::Create(C, "", Ctor));
-      B.CreateCall(M.getOrInsertFunction("sss_rcop_udsm", Type::getVoidTy(C)));
+      B.CreateCall(M.getOrInsertFunction(Callee, Type::getVoidTy(C)));
       B.CreateRetVoid();
       appendToGlobalCtors(M, Ctor, 0);
       Changed = true;
-    }
+    };
+    if (udsm())
+      ctor("sss.rcop.udsm", "sss_rcop_udsm");
+    if (!combining())
+      ctor("sss.rcop.separate", "sss_rcop_separate");
     if (stats() && udsm())
       errs() << "sss-rcop: " << M.getName() << ": UDSM: " << Total.Present
              << " accesses checked one by one, " << Total.PresentHoisted << " covered by "

@@ -2,9 +2,13 @@
 # Seed 000 Tables 7 and 8 for our RCOP: LU-Contig (n = 512, b = 16) and
 # Radix (1M keys), each task's consistency-code executions (#CM),
 # packets and bytes sent, and the program's own time, for
-#   no     sss cc -fsss-opt=no   (one note per dynamic store)
-#   ia     sss cc -fsss-opt=ia   (coalescing, the default)
-#   ia0    the same with SSS_RCOP_DIFF=0: no diffed ranges (stores in
+#   no     sss cc -fsss-opt=no     (the seeds' NO: one note per dynamic
+#          store, each sent as a packet of its own)
+#   mb     sss cc -fsss-opt=mb     (MB: the same notes, combined by the
+#          heap into as few packets per home as they fill)
+#   ia     sss cc -fsss-opt=ia     (IA: coalescing, each note alone)
+#   mbia   sss cc -fsss-opt=mb,ia  (MB & IA, the default)
+#   ia0    mbia with SSS_RCOP_DIFF=0: no diffed ranges (stores in
 #          loops that are not one range noted store by store, cursor
 #          loops by bucket), to show what diffed ranges change
 #   hand   cc with the examples' hand-placed ST/NOTE_RANGE notes (each
@@ -20,13 +24,16 @@
 #
 #   scripts/rcop-tables.sh [P] [REPS]          (default 4 tasks, 3 runs)
 #
-# Our DSM always combines the notes for one home into as few packets as
-# it can (the seeds' MB): `no` corresponds to their MB row, `ia` to
-# MB & IA. Needs clang-16 and llvm-16-dev (what `sss cc` uses).
+# Combining (the seeds' MB) is the heap's: a release merges its notes
+# and packs those for one home into as few packets as they fill; a
+# program built without `mb` has the heap send each note alone. Needs
+# clang-16 and llvm-16-dev (what `sss cc` uses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-4}
 REPS=${2:-3}
+# The builds to run (a subset narrows it: SSS_TABLE_VARIANTS="mbia trap").
+VARIANTS=${SSS_TABLE_VARIANTS:-no mb ia mbia ia0 hand trap}
 HOSTS=${SSS_TABLE_HOSTS:-127.0.0.2,127.0.0.3}
 cargo build --release -q -p sss -p sss-capi
 SSS=$PWD/target/release/sss
@@ -38,8 +45,9 @@ build() { # prog variant
   local prog=$1 v=$2 src=$work/$1.c exe=$work/$1-$2
   m4 parmacs/sss.m4 "examples/parmacs/$prog.c.in" > "$src"
   case $v in
-    no|ia) "$SSS" cc "-fsss-opt=$v" -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
-    ia0) SSS_RCOP_DIFF=0 "$SSS" cc -fsss-opt=ia -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
+    no|mb|ia) "$SSS" cc "-fsss-opt=$v" -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
+    mbia) "$SSS" cc -fsss-opt=mb,ia -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
+    ia0) SSS_RCOP_DIFF=0 "$SSS" cc -fsss-opt=mb,ia -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -lm ;;
     # Every hand-placed note a call, so that the heap counts them.
     hand) cc -std=gnu11 -O2 -DSSS_NO_INLINE_NOTES -Iinclude -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -L"$LIB" -Wl,-rpath,"$LIB" -lsss -lm ;;
     trap) cc -std=gnu11 -O2 -DSSS_PM_NO_NOTES -Iinclude -Iparmacs -o "$exe" "$src" parmacs/sss_parmacs.c -L"$LIB" -Wl,-rpath,"$LIB" -lsss -lm ;;
@@ -76,7 +84,7 @@ table() { # prog title seeds args...
   echo "| build | time (s) | #CM per task | packets per task | MB per task | checksum |"
   echo "|---|---:|---:|---:|---:|---|"
   local v
-  for v in no ia ia0 hand trap; do
+  for v in $VARIANTS; do
     build "$prog" "$v" > "$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
   done
   # The builds' runs alternate (rep 1 of each, rep 2 of each, ...), so
@@ -84,11 +92,11 @@ table() { # prog title seeds args...
   declare -A all=()
   local r
   for r in $(seq "$REPS"); do
-    for v in no ia ia0 hand trap; do
+    for v in $VARIANTS; do
       all[$v]+="$(run "$prog" "$v" "$@")"$'\n'
     done
   done
-  for v in no ia ia0 hand trap; do
+  for v in $VARIANTS; do
     local runs=()
     mapfile -t runs < <(printf '%s' "${all[$v]}")
     # The median run by time.

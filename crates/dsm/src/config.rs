@@ -66,6 +66,13 @@ pub struct Config {
     pub userfaultfd: bool,
     /// Which thread resolves faults (`SSS_DSM_FAULTS=signal|thread`).
     pub faults: FaultMode,
+    /// Whether notes are combined (the default): merged with their
+    /// neighbours and sent to each home in as few packets as they fill.
+    /// `false` sends every `Ulrc` note as a WRITE of its own at the
+    /// release, the seeds' rows without MB (seed 000 Tables 7–8). Not an
+    /// environment setting: a program built with `sss cc -fsss-opt=no`
+    /// or `-fsss-opt=ia` selects it itself.
+    pub combine: bool,
 }
 
 /// A barrier wait that lasts: after `after`, the waiter names the tasks
@@ -127,6 +134,7 @@ impl Default for Config {
             stall: Stall::default(),
             userfaultfd: true,
             faults: FaultMode::Signal,
+            combine: true,
         }
     }
 }

@@ -212,7 +212,7 @@ impl Shared {
     pub(crate) fn note_policy(&self) -> NotePolicy {
         if !self.notes_needed() {
             NotePolicy::Drop
-        } else if lock(&self.place).eager {
+        } else if !self.cfg.combine || lock(&self.place).eager {
             NotePolicy::Call
         } else {
             NotePolicy::Log

@@ -77,6 +77,7 @@ fn run_task(scenario: &str) -> TaskResult {
         fault_no_wakeups: false,
         stall: Default::default(),
         userfaultfd: true,
+        combine: variant != Some("separate"),
         ..Config::default()
     };
     let dsm = Dsm::new(&task, cfg)?;
@@ -98,6 +99,9 @@ fn run_task(scenario: &str) -> TaskResult {
     }
     if variant == Some("touch") {
         return first_touch(dsm);
+    }
+    if variant == Some("combined") || variant == Some("separate") {
+        return scattered_notes(dsm);
     }
     // "edge": each task reads only the first page of the next task's
     // block, as a stencil reads its neighbour's boundary row.
@@ -395,6 +399,64 @@ fn a_home_run_is_populated_at_its_first_fault() {
                 );
             }
         }
+    }
+}
+
+/// Rank 0 notes [`SCATTERED`] words apart from each other (every other
+/// word of pages homed at rank 1), then a barrier; every task checks them.
+fn scattered_notes(dsm: Dsm) -> TaskResult {
+    let me = dsm.rank();
+    let words = 2 * PAGE / 8;
+    let a = dsm
+        .malloc_all(2 * words * 8, Placement::Block)?
+        .cast::<u64>();
+    // Rank 1's half: the second two pages of four.
+    let theirs = a.wrapping_add(words);
+    if me == 0 {
+        for k in 0..SCATTERED {
+            let p = theirs.wrapping_add(2 * k);
+            store(p, k as u64 + 7);
+            dsm.note_write(p.cast(), 8)?;
+        }
+    }
+    dsm.barrier()?;
+    for k in 0..SCATTERED {
+        check(
+            load(theirs.wrapping_add(2 * k)) == k as u64 + 7,
+            "noted word",
+        )?;
+    }
+    dsm.barrier()?;
+    let st = dsm.finalize()?;
+    println!("SPEED-OK rank={me} {}", st.to_json(me));
+    Ok(())
+}
+
+/// Notes [`scattered_notes`] makes.
+const SCATTERED: usize = 300;
+
+/// The seeds' MB (seed 000 Tables 7–8): a release combines its notes for
+/// one home into few packets; without combining (`Config::combine`
+/// false, what `sss cc -fsss-opt=no` or `ia` selects) each note is a
+/// WRITE of its own.
+#[test]
+fn notes_are_combined_unless_asked_to_go_alone() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+    ] {
+        let out = run(placement, "ulrc,note,combined");
+        let combined = count(&out, 0, "writes");
+        assert!(combined <= 4, "{placement:?}: {combined} writes combined");
+        let out = run(placement, "ulrc,note,separate");
+        let alone = count(&out, 0, "writes");
+        assert!(
+            alone >= SCATTERED as u64,
+            "{placement:?}: {alone} writes for {SCATTERED} notes sent alone"
+        );
     }
 }
 

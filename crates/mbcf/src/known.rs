@@ -392,8 +392,8 @@ pub const SETTINGS: &[Known] = &[
     ),
     k(
         "SSS_RCOP_OPT",
-        "ia",
-        "no, ia, bo, all, or a list such as ia,bo; udsm added by --udsm",
+        "mb,ia",
+        "no, mb, ia, bo, all, or a list such as mb,ia,bo; udsm added by --udsm",
         "the RCOP pass's optimization and mode (sss cc sets it from -fsss-opt= and --udsm)",
         Launcher,
     ),

@@ -9,8 +9,9 @@
 //! this program, with the `llvm-config` of the same LLVM. `SSS_CC` /
 //! `SSS_CXX` choose the compilers (default `clang-16`, `clang++-16`),
 //! `SSS_LLVM_CONFIG` the `llvm-config`. `SSS_RCOP_STATS=1` makes the pass
-//! report what it instrumented. `-fsss-opt=no|ia|bo|all` (default `ia`;
-//! a list such as `ia,bo`) selects the optimizations (see `docs/rcop.md`).
+//! report what it instrumented. `-fsss-opt=no|mb|ia|bo|all` (default
+//! `mb,ia`; a list such as `mb,ia,bo`) selects the optimizations (see
+//! `docs/rcop.md`).
 //! `--udsm` also checks page presence before every load and store that
 //! may reach the heap, and makes the program open its heap without
 //! userfaultfd (UDSM). `sss mpicc`/`sss mpicxx` given `--rcop` (or
@@ -138,16 +139,19 @@ fn command(
     (cmd, show)
 }
 
-/// Checks a `-fsss-opt=` value: `no`, `ia`, `bo` or `all`, or a
-/// comma-separated list of them (`no,bo`: one note per store, with
-/// back-off; `bo` alone keeps the default `ia`).
+/// Checks a `-fsss-opt=` value: `no`, `mb`, `ia`, `bo` or `all`, or a
+/// comma-separated list of them (the seeds' rows: `no`, `mb`, `ia`,
+/// `mb,ia`; `no,bo`: one note per store, with back-off; `bo` alone keeps
+/// the default `mb,ia`).
 fn check_opt(opt: &str) -> Result<(), String> {
     let parts: Vec<&str> = opt.split(',').collect();
-    if parts.iter().any(|p| !["no", "ia", "bo", "all"].contains(p))
+    if parts
+        .iter()
+        .any(|p| !["no", "mb", "ia", "bo", "all"].contains(p))
         || (parts.contains(&"no") && parts.iter().any(|p| ["ia", "all"].contains(p)))
     {
         return Err(format!(
-            "-fsss-opt={opt}: expected no, ia, bo, all or a list of them (no excludes ia and all)"
+            "-fsss-opt={opt}: expected no, mb, ia, bo, all or a list of them (no excludes ia and all)"
         ));
     }
     Ok(())
@@ -174,7 +178,7 @@ pub fn run_with(args: &[String], cxx: bool, also: Option<&Also>) -> Result<u8, S
         .iter()
         .rev()
         .find_map(|a| a.strip_prefix("-fsss-opt="))
-        .unwrap_or("ia");
+        .unwrap_or("mb,ia");
     check_opt(opt)?;
     // The pass reads its options from the environment; `udsm` rides
     // along with the optimizations.
@@ -249,10 +253,12 @@ mod tests {
 
     #[test]
     fn opt_lists_combine_back_off_with_either_row() {
-        for good in ["no", "ia", "bo", "all", "ia,bo", "no,bo"] {
+        for good in [
+            "no", "mb", "ia", "mb,ia", "bo", "all", "ia,bo", "no,bo", "no,mb",
+        ] {
             assert!(check_opt(good).is_ok(), "{good}");
         }
-        for bad in ["", "mb", "ia,", "no,ia", "no,all", "IA"] {
+        for bad in ["", "mc", "ia,", "no,ia", "no,all", "IA"] {
             assert!(check_opt(bad).is_err(), "{bad}");
         }
     }

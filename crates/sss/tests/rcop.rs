@@ -629,6 +629,36 @@ void int_cursors(int *dst, long *p, const int *key, long n) {
 /// of less than a whole word (a diff sends whole words), a loop that may
 /// synchronize, an address the nest does not bound, `-fsss-opt=no`,
 /// `SSS_RCOP_DIFF=0`.
+/// The seeds' rows without MB (`no`, `ia`) carry a constructor that has
+/// the heap send each note alone; `mb`, `mb,ia` (the default), `all` and
+/// `bo` alone do not.
+#[test]
+fn rows_without_mb_ask_the_heap_to_send_notes_alone() {
+    if !have_llvm() {
+        return;
+    }
+    build_libsss();
+    let dir = scratch("separate");
+    let src = "void f(long *p, long n) { for (long i = 0; i < n; i++) p[i] = i; }";
+    for (opt, alone) in [
+        ("-fsss-opt=no", true),
+        ("-fsss-opt=ia", true),
+        ("-fsss-opt=ia,bo", true),
+        ("-fsss-opt=mb", false),
+        ("-fsss-opt=mb,ia", false),
+        ("-fsss-opt=all", false),
+        ("-fsss-opt=bo", false),
+        ("-O2", false),
+    ] {
+        let ir = ir_of(&dir, src, opt, &[]);
+        assert_eq!(
+            ir.contains("call void @sss_rcop_separate()"),
+            alone,
+            "{opt}:\n{ir}"
+        );
+    }
+}
+
 #[test]
 fn loops_bounded_but_not_one_range_are_diffed() {
     if !have_llvm() {

@@ -127,6 +127,9 @@ pub unsafe extern "C" fn sss_dsm_init(
             }
             cfg.userfaultfd = false;
         }
+        // Built with `sss cc -fsss-opt=no` or `ia` (no `mb`): a packet a
+        // note, for the seeds' tables.
+        cfg.combine = !super::rcop::separate_binary();
         let dsm = Dsm::new(t.task(), cfg).map_err(failure)?;
         let (base, len) = (dsm.base() as usize, dsm.len());
         let presence = dsm.presence();

@@ -39,6 +39,24 @@ static CURRENT: AtomicPtr<DsmObj> = AtomicPtr::new(std::ptr::null_mut());
 /// Whether an object compiled with `sss cc --udsm` is in the program.
 static UDSM: AtomicBool = AtomicBool::new(false);
 
+/// Whether an object compiled without combining (`-fsss-opt=no` or `ia`)
+/// is in the program.
+static SEPARATE: AtomicBool = AtomicBool::new(false);
+
+/// Called before `main` by a constructor in every object `sss cc`
+/// compiled without `mb` (`-fsss-opt=no`, `-fsss-opt=ia`: the seeds' NO
+/// and IA rows): heaps opened from now on send each note as a WRITE of
+/// its own (`Config::combine`).
+#[no_mangle]
+pub extern "C" fn sss_rcop_separate() {
+    SEPARATE.store(true, Ordering::Release);
+}
+
+/// Whether the program was built without combining.
+pub(crate) fn separate_binary() -> bool {
+    SEPARATE.load(Ordering::Acquire)
+}
+
 /// Called before `main` by a constructor in every object `sss cc --udsm`
 /// compiled: heaps opened from now on do without userfaultfd (their
 /// pages are made present by the compiled checks' fetches).

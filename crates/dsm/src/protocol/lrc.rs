@@ -237,7 +237,15 @@ impl Shared {
         if runs.is_empty() && page_diffs.is_empty() {
             return Ok(Vec::new());
         }
-        let (runs, mut diffs) = self.diff_pages(merge_runs(runs), page_diffs)?;
+        // Uncombined (the seeds' rows without MB): a WRITE a note (or a
+        // run of a trapped page), neither merged nor packed in messages.
+        let (runs, mut diffs) = if self.cfg.combine {
+            self.diff_pages(merge_runs(runs), page_diffs)?
+        } else {
+            let mut runs = runs;
+            runs.extend(page_diffs.iter().flat_map(PageDiff::to_runs));
+            (runs, Vec::new())
+        };
         let mut pages = Vec::new();
         let mut homes_hit = HashSet::new();
         // The last message to each home is acknowledged (counted with
