@@ -82,6 +82,7 @@ fn run_task(scenario: &str) -> R {
         } else {
             FaultMode::Signal
         },
+        combine: !flags.contains(&"separate"),
     };
     let dsm = Dsm::new(&task, cfg)?;
     let (me, n) = (dsm.rank() as u64, dsm.size() as u64);
@@ -695,6 +696,7 @@ fn invalidate_note_config(userfaultfd: bool) -> Config {
         stall: Default::default(),
         userfaultfd,
         faults: FaultMode::Signal,
+        combine: true,
     }
 }
 
@@ -1091,6 +1093,8 @@ fn ulrc_with_notes() {
         return;
     }
     run_all("ulrc,note");
+    // Every note sent alone (the seeds' rows without MB).
+    run_all("ulrc,note,separate");
 }
 
 /// UDSM mode (no userfaultfd at all): the same scenario, every access
