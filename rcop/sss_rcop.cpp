@@ -1078,6 +1078,18 @@ void instrument(Function &F, FunctionAnalysisManager &FAM, bool Coalesce, bool B
   auto *Span = cast<GlobalVariable>(M.getOrInsertGlobal("sss_rcop_span", I64));
   FunctionCallee Note = M.getOrInsertFunction("sss_rcop_note", Type::getVoidTy(C), Ptr, I64);
   F.addFnAttr(Done);
+  // Inline assembly given a pointer that may reach the heap may store
+  // there: no pass sees those stores, so the compiler says so.
+  for (Instruction &I : instructions(F))
+    if (auto *CB = dyn_cast<CallBase>(&I))
+      if (CB->isInlineAsm() && !CB->onlyReadsMemory())
+        for (Value *A : CB->args())
+          if (A->getType()->isPointerTy() && !isPrivate(A)) {
+            errs() << "sss-rcop: warning: " << F.getName()
+                   << ": inline assembly is given a pointer that may reach the DSM heap; "
+                      "its stores are not noted (note them, or run with SSS_DSM_WRITES=trap)\n";
+            break;
+          }
   // Cond (optional, i1): the note is needed at all (no diffed range
   // covers the store).
   auto addNote = [&](IRBuilder<> &B, Value *P, Value *Len, Value *Cond = nullptr) {
