@@ -926,7 +926,8 @@ typedef struct sss_note_log {
     sss_dsm_h dsm;  /**< The handle whose notes are logged (NULL: none). */
     uint64_t lo;    /**< Its heap's first byte. */
     uint64_t span;  /**< Its heap's length. */
-    uint64_t mode;  /**< 0: call; 1: append; 2: no note needed. */
+    const uint64_t *mode; /**< Points at the policy word, in libsss: 0
+                             call; 1 append; 2 no note needed. */
     uint64_t owner; /**< pthread_self() of the appending thread. */
     uint64_t n;     /**< Entries in use. */
     uint64_t ent[SSS_NOTE_LOG_CAP][2]; /**< Address, length. */
@@ -938,7 +939,7 @@ static inline sss_status_t sss_dsm_note_write_inline(sss_dsm_h dsm,
                                                      size_t len) {
     sss_note_log_t *l = &sss_note_log;
     uint64_t a = (uint64_t)(uintptr_t)addr, rel = a - l->lo;
-    uint64_t mode = __atomic_load_n(&l->mode, __ATOMIC_ACQUIRE);
+    uint64_t mode = __atomic_load_n(l->mode, __ATOMIC_ACQUIRE);
     if (l->dsm == dsm && dsm != NULL && rel < l->span &&
         (uint64_t)len <= l->span - rel) {
         if (mode == 2) {

@@ -152,6 +152,14 @@ const NOTE_INVALIDATE: &[(&str, &str)] = &[
     ("SSS_DSM_PROTOCOL", "invalidate"),
     ("SSS_DSM_WRITES", "note"),
 ];
+/// Regression: with the fault thread, a fault it resolved switched the
+/// note log's policy word, then in the program's copy of libsss's log
+/// (in the adopted globals), and faulted on it itself: a hang.
+const NOTE_THREAD: &[(&str, &str)] = &[
+    ("SSS_DSM_PROTOCOL", "home_update"),
+    ("SSS_DSM_WRITES", "note"),
+    ("SSS_DSM_FAULTS", "thread"),
+];
 const TRAP_FORK: &[(&str, &str)] = &[
     ("SSS_DSM_PROTOCOL", "ulrc"),
     ("SSS_DSM_WRITES", "trap"),
@@ -419,6 +427,7 @@ fn globals_written_after_create_are_shared() {
             (TWO, ULRC),
             (FOUR_TWO_HOSTS, ULRC),
             (FOUR_TWO_HOSTS, NOTE_INVALIDATE),
+            (FOUR_TWO_HOSTS, NOTE_THREAD),
         ] {
             let n = placement[1];
             let (code, out, err) = LAUNCHER.run(placement, &exe, &[n], env);

@@ -659,8 +659,10 @@ impl Dsm {
 
     /// `word` holds the caller's [`NotePolicy`] (as u64): the heap stores
     /// [`NotePolicy::Call`] there as soon as it learns of a range whose
-    /// notes cannot wait (another task's allocation found by a fault).
-    /// Only the first word given is kept.
+    /// notes cannot wait (another task's allocation found by a fault),
+    /// from whichever thread learns of it, the fault thread included: the
+    /// word must not lie in memory that can fault (adopted memory, the
+    /// heap). Only the first word given is kept.
     pub fn watch_notes(&self, word: &'static AtomicU64) {
         let _ = self.shared.note_mode.set(word);
         if self.shared.note_policy() == NotePolicy::Call {

@@ -191,9 +191,10 @@ impl Shared {
     }
 
     /// Notes must reach the heap at once from now on: tells the caller's
-    /// note log ([`Dsm::watch_notes`]). Never with a lock of the heap held:
-    /// the log may lie in adopted memory (copied into the program), where
-    /// the store can fault, and resolving a fault takes those locks.
+    /// note log ([`Dsm::watch_notes`]). Called from any thread, the fault
+    /// thread too, so the word must never lie in memory that can fault
+    /// (libsss keeps it out of the program's copy of the log); and, as a
+    /// second guard, never with a lock of the heap held.
     fn notes_eager(&self) {
         if !self.notes_needed() {
             return;

@@ -25,7 +25,11 @@ pub struct NoteLog {
     dsm: AtomicPtr<DsmObj>,
     lo: AtomicU64,
     span: AtomicU64,
-    mode: AtomicU64,
+    /// Always [`MODE`]: the policy word lives in libsss, never in the
+    /// program's copy of this struct, so that the heap's fault and
+    /// progress threads can switch it without touching the program's
+    /// memory (adopted globals fault, and those threads must not).
+    mode: AtomicPtr<AtomicU64>,
     owner: AtomicU64,
     n: AtomicU64,
     ent: [[AtomicU64; 2]; CAP],
@@ -34,13 +38,16 @@ pub struct NoteLog {
 // The header's struct: a pointer, five words, the entries.
 const _: () = assert!(std::mem::size_of::<NoteLog>() == 48 + CAP * 16);
 
+/// The log's policy word (`NotePolicy`), which the log points at.
+static MODE: AtomicU64 = AtomicU64::new(0);
+
 /// The log the header's inline note writes to.
 #[no_mangle]
 pub static sss_note_log: NoteLog = NoteLog {
     dsm: AtomicPtr::new(std::ptr::null_mut()),
     lo: AtomicU64::new(0),
     span: AtomicU64::new(0),
-    mode: AtomicU64::new(0),
+    mode: AtomicPtr::new(&MODE as *const AtomicU64 as *mut AtomicU64),
     owner: AtomicU64::new(0),
     n: AtomicU64::new(0),
     ent: [const { [AtomicU64::new(0), AtomicU64::new(0)] }; CAP],
@@ -63,8 +70,8 @@ pub(crate) fn register(dsm: *mut DsmObj, h: &Dsm) {
     l.lo.store(h.base() as u64, Ordering::Relaxed);
     l.span.store(h.len() as u64, Ordering::Relaxed);
     l.owner.store(me(), Ordering::Relaxed);
-    l.mode.store(h.note_policy() as u64, Ordering::Relaxed);
-    h.watch_notes(&l.mode);
+    MODE.store(h.note_policy() as u64, Ordering::Relaxed);
+    h.watch_notes(&MODE);
     l.dsm.store(dsm, Ordering::Release);
 }
 
@@ -74,7 +81,7 @@ pub(crate) fn unregister(dsm: *const DsmObj) {
     if std::ptr::eq(l.dsm.load(Ordering::Acquire), dsm) {
         l.dsm.store(std::ptr::null_mut(), Ordering::Release);
         l.span.store(0, Ordering::Relaxed);
-        l.mode.store(NotePolicy::Call as u64, Ordering::Relaxed);
+        MODE.store(NotePolicy::Call as u64, Ordering::Relaxed);
         l.n.store(0, Ordering::Relaxed);
     }
 }
@@ -103,7 +110,7 @@ pub(crate) fn drain(dsm: *const DsmObj, h: &Dsm) -> Result<(), sss_dsm::Error> {
     } else {
         Ok(())
     };
-    l.mode.store(h.note_policy() as u64, Ordering::Release);
+    MODE.store(h.note_policy() as u64, Ordering::Release);
     r
 }
 
@@ -119,7 +126,7 @@ pub(crate) fn fast(dsm: *const DsmObj, addr: u64, len: u64) -> bool {
     if rel >= span || len > span - rel {
         return false;
     }
-    match l.mode.load(Ordering::Acquire) {
+    match MODE.load(Ordering::Acquire) {
         m if m == NotePolicy::Drop as u64 => true,
         m if m == NotePolicy::Log as u64 && l.owner.load(Ordering::Relaxed) == me() => {
             let n = l.n.load(Ordering::Relaxed) as usize;
