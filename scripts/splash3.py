@@ -189,6 +189,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run")
     ap.add_argument("--keep", action="store_true", help="keep --work afterwards")
     a = ap.parse_args()
+    if a.writes == "note" and a.cc == "gcc":
+        sys.exit("splash3: --writes note needs --cc sss (nothing notes the heap's stores in a gcc build)")
     if not os.path.exists(SSS):
         sys.exit("splash3: build first: cargo build --release -p sss")
     progs = PROGRAMS

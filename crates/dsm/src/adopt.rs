@@ -262,6 +262,6 @@ impl Shared {
     /// mode or, in note mode, by write-protect faults of the window
     /// alone (see [`Shared::traps_at`]).
     pub(crate) fn can_adopt(&self) -> bool {
-        self.cfg.writes == WriteMode::Trap || (self.uffd.wp() && !self.udsm())
+        self.cfg.writes == WriteMode::Trap || (self.wp_all && !self.udsm())
     }
 }

@@ -66,12 +66,14 @@ pub struct Config {
     pub userfaultfd: bool,
     /// Which thread resolves faults (`SSS_DSM_FAULTS=signal|thread`).
     pub faults: FaultMode,
-    /// Whether notes are combined (the default): merged with their
-    /// neighbours and sent to each home in as few packets as they fill.
-    /// `false` sends every `Ulrc` note as a WRITE of its own at the
-    /// release, the seeds' rows without MB (seed 000 Tables 7–8). Not an
-    /// environment setting: a program built with `sss cc -fsss-opt=no`
-    /// or `-fsss-opt=ia` selects it itself.
+    /// Whether a release combines what it sends (the default): notes
+    /// merged with their neighbours, runs for one home packed into as few
+    /// packets as they fill, pages cut into many runs sent as diff
+    /// messages. `false` sends every `Ulrc` note, and every run of a
+    /// diffed or trapped page, as a WRITE of its own: the seeds' rows
+    /// without MB (seed 000 Tables 7–8). Not an environment setting: a
+    /// program built with `sss cc -fsss-opt=no` or `-fsss-opt=ia` selects
+    /// it itself in note mode.
     pub combine: bool,
 }
 

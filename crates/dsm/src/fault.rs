@@ -307,7 +307,11 @@ impl Shared {
                 if proto == Protocol::HomeOnly {
                     st.transient.insert(p);
                 }
-                if (i == 0 && twin) || (fresh && saved.is_some()) {
+                // A page another thread installed meanwhile keeps its
+                // own record: its bytes may be older than `chunk`, so a
+                // twin of `chunk` would send the difference as this
+                // task's writes (a store there faults again if needed).
+                if (i == 0 && twin && fresh) || (fresh && saved.is_some()) {
                     st.dirty.entry(p).or_insert_with(|| {
                         bump(&self.stats.twins, 1);
                         Some(chunk.to_vec())

@@ -237,6 +237,13 @@ impl Dsm {
                 Err(_) => open(false)?,
             }
         };
+        // Whether every task has write-protect faults: what depends on
+        // them (guarded `Invalidate` copies, adopted memory in note mode)
+        // must be decided alike everywhere, whatever each kernel offers.
+        let wp_all = task
+            .allgather(&[uffd.wp() as u8])?
+            .iter()
+            .all(|v| v.first() == Some(&1));
         // The heap and its directory are large and mostly untouched: not
         // reserved in /dev/shm up front.
         let home = task.alloc_sparse(heap, Perm::ALL)?;
@@ -254,6 +261,7 @@ impl Dsm {
             cfg: Config { heap, ..cfg },
             view,
             uffd,
+            wp_all,
             presence,
             home,
             homes,
@@ -527,8 +535,10 @@ impl Dsm {
     pub fn note_write(&self, addr: *const u8, len: usize) -> Result<(), Error> {
         let s = &self.shared;
         let off = s.offset(addr as usize, len)?;
-        if s.cfg.writes == WriteMode::Trap {
-            // Write protection records the stores already.
+        if s.cfg.writes == WriteMode::Trap || s.traps_window(page_of(off)) {
+            // Write protection records the stores already (adopted memory
+            // in note mode too: a note would send its bytes again, this
+            // task's private ranges included).
             return Ok(());
         }
         bump(&s.stats.notes, 1);
@@ -631,6 +641,7 @@ impl Dsm {
             let inside = last.is_some_and(|r| {
                 r.protocol == Protocol::Ulrc
                     && len > 0
+                    && !s.traps_window(page_of(off))
                     && page_of(off) >= r.start
                     && page_of(off + len as u64 - 1) < r.start + r.pages
             });
@@ -723,8 +734,8 @@ impl Dsm {
     }
 
     /// Whether [`Dsm::adopt`] can share memory here: in trap mode, and in
-    /// note mode where the userfaultfd has write-protect faults (not
-    /// UDSM). The same in every task of a job on one kernel.
+    /// note mode where every task's userfaultfd has write-protect faults
+    /// (not UDSM). The same in every task of the job.
     pub fn can_adopt(&self) -> bool {
         self.shared.can_adopt()
     }

@@ -182,6 +182,9 @@ pub(crate) struct Shared {
     pub(crate) cfg: Config,
     pub(crate) view: sys::Reservation,
     pub(crate) uffd: sys::Uffd,
+    /// Every task's userfaultfd has write-protect faults (agreed when
+    /// the heap opened; what depends on them is decided alike).
+    pub(crate) wp_all: bool,
     /// UDSM mode (no userfaultfd): the presence map compiled code reads,
     /// kept equal to `present` and the mapped home pages.
     pub(crate) presence: Option<sys::Presence>,

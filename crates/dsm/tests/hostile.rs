@@ -302,6 +302,16 @@ fn adopt(writes: WriteMode) -> R {
     check(peek(at(2 * PAGE + 8)) == 42, "a write did not arrive")?;
     check(peek(at(PAGE + 200)) == 5, "a write did not arrive")?;
     check(peek(at(PAGE + 100)) == me as u8 + 1, "private byte lost")?;
+    // A note on adopted memory is no note: its stores are trapped (a
+    // note would send a private range too).
+    let notes = dsm.stats().notes;
+    dsm.note_write(at(PAGE + 100), 8)?;
+    if task.size() > 1 {
+        check(
+            dsm.stats().notes == notes,
+            "a note on adopted memory was kept",
+        )?;
+    }
     // Every task writes its own byte of one page (rank 0, the home, too),
     // unnoted in note mode, then again after the others read them.
     for round in 1..=3u8 {

@@ -117,7 +117,14 @@ pub fn run(args: WrapArgs, lang: Lang) -> Result<u8, String> {
     };
     let compiler = std::env::var(var).unwrap_or_else(|_| default.into());
     let (inc, lib) = locate()?;
-    if lang != Lang::Fortran && crate::rcop::wanted(&args.args) {
+    if crate::rcop::wanted(&args.args) {
+        if lang == Lang::Fortran {
+            return Err(
+                "--rcop, -fsss-opt= and --udsm are for C and C++ (sss mpicc, sss mpicxx): \
+                 the RCOP pass is a clang pass"
+                    .into(),
+            );
+        }
         let mpi = crate::rcop::Also {
             inc: &inc,
             lib: &lib,

@@ -128,8 +128,8 @@ pub unsafe extern "C" fn sss_dsm_init(
             cfg.userfaultfd = false;
         }
         // Built with `sss cc -fsss-opt=no` or `ia` (no `mb`): a packet a
-        // note, for the seeds' tables.
-        cfg.combine = !super::rcop::separate_binary();
+        // note, for the seeds' tables (notes are no-ops in trap mode).
+        cfg.combine = !(super::rcop::separate_binary() && cfg.writes == WriteMode::Note);
         let dsm = Dsm::new(t.task(), cfg).map_err(failure)?;
         let (base, len) = (dsm.base() as usize, dsm.len());
         let presence = dsm.presence();

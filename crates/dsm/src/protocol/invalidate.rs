@@ -174,7 +174,7 @@ impl Shared {
         proto == Protocol::Invalidate
             && self.cfg.writes == WriteMode::Note
             && self.size > 1
-            && self.uffd.wp()
+            && self.wp_all
             && !self.udsm()
     }
 
