@@ -44,25 +44,30 @@ impl Window {
     /// `page` (heap page, `data` its bytes from the home) with this task's
     /// private bytes in place; None when it holds none.
     pub(crate) fn patch(&self, page: u64, data: &[u8]) -> Option<Vec<u8>> {
-        let p0 = page * PAGE as u64;
-        if !self.holds(p0) {
-            return None;
-        }
-        let keep = lock(&self.keep);
-        let mut out: Option<Vec<u8>> = None;
-        for (o, bytes) in keep.iter() {
-            if let Some((at, from, n)) = overlap(p0, data.len(), *o, bytes.len()) {
-                out.get_or_insert_with(|| data.to_vec())[at..at + n]
-                    .copy_from_slice(&bytes[from..from + n]);
-            }
-        }
-        out
+        self.overlay(page, data, |dst, _, kept, from| {
+            dst.copy_from_slice(&kept[from..from + dst.len()]);
+        })
     }
 
     /// `page`'s bytes `cur` with its private ranges' bytes taken from
     /// `twin`, so that a release's diff never sends them (they change
     /// often: libsss's note log); None when it holds none.
     pub(crate) fn unkept(&self, page: u64, cur: &[u8], twin: &[u8]) -> Option<Vec<u8>> {
+        self.overlay(page, cur, |dst, at, _, _| {
+            dst.copy_from_slice(&twin[at..at + dst.len()]);
+        })
+    }
+
+    /// A copy of `base` (page `page`'s bytes) where `fill(span, at, kept,
+    /// from)` wrote each span a private range covers (`at`: its offset
+    /// in the page; `kept`: this task's bytes of the range, `from` the
+    /// span's offset in them); None when the page holds no private range.
+    fn overlay(
+        &self,
+        page: u64,
+        base: &[u8],
+        fill: impl Fn(&mut [u8], usize, &[u8], usize),
+    ) -> Option<Vec<u8>> {
         let p0 = page * PAGE as u64;
         if !self.holds(p0) {
             return None;
@@ -70,9 +75,9 @@ impl Window {
         let keep = lock(&self.keep);
         let mut out: Option<Vec<u8>> = None;
         for (o, bytes) in keep.iter() {
-            if let Some((at, _, n)) = overlap(p0, cur.len(), *o, bytes.len()) {
-                out.get_or_insert_with(|| cur.to_vec())[at..at + n]
-                    .copy_from_slice(&twin[at..at + n]);
+            if let Some((at, from, n)) = overlap(p0, base.len(), *o, bytes.len()) {
+                let dst = &mut out.get_or_insert_with(|| base.to_vec())[at..at + n];
+                fill(dst, at, bytes, from);
             }
         }
         out
