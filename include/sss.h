@@ -932,12 +932,15 @@ typedef struct sss_note_log {
     uint64_t n;     /**< Entries in use. */
     uint64_t ent[SSS_NOTE_LOG_CAP][2]; /**< Address, length. */
 } sss_note_log_t;
-extern sss_note_log_t sss_note_log;
+/* `sss_note_log2`: the log whose `mode` is a pointer (the first layout,
+ * `sss_note_log`, held the word itself); a program and a libsss of
+ * different layouts then fail to link or load instead of misreading. */
+extern sss_note_log_t sss_note_log2;
 
 static inline sss_status_t sss_dsm_note_write_inline(sss_dsm_h dsm,
                                                      const void *addr,
                                                      size_t len) {
-    sss_note_log_t *l = &sss_note_log;
+    sss_note_log_t *l = &sss_note_log2;
     uint64_t a = (uint64_t)(uintptr_t)addr, rel = a - l->lo;
     uint64_t mode = __atomic_load_n(l->mode, __ATOMIC_ACQUIRE);
     if (l->dsm == dsm && dsm != NULL && rel < l->span &&
@@ -1094,7 +1097,9 @@ int sss_dsm_can_adopt(sss_dsm_h dsm);
  * and the release sends what changed.
  * SSS_ERR_INVALID_PARAM where sss_dsm_can_adopt() says 0, for a
  * misaligned range, a range overlapping the heap or differing between
- * tasks, or a second call (in any task: every task fails alike).
+ * tasks, a range holding libsss's own state (libsss linked statically
+ * into the program), or a second call (in any task: every task fails
+ * alike).
  */
 sss_status_t sss_dsm_adopt(sss_dsm_h dsm, void *addr, size_t len,
                            const size_t *keep, size_t nkeep);

@@ -445,6 +445,28 @@ fn globals_written_after_create_are_shared() {
                 "{prog} with fork globals {env:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
             );
         }
+        // libsss linked statically: its own state would lie among the
+        // adopted globals (its threads would fault on it): refused with
+        // a message, not a hang.
+        if prog == "globals2" {
+            let stat = dir.path().join("globals2-static");
+            let m4 = expand(prog, "sss");
+            let c = dir.path().join("globals2-static.c");
+            std::fs::write(&c, &m4.stdout).expect("write the expanded source");
+            let mut cmd = cc(&["-std=gnu11", "-O2"], &stat, &[c.as_path()]);
+            cmd.arg(format!("-I{}", root().join("parmacs").display()))
+                .arg(root().join("parmacs/sss_parmacs.c"))
+                .arg(sss_testkit::lib_dir().join("libsss.a"))
+                .args(["-lpthread", "-ldl", "-lm", "-lgcc_s"]);
+            run_ok(&mut cmd);
+            for env in [ULRC, TRAP] {
+                let (code, _out, err) = LAUNCHER.run(TWO, &stat, &["2"], env);
+                assert!(
+                    code != Some(0) && err.contains("libsss linked statically"),
+                    "static libsss {env:?}: exit {code:?}\nstderr:\n{err}"
+                );
+            }
+        }
         let bad = [("SSS_DSM_WRITES", "trap"), ("SSS_PARMACS_GLOBALS", "both")];
         let (code, _out, err) = LAUNCHER.run(TWO, &exe, &["2"], &bad);
         assert!(

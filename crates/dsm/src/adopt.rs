@@ -17,7 +17,12 @@ use crate::shared::{lock, page_of, Shared};
 use crate::sys::{self, Adopted, PAGE};
 use crate::Error;
 use sss_mbcf::Options;
+use std::sync::atomic::AtomicU8;
 use std::sync::Mutex;
+
+/// A static of the runtime's own, to tell whether a range to adopt holds
+/// the runtime's state (see `Shared::adopt`).
+static RUNTIME_PROBE: AtomicU8 = AtomicU8::new(0);
 
 /// At most this many private ranges, each at most `MAX_KEEP_BYTES`
 /// (libsss's note log, copied into a program that notes inline, is just
@@ -116,7 +121,12 @@ impl Shared {
         keep: &[(usize, usize)],
     ) -> Result<(), Error> {
         let end = addr.checked_add(len);
-        let valid = addr % PAGE == 0
+        // The runtime's own statics inside: libsss linked statically
+        // into the program. Its threads would fault on their own state.
+        let probe = &RUNTIME_PROBE as *const AtomicU8 as usize;
+        let own = probe >= addr && end.is_some_and(|e| probe < e);
+        let valid = !own
+            && addr % PAGE == 0
             && len % PAGE == 0
             && len > 0
             && end.is_some()
@@ -133,7 +143,10 @@ impl Shared {
         mine.extend((len as u64).to_le_bytes());
         let all = self.task.allgather(&mine)?;
         if all.iter().any(|v| v.first() != Some(&1)) {
-            return Err(Error::Invalid(if can {
+            return Err(Error::Invalid(if own {
+                "adopted memory holds the DSM runtime's own state (libsss linked \
+                 statically into the program: link libsss.so)"
+            } else if can {
                 "adopted memory: not page-aligned, private ranges outside it, \
                  overlapping the heap, or adopted already (in some task)"
             } else {

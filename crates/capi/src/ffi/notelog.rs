@@ -41,9 +41,11 @@ const _: () = assert!(std::mem::size_of::<NoteLog>() == 48 + CAP * 16);
 /// The log's policy word (`NotePolicy`), which the log points at.
 static MODE: AtomicU64 = AtomicU64::new(0);
 
-/// The log the header's inline note writes to.
+/// The log the header's inline note writes to (`sss_note_log2`: the
+/// layout with `mode` a pointer; the symbol changed with the layout so
+/// that a program and a libsss of different layouts do not link).
 #[no_mangle]
-pub static sss_note_log: NoteLog = NoteLog {
+pub static sss_note_log2: NoteLog = NoteLog {
     dsm: AtomicPtr::new(std::ptr::null_mut()),
     lo: AtomicU64::new(0),
     span: AtomicU64::new(0),
@@ -64,7 +66,7 @@ fn me() -> u64 {
 
 /// `dsm`, just opened on this thread, now owns the log.
 pub(crate) fn register(dsm: *mut DsmObj, h: &Dsm) {
-    let l = &sss_note_log;
+    let l = &sss_note_log2;
     l.dsm.store(std::ptr::null_mut(), Ordering::Release);
     l.n.store(0, Ordering::Relaxed);
     l.lo.store(h.base() as u64, Ordering::Relaxed);
@@ -77,7 +79,7 @@ pub(crate) fn register(dsm: *mut DsmObj, h: &Dsm) {
 
 /// `dsm` is going away: notes no longer go to the log.
 pub(crate) fn unregister(dsm: *const DsmObj) {
-    let l = &sss_note_log;
+    let l = &sss_note_log2;
     if std::ptr::eq(l.dsm.load(Ordering::Acquire), dsm) {
         l.dsm.store(std::ptr::null_mut(), Ordering::Release);
         l.span.store(0, Ordering::Relaxed);
@@ -89,7 +91,7 @@ pub(crate) fn unregister(dsm: *const DsmObj) {
 /// Hands the log's notes to `h` (the heap of `dsm`) and refreshes the
 /// mode. Called at the start of every call on the handle.
 pub(crate) fn drain(dsm: *const DsmObj, h: &Dsm) -> Result<(), sss_dsm::Error> {
-    let l = &sss_note_log;
+    let l = &sss_note_log2;
     if !std::ptr::eq(l.dsm.load(Ordering::Acquire), dsm) {
         return Ok(());
     }
@@ -117,7 +119,7 @@ pub(crate) fn drain(dsm: *const DsmObj, h: &Dsm) -> Result<(), sss_dsm::Error> {
 /// The inline note in Rust, for `sss_rcop_note`: true when the note was
 /// logged or not needed.
 pub(crate) fn fast(dsm: *const DsmObj, addr: u64, len: u64) -> bool {
-    let l = &sss_note_log;
+    let l = &sss_note_log2;
     if !std::ptr::eq(l.dsm.load(Ordering::Acquire), dsm) {
         return false;
     }
