@@ -98,6 +98,7 @@
 #![warn(missing_docs)]
 
 mod adopt;
+mod agree;
 mod config;
 mod fault;
 mod layout;
@@ -162,6 +163,14 @@ pub enum Error {
     /// (the text names the tasks that did not arrive).
     #[error("{0}")]
     Stalled(String),
+    /// Another task failed a step of the heap's creation (the text names
+    /// the task, the step and its error); this task's heap is not made.
+    #[error("{0}")]
+    PeerFailed(String),
+    /// The tasks ask for different heaps (size, protocol, ADSM or UDSM);
+    /// the text names both.
+    #[error("{0}")]
+    Mismatch(String),
 }
 
 /// The shared heap of one task. Dropping it (or [`Dsm::finalize`]) stops
@@ -190,26 +199,31 @@ impl std::fmt::Debug for Dsm {
 impl Dsm {
     /// Collective: creates the heap in every task of `task`'s job.
     pub fn new(task: &Task, cfg: Config) -> Result<Dsm, Error> {
-        // Before any collective step, so a bad value fails alike in every
-        // task that has it.
-        let print_stats = config::stats_json_from_env()?;
+        // A step a task can fail alone is followed by an agreement (see
+        // `agree`): the others return an error naming it instead of
+        // waiting for it in the next collective step.
         let heap = cfg.heap.max(PAGE).next_multiple_of(PAGE);
         let wp = cfg.writes == WriteMode::Trap;
-        if wp && !cfg.userfaultfd {
-            return Err(Error::Invalid(
-                "trap mode needs userfaultfd (UDSM works in note mode only)",
-            ));
-        }
-        let presence = if cfg.userfaultfd {
-            None
-        } else {
-            Some(sys::Presence::new((heap / PAGE) as u64)?)
-        };
+        let local = (|| {
+            let print_stats = config::stats_json_from_env()?;
+            if wp && !cfg.userfaultfd {
+                return Err(Error::Invalid(
+                    "trap mode needs userfaultfd (UDSM works in note mode only)",
+                ));
+            }
+            let presence = if cfg.userfaultfd {
+                None
+            } else {
+                Some(sys::Presence::new((heap / PAGE) as u64)?)
+            };
+            Ok((print_stats, presence))
+        })();
+        let (print_stats, presence) =
+            agree::agree_on_settings(task, &Config { heap, ..cfg }, local)?;
         let view = reserve_everywhere(task, heap)?;
         // Faults resolved in the faulting thread where the kernel raises
         // SIGBUS for them, else by the fault thread. The handler's slot
-        // first: without one the heap takes the fault thread, so a task
-        // never fails alone after the collective steps below.
+        // first: without one the heap takes the fault thread.
         let mut slot = (cfg.userfaultfd && cfg.faults == FaultMode::Signal && signal::SUPPORTED)
             .then(signal::reserve)
             .flatten();
@@ -224,19 +238,17 @@ impl Dsm {
             Ok(u)
         };
         let uffd = if !cfg.userfaultfd {
-            sys::Uffd::none()
+            Ok(sys::Uffd::none())
         } else if wp {
-            open(true)?
+            open(true)
         } else {
             // Note mode: write-protect faults too where the kernel has
             // them, for `Invalidate` copies (a store not yet noted must
             // survive another writer's invalidation, see
             // `Shared::on_invalidate`); without them, missing faults only.
-            match open(true) {
-                Ok(u) => u,
-                Err(_) => open(false)?,
-            }
+            open(true).or_else(|_| open(false))
         };
+        let uffd = agree::agree(task, "open its userfaultfd", uffd)?;
         // Whether every task has write-protect faults: what depends on
         // them (guarded `Invalidate` copies, adopted memory in note mode)
         // must be decided alike everywhere, whatever each kernel offers.
@@ -246,11 +258,16 @@ impl Dsm {
             .all(|v| v.first() == Some(&1));
         // The heap and its directory are large and mostly untouched: not
         // reserved in /dev/shm up front.
-        let home = task.alloc_sparse(heap, Perm::ALL)?;
+        let segments = (|| {
+            Ok((
+                task.alloc_sparse(heap, Perm::ALL)?,
+                task.alloc(L::META_BYTES, Perm::ALL)?,
+                task.alloc_sparse(heap / PAGE * 8, Perm::ALL)?,
+            ))
+        })();
+        let (home, meta, dir) = agree::agree(task, "map its shared memory", segments)?;
         let homes = task.exchange(&home)?;
-        let meta = task.alloc(L::META_BYTES, Perm::ALL)?;
         let metas = task.exchange(&meta)?;
-        let dir = task.alloc_sparse(heap / PAGE * 8, Perm::ALL)?;
         let dirs = task.exchange(&dir)?;
         let size = task.size();
         let packets0 = task.stats().packets_sent;
@@ -290,54 +307,57 @@ impl Dsm {
             note_mode: std::sync::OnceLock::new(),
             fault_serial: Mutex::new(()),
         });
-        let weak = Arc::downgrade(&shared);
-        task.set_handler(
-            INVALIDATE_HANDLER,
-            Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
-                if let Some(s) = weak.upgrade() {
-                    s.on_invalidate(ctx, payload);
-                }
-            }),
-        )?;
-        let weak = Arc::downgrade(&shared);
-        task.set_handler(
-            UPDATE_HANDLER,
-            Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
-                if let Some(s) = weak.upgrade() {
-                    s.on_update(ctx, payload);
-                }
-            }),
-        )?;
-        let stop = sys::EventFd::new()?;
-        let s2 = shared.clone();
-        let stop_fd = stop.fd();
-        // Faults by signal only with a slot and a userfaultfd that raises
-        // them (else the slot goes back).
-        let signals = if shared.uffd.sigbus() {
-            slot.take().map(|s| s.activate(&shared))
-        } else {
-            None
-        };
-        drop(slot);
-        // UDSM: nothing faults; faults by signal: no events. No thread.
-        let thread = if shared.udsm() || signals.is_some() {
-            None
-        } else {
-            Some(
-                std::thread::Builder::new()
-                    .name(format!("sss-dsm-fault-{}", task.rank()))
-                    .spawn(move || fault_loop(s2, stop_fd))?,
-            )
-        };
-        // Nobody may fault on a peer before every handler is in place.
-        task.barrier()?;
-        Ok(Dsm {
-            shared,
-            stop,
-            thread,
-            signals,
-            print_stats,
-        })
+        let made = (|| {
+            let weak = Arc::downgrade(&shared);
+            task.set_handler(
+                INVALIDATE_HANDLER,
+                Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
+                    if let Some(s) = weak.upgrade() {
+                        s.on_invalidate(ctx, payload);
+                    }
+                }),
+            )?;
+            let weak = Arc::downgrade(&shared);
+            task.set_handler(
+                UPDATE_HANDLER,
+                Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
+                    if let Some(s) = weak.upgrade() {
+                        s.on_update(ctx, payload);
+                    }
+                }),
+            )?;
+            let stop = sys::EventFd::new()?;
+            let s2 = shared.clone();
+            let stop_fd = stop.fd();
+            // Faults by signal only with a slot and a userfaultfd that
+            // raises them (else the slot goes back).
+            let signals = if shared.uffd.sigbus() {
+                slot.take().map(|s| s.activate(&shared))
+            } else {
+                None
+            };
+            drop(slot);
+            let mut dsm = Dsm {
+                shared: shared.clone(),
+                stop,
+                thread: None,
+                signals,
+                print_stats,
+            };
+            // UDSM: nothing faults; faults by signal: no events. No thread.
+            if !shared.udsm() && dsm.signals.is_none() {
+                dsm.thread = Some(
+                    std::thread::Builder::new()
+                        .name(format!("sss-dsm-fault-{}", task.rank()))
+                        .spawn(move || fault_loop(s2, stop_fd))?,
+                );
+            }
+            Ok(dsm)
+        })();
+        // Also the barrier before anyone may fault on a peer: every task's
+        // handlers are in place once it returns. A task that fails drops
+        // its heap here (the fault thread stops).
+        agree::agree(task, "start its fault handling", made)
     }
 
     /// Collective, with [`Config::from_env`] (a bad setting is
@@ -855,22 +875,23 @@ impl Drop for Dsm {
 fn reserve_everywhere(task: &Task, len: usize) -> Result<sys::Reservation, Error> {
     let mut keep = Vec::new();
     for _ in 0..4 {
-        let mine = if task.rank() == 0 {
-            Some(sys::Reservation::new(len, None)?)
-        } else {
-            None
+        // Rank 0's pick, or (sent empty) its failure to pick, which every
+        // task learns before returning.
+        let mine = (task.rank() == 0).then(|| sys::Reservation::new(len, None));
+        let prop = match &mine {
+            Some(Ok(r)) => (r.base() as u64).to_le_bytes().to_vec(),
+            _ => Vec::new(),
         };
-        let prop = mine
-            .as_ref()
-            .map(|r| (r.base() as u64).to_le_bytes().to_vec())
-            .unwrap_or_default();
         let all = task.allgather(&prop)?;
+        let mine = mine.transpose()?;
         let at = all
             .first()
             .and_then(|b| b.get(..8))
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
-            .ok_or(Error::NoAddress)? as usize;
+            .ok_or_else(|| {
+                Error::PeerFailed("task 0 could not reserve an address range for the heap".into())
+            })? as usize;
         let r = match mine {
             Some(r) => Ok(r),
             None => sys::Reservation::new(len, Some(at)),

@@ -38,6 +38,7 @@ fn task_mode() {
         "foreign-sigbus" => foreign_sigbus(),
         "sent-sigbus" => sent_sigbus(),
         s if s.starts_with("settings:") => bad_setting(&s["settings:".len()..]),
+        s if s.starts_with("disagree:") => disagree(&s["disagree:".len()..]),
         _ => Err("unknown scenario".into()),
     });
 }
@@ -455,6 +456,102 @@ fn bad_setting(var: &str) -> R {
     }
 }
 
+/// One task fails a step of `Dsm::new` that the others pass (`kind`:
+/// `trap-udsm`, a configuration it refuses itself; `fds`, no file
+/// descriptor left for its userfaultfd) or asks for another protocol
+/// (`protocol`). Every task must return an error naming what happened,
+/// and the job must then make a heap that works.
+fn disagree(kind: &str) -> R {
+    let task = Task::init()?;
+    let odd = task.rank() == 1;
+    let mut cfg = Config {
+        heap: HEAP,
+        ..Config::default()
+    };
+    let mut limit = None;
+    match kind {
+        "trap-udsm" if odd => {
+            cfg.writes = WriteMode::Trap;
+            cfg.userfaultfd = false;
+        }
+        "protocol" if odd => cfg.protocol = Protocol::Invalidate,
+        "fds" if odd => limit = Some(no_more_fds()?),
+        "trap-udsm" | "protocol" | "fds" => {}
+        _ => return Err("unknown kind".into()),
+    }
+    let r = Dsm::new(&task, cfg);
+    if let Some(old) = limit {
+        set_fd_limit(old)?;
+    }
+    let e = match r {
+        Ok(_) => return Err(format!("task {} made its heap", task.rank()).into()),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    let want = match (kind, odd) {
+        ("trap-udsm", true) => matches!(e, Error::Invalid(_)),
+        ("fds", true) => matches!(e, Error::Io(_)),
+        ("trap-udsm", false) => {
+            matches!(e, Error::PeerFailed(_)) && text.contains("task 1") && text.contains("trap")
+        }
+        ("fds", false) => {
+            matches!(e, Error::PeerFailed(_))
+                && text.contains("task 1 could not open its userfaultfd")
+        }
+        _ => matches!(e, Error::Mismatch(_)) && text.contains("invalidate"),
+    };
+    check(
+        want,
+        &format!("task {}: unexpected error: {e:?}", task.rank()),
+    )?;
+    println!("task {}: {text}", task.rank());
+    // Nothing is left behind: the job makes a heap and uses it.
+    let dsm = new_dsm(&task, Protocol::Ulrc)?;
+    let p = dsm.malloc_all(PAGE, Placement::Explicit(0))?;
+    if task.rank() == 1 {
+        fill(&dsm, p, 64, 9)?;
+    }
+    dsm.barrier()?;
+    expect(&dsm, p, 64, if task.size() > 1 { 9 } else { 0 })?;
+    dsm.finalize()?;
+    println!("DSM-OK");
+    Ok(())
+}
+
+/// Lowers this process's open-file limit to the descriptors it holds, so
+/// that the next one it opens fails; returns the limit to restore.
+fn no_more_fds() -> Result<libc::rlimit, Box<dyn std::error::Error>> {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given; dup/close act on
+    // descriptors of this process only.
+    #[allow(unsafe_code)]
+    let next = unsafe {
+        check(
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) == 0,
+            "getrlimit",
+        )?;
+        let fd = libc::dup(0);
+        check(fd >= 0, "dup")?;
+        libc::close(fd);
+        fd
+    };
+    set_fd_limit(libc::rlimit {
+        rlim_cur: next as libc::rlim_t,
+        rlim_max: old.rlim_max,
+    })?;
+    Ok(old)
+}
+
+fn set_fd_limit(l: libc::rlimit) -> R {
+    // SAFETY: setrlimit reads the struct it is given.
+    #[allow(unsafe_code)]
+    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) };
+    check(r == 0, "setrlimit")
+}
+
 fn launch(placement: &[&str], scenario: &str) -> (Option<i32>, String, String) {
     launch_with(placement, scenario, &[])
 }
@@ -583,6 +680,25 @@ fn bad_settings_fail_initialization_naming_the_variable() {
         assert!(
             code == Some(0) && out.contains("DSM-OK"),
             "{var}={value}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+    }
+}
+
+/// Regression: a task that failed a step of the heap's creation alone (a
+/// setting it refuses, no descriptor for its userfaultfd) returned while
+/// the others waited for it in the next collective step until the job's
+/// timeout; tasks asking for different protocols made their heaps and
+/// ran on, inconsistent. Now every task returns an error naming the task
+/// and what it could not do, and the job can make its heap afterwards.
+#[test]
+fn a_task_failing_to_create_the_heap_fails_it_everywhere() {
+    if is_part() {
+        return;
+    }
+    for kind in ["trap-udsm", "protocol", "fds"] {
+        run_on(
+            &format!("disagree:{kind}"),
+            &[&["-n", "2"], &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"]],
         );
     }
 }

@@ -25,8 +25,12 @@ fn failure(e: sss_dsm::Error) -> Failure {
         sss_dsm::Error::Mbcf(m) => return Failure::from(clone_mbcf(m)),
         sss_dsm::Error::Io(_) => Status::Io,
         sss_dsm::Error::OutOfMemory(_) | sss_dsm::Error::NoAddress => Status::NoMemory,
-        sss_dsm::Error::Invalid(_) | sss_dsm::Error::Setting(_) => Status::InvalidParam,
+        sss_dsm::Error::Invalid(_) | sss_dsm::Error::Setting(_) | sss_dsm::Error::Mismatch(_) => {
+            Status::InvalidParam
+        }
         sss_dsm::Error::Stalled(_) => Status::TimedOut,
+        // Creating the heap is part of joining the job's shared memory.
+        sss_dsm::Error::PeerFailed(_) => Status::Boot,
     };
     Failure {
         status,
