@@ -797,7 +797,10 @@ typedef struct sss_dsm_stats {
  * detail says why; SSS_DSM_UDSM, which programs built with
  * `sss cc --udsm` select, needs none);
  * SSS_ERR_INVALID_PARAM when an SSS_DSM_* or SSS_STATS value is not valid
- * (the detail names it).
+ * (the detail names it), or when the tasks ask for different heaps (size,
+ * protocol, UDSM or not); SSS_ERR_BOOT when another task failed a step of
+ * the heap's creation (the detail names it and its error): every task
+ * returns, none waits for the one that failed.
  */
 sss_status_t sss_dsm_init(sss_task_h task, sss_dsm_protocol_t protocol,
                           sss_dsm_writes_t writes, sss_dsm_h *dsm_p);
