@@ -66,14 +66,28 @@ fn failed(all: &[Vec<u8>]) -> Option<(usize, String)> {
 /// failed gets its own error back; the others [`Error::PeerFailed`]
 /// naming the first task that failed and its error.
 pub(crate) fn agree<T>(task: &Task, what: &str, r: Result<T, Error>) -> Result<T, Error> {
-    let all = task.allgather(&answer(&r, &[]))?;
+    agree_with(task, what, r, &[]).map(|(t, _)| t)
+}
+
+/// [`agree`], each task's success carrying `tail`: every task's tail, by
+/// rank, in the same collective step.
+pub(crate) fn agree_with<T>(
+    task: &Task,
+    what: &str,
+    r: Result<T, Error>,
+    tail: &[u8],
+) -> Result<(T, Vec<Vec<u8>>), Error> {
+    let all = task.allgather(&answer(&r, tail))?;
     let t = r?;
-    match failed(&all) {
-        None => Ok(t),
-        Some((rank, why)) => Err(Error::PeerFailed(format!(
+    if let Some((rank, why)) = failed(&all) {
+        return Err(Error::PeerFailed(format!(
             "task {rank} could not {what}: {why}"
-        ))),
+        )));
     }
+    let tails = all
+        .into_iter()
+        .map(|b| b.get(1..).unwrap_or_default().to_vec());
+    Ok((t, tails.collect()))
 }
 
 /// Collective, the heap's first step: [`agree`] on every task's local
@@ -85,16 +99,9 @@ pub(crate) fn agree_on_settings<T>(
     r: Result<T, Error>,
 ) -> Result<T, Error> {
     let me = settings(cfg);
-    let all = task.allgather(&answer(&r, &me))?;
-    let t = r?;
-    if let Some((rank, why)) = failed(&all) {
-        return Err(Error::PeerFailed(format!(
-            "task {rank} could not create the heap: {why}"
-        )));
-    }
-    for (rank, b) in all.iter().enumerate() {
-        let theirs = b.get(1..).unwrap_or_default();
-        if theirs != me {
+    let (t, all) = agree_with(task, "create the heap", r, &me)?;
+    for (rank, theirs) in all.iter().enumerate() {
+        if theirs[..] != me {
             return Err(Error::Mismatch(format!(
                 "task {rank} asks for another heap than task {}: {} against {} \
                  (every task of a job needs the same SSS_DSM_HEAP and \

@@ -248,14 +248,13 @@ impl Dsm {
             // `Shared::on_invalidate`); without them, missing faults only.
             open(true).or_else(|_| open(false))
         };
-        let uffd = agree::agree(task, "open its userfaultfd", uffd)?;
-        // Whether every task has write-protect faults: what depends on
-        // them (guarded `Invalidate` copies, adopted memory in note mode)
-        // must be decided alike everywhere, whatever each kernel offers.
-        let wp_all = task
-            .allgather(&[uffd.wp() as u8])?
-            .iter()
-            .all(|v| v.first() == Some(&1));
+        // With it, whether every task has write-protect faults: what
+        // depends on them (guarded `Invalidate` copies, adopted memory in
+        // note mode) must be decided alike everywhere, whatever each
+        // kernel offers.
+        let wp = uffd.as_ref().map_or(0, |u| u8::from(u.wp()));
+        let (uffd, wps) = agree::agree_with(task, "open its userfaultfd", uffd, &[wp])?;
+        let wp_all = wps.iter().all(|v| v[..] == [1]);
         // The heap and its directory are large and mostly untouched: not
         // reserved in /dev/shm up front.
         let segments = (|| {
@@ -308,24 +307,23 @@ impl Dsm {
             fault_serial: Mutex::new(()),
         });
         let made = (|| {
-            let weak = Arc::downgrade(&shared);
-            task.set_handler(
-                INVALIDATE_HANDLER,
-                Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
-                    if let Some(s) = weak.upgrade() {
-                        s.on_invalidate(ctx, payload);
-                    }
-                }),
-            )?;
-            let weak = Arc::downgrade(&shared);
-            task.set_handler(
-                UPDATE_HANDLER,
-                Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
-                    if let Some(s) = weak.upgrade() {
-                        s.on_update(ctx, payload);
-                    }
-                }),
-            )?;
+            // Handlers hold the heap weakly: a SIGNAL after it is gone
+            // finds nothing to do.
+            type On = fn(&Shared, &SignalContext<'_>, &[u8]);
+            for (h, on) in [
+                (INVALIDATE_HANDLER, Shared::on_invalidate as On),
+                (UPDATE_HANDLER, Shared::on_update as On),
+            ] {
+                let weak = Arc::downgrade(&shared);
+                task.set_handler(
+                    h,
+                    Arc::new(move |ctx: &SignalContext<'_>, payload: &[u8]| {
+                        if let Some(s) = weak.upgrade() {
+                            on(&s, ctx, payload);
+                        }
+                    }),
+                )?;
+            }
             let stop = sys::EventFd::new()?;
             let s2 = shared.clone();
             let stop_fd = stop.fd();
