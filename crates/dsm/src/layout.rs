@@ -18,7 +18,7 @@
 //! | `ARRIVED` | barriers this task has arrived at | the owner; a waiter that waited long READs it |
 //! | `MARKS` | copy marks set at this home (see below) | fetchers add to it after their marks (a WRITE's notify, or a FETCH_ADD after a holder bit) |
 //! | `BAR_STAMP` | per task (up to `DIRECT_MAX`): barrier arrival records received from it | its record's WRITE adds 1 (notify) |
-//! | `LOCKS` | per lock homed here: `next`, `serving`, 64 waiter slots | acquirers / releasers |
+//! | `LOCKS` | per lock homed here: its word (next ticket in the high half, the ticket served in the low half), 64 waiter slots | acquirers / releasers |
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
 //! | `FT` | first-touch directory: home rank + 1 per page, 0 = unclaimed | CAS by the first toucher |
@@ -74,8 +74,27 @@ pub const DIRECT_MAX: usize = 16;
 pub const MAX_LOCKS: usize = 256;
 /// Waiter slots per lock: at most this many tasks contend.
 pub const LOCK_SLOTS: usize = 64;
-/// Bytes per lock: next, serving, slots.
+/// Bytes per lock: the lock word, the waiter slots, a word unused.
 pub const LOCK_BYTES: usize = (2 + LOCK_SLOTS) * 8;
+/// What taking a ticket adds to a lock word: the tickets handed out
+/// count in its high half, the ticket served in its low half.
+pub const LOCK_TICKET: u64 = 1 << 32;
+
+/// A lock word's (next ticket, ticket served).
+pub fn lock_turn(word: u64) -> (u32, u32) {
+    ((word >> 32) as u32, word as u32)
+}
+
+/// What serving the ticket after `serving` adds to a lock word: one to
+/// its low half, which wraps alone (past `u32::MAX` the carry into the
+/// high half is taken back in the same addition).
+pub fn lock_serve_next(serving: u32) -> u64 {
+    if serving == u32::MAX {
+        1u64.wrapping_sub(LOCK_TICKET)
+    } else {
+        1
+    }
+}
 /// First lock.
 pub const LOCKS: usize = 4096;
 
@@ -125,3 +144,20 @@ pub const fn bar_slot(from: usize, episode: u64) -> usize {
 
 /// Bytes of the metadata segment.
 pub const META_BYTES: usize = BAR_IN + DIRECT_MAX * 2 * BAR_SLOT;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tickets and turns wrap each in its own half of the lock word.
+    #[test]
+    fn lock_words_wrap_in_their_halves() {
+        let add = |w: u64, v: u64| w.wrapping_add(v);
+        let w = (5u64 << 32) | u64::from(u32::MAX);
+        assert_eq!(lock_turn(add(w, lock_serve_next(u32::MAX))), (5, 0));
+        let w = (9u64 << 32) | 7;
+        assert_eq!(lock_turn(add(w, lock_serve_next(7))), (9, 8));
+        let w = u64::from(u32::MAX) << 32;
+        assert_eq!(lock_turn(add(w, LOCK_TICKET)), (0, 0));
+    }
+}

@@ -22,6 +22,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 pub(crate) struct State {
     /// Pages installed in this task's view.
     pub(crate) present: HashSet<u64>,
+    /// Locks this task holds, by id: the ticket it was served.
+    pub(crate) held: HashMap<u32, u32>,
     /// Pages written this interval; the twin in trap mode, and in note
     /// mode for the pages of diffed ranges (`twin_range`).
     pub(crate) dirty: HashMap<u64, Option<Vec<u8>>>,

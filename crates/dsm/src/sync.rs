@@ -75,39 +75,68 @@ impl Shared {
         Ok((id % self.size, L::LOCKS + id as usize * L::LOCK_BYTES))
     }
 
+    /// Takes lock `id`: one fetch-and-add at its home takes a ticket and
+    /// reads whose turn it is, so a free lock costs one round trip (it
+    /// took three: ticket, waiter slot, turn). Only a task that must
+    /// wait puts itself in a waiter slot for the releaser's doorbell.
     pub(crate) fn lock(&self, id: u32) -> Result<(), Error> {
         let (home, at) = self.lock_at(id)?;
-        let serving = at + 8;
-        let ticket = self.meta_add(home, at, 1)?;
+        let old = self.meta_add(home, at, L::LOCK_TICKET)?;
+        let (ticket, serving) = L::lock_turn(old);
+        if serving != ticket {
+            self.wait_turn(home, at, ticket)?;
+        }
+        lock(&self.state).held.insert(id, ticket);
+        bump(&self.stats.locks, 1);
+        self.acquire()
+    }
+
+    /// Waits until lock word `at` at `home` serves `ticket`.
+    fn wait_turn(&self, home: u32, at: usize, ticket: u32) -> Result<(), Error> {
         let grant = self.local_word(L::GRANT);
         let mut g = grant.load(Ordering::Acquire);
-        let slot = at + 16 + (ticket as usize % L::LOCK_SLOTS) * 8;
+        let slot = at + 8 + (ticket as usize % L::LOCK_SLOTS) * 8;
         self.meta_swap(home, slot, self.rank as u64 + 1)?;
-        // The slot is in place before we look: a releaser that bumped
-        // `serving` after this sees it and rings our doorbell. The wait
-        // is bounded all the same, so a doorbell that goes missing costs
-        // a re-read of `serving`, not the job.
-        while self.meta_add(home, serving, 0)? != ticket {
+        // The slot is in place before we look: a releaser that served us
+        // after this sees it and rings our doorbell. The wait is bounded
+        // all the same, so a doorbell that goes missing costs a re-read
+        // of the word, not the job.
+        let serving = || Ok::<u32, Error>(L::lock_turn(self.meta_add(home, at, 0)?).1);
+        while serving()? != ticket {
             if self
                 .task
                 .wait_word_timeout(grant, |v| v != g, WAKE_RECHECK)
                 .is_none()
-                && self.meta_add(home, serving, 0)? == ticket
+                && serving()? == ticket
             {
                 bump(&self.stats.missed_wakeups, 1);
                 break;
             }
             g = grant.load(Ordering::Acquire);
         }
-        bump(&self.stats.locks, 1);
-        self.acquire()
+        Ok(())
     }
 
+    /// Releases lock `id`: the next ticket is served with one
+    /// fetch-and-add, which also says whether anyone waits; only then
+    /// is its slot read and its doorbell rung.
     pub(crate) fn unlock(&self, id: u32) -> Result<(), Error> {
         let (home, at) = self.lock_at(id)?;
         self.release()?;
-        let now = self.meta_add(home, at + 8, 1)? + 1;
-        let who = self.meta_swap(home, at + 16 + (now as usize % L::LOCK_SLOTS) * 8, 0)?;
+        // The ticket being served: ours, or (a lock this task did not
+        // take) the one the word says.
+        let mine = lock(&self.state).held.remove(&id);
+        let serving = match mine {
+            Some(t) => t,
+            None => L::lock_turn(self.meta_add(home, at, 0)?).1,
+        };
+        let old = self.meta_add(home, at, L::lock_serve_next(serving))?;
+        let (next, _) = L::lock_turn(old);
+        let now = serving.wrapping_add(1);
+        if next == now {
+            return Ok(());
+        }
+        let who = self.meta_swap(home, at + 8 + (now as usize % L::LOCK_SLOTS) * 8, 0)?;
         if who != 0 && who <= self.size as u64 && !self.cfg.fault_no_wakeups {
             self.meta_add(who as u32 - 1, L::GRANT, 1)?;
         }

@@ -103,6 +103,9 @@ fn run_task(scenario: &str) -> TaskResult {
     if variant == Some("combined") || variant == Some("separate") {
         return scattered_notes(dsm);
     }
+    if variant == Some("locks") {
+        return free_locks(dsm);
+    }
     // "edge": each task reads only the first page of the next task's
     // block, as a stencil reads its neighbour's boundary row.
     let edge = variant == Some("edge");
@@ -432,6 +435,37 @@ fn scattered_notes(dsm: Dsm) -> TaskResult {
     Ok(())
 }
 
+/// Rank 1 takes and releases a lock homed at rank 0 [`FREE_LOCKS`]
+/// times, writing one word under it, while rank 0 waits at a barrier; the
+/// word is right everywhere afterwards.
+fn free_locks(dsm: Dsm) -> TaskResult {
+    let me = dsm.rank();
+    let a = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
+    dsm.barrier()?;
+    let before = dsm.stats().sync_requests;
+    if me == 1 {
+        // Lock 0 is homed at rank 0.
+        for k in 0..FREE_LOCKS {
+            dsm.lock(0)?;
+            store(a, k + 1);
+            dsm.note_write(a.cast(), 8)?;
+            dsm.unlock(0)?;
+        }
+    }
+    let requests = dsm.stats().sync_requests - before;
+    dsm.barrier()?;
+    check(load(a) == FREE_LOCKS, "the word written under the lock")?;
+    let st = dsm.finalize()?;
+    println!(
+        "SPEED-OK rank={me} {{\"lock_requests\":{requests}}} {}",
+        st.to_json(me)
+    );
+    Ok(())
+}
+
+/// Lock round trips [`free_locks`] makes.
+const FREE_LOCKS: u64 = 100;
+
 /// Notes [`scattered_notes`] makes.
 const SCATTERED: usize = 300;
 
@@ -457,6 +491,27 @@ fn notes_are_combined_unless_asked_to_go_alone() {
             alone >= SCATTERED as u64,
             "{placement:?}: {alone} writes for {SCATTERED} notes sent alone"
         );
+    }
+}
+
+/// A free lock is one fetch-and-add at its home to take and one to
+/// release; the acquire adds a look at each other task's write notices
+/// (its count and a peek at its log, sent together). Regression: taking
+/// a lock took three round trips (ticket, waiter slot, turn) and
+/// releasing two (turn, waiter slot), 7 requests a pair where 4 remain.
+#[test]
+fn a_free_lock_is_one_round_trip_each_way() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"],
+    ] {
+        let out = run(placement, "ulrc,note,locks");
+        let requests = count(&out, 1, "lock_requests");
+        assert_eq!(requests, 4 * FREE_LOCKS, "{placement:?}\n{out}");
+        assert_eq!(count(&out, 1, "locks"), FREE_LOCKS, "{placement:?}\n{out}");
     }
 }
 
