@@ -52,6 +52,9 @@ fn run_task(scenario: &str) -> R {
     if scenario == "solo-locks" {
         return solo_locks(&task);
     }
+    if scenario == "contended-locks" {
+        return contended_locks(&task);
+    }
     if let Some(mode) = scenario.strip_prefix("threads,") {
         return threads_fault_at_once(&task, mode);
     }
@@ -976,6 +979,60 @@ fn solo_locks(task: &Task) -> R {
     Ok(())
 }
 
+/// Every task takes a few locks (homed on every task) many times each,
+/// more tickets a lock than it has waiter slots, and adds to a counter
+/// under each: no increment is lost, and no wait stalls the job.
+fn contended_locks(task: &Task) -> R {
+    let mut cfg = Config::from_env()?;
+    cfg.heap = 1 << 30;
+    let trap = cfg.writes == WriteMode::Trap;
+    let dsm = Dsm::new(task, cfg)?;
+    let (me, n) = (dsm.rank() as usize, dsm.size() as usize);
+    let locks = 2 * n;
+    let counters = dsm
+        .malloc_all(locks * PAGE, Placement::Cyclic(1))?
+        .cast::<u64>();
+    let at = |l: usize| counters.wrapping_add(l * PAGE / 8);
+    let rounds = 150;
+    let mut taken = vec![0u64; locks];
+    for i in 0..rounds {
+        for k in 0..locks {
+            let l = (k + me + i) % locks;
+            dsm.lock(l as u32)?;
+            let v = load(at(l));
+            if trap {
+                // SAFETY: at(l) is inside the allocation above.
+                #[allow(unsafe_code)]
+                unsafe {
+                    at(l).write_volatile(v + 1)
+                };
+            } else {
+                dsm.store(at(l), v + 1)?;
+            }
+            dsm.unlock(l as u32)?;
+            taken[l] += 1;
+        }
+    }
+    dsm.barrier()?;
+    for (l, mine) in taken.iter().enumerate() {
+        let got = load(at(l));
+        let want = *mine * n as u64;
+        check(
+            got == want,
+            &format!("lock {l}: counter {got}, want {want}"),
+        )?;
+    }
+    let st = dsm.stats();
+    check(
+        st.locks == (rounds * locks) as u64,
+        &format!("locks: {st:?}"),
+    )?;
+    dsm.barrier()?;
+    dsm.finalize()?;
+    println!("LOCKS-OK {}", st.to_json(me as u32));
+    Ok(())
+}
+
 fn dsm_rank_is_zero(task: &Task) -> bool {
     task.rank() == 0
 }
@@ -1274,6 +1331,35 @@ fn a_task_alone_locks_without_mbcf_operations() {
             code == Some(0) && out.contains("SOLO-OK"),
             "{writes}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
         );
+    }
+}
+
+/// Many tasks contending for locks homed everywhere, on one node and
+/// across hosts, in both write modes: mutual exclusion holds (no counter
+/// increment lost) and the lock words' tickets wrap through the waiter
+/// slots many times.
+#[test]
+fn contended_locks_lose_no_increment() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    for (p, writes) in [
+        (&["-n", "4"][..], "note"),
+        (&["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"][..], "note"),
+        (&["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..], "trap"),
+    ] {
+        let t0 = Instant::now();
+        let (code, out, err) = LAUNCHER.run_self(
+            p,
+            TASK_ENV,
+            "contended-locks",
+            &[("SSS_DSM_WRITES", writes)],
+        );
+        assert!(
+            code == Some(0) && out.matches("LOCKS-OK").count() == p[1].parse().unwrap(),
+            "{p:?} {writes}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        eprintln!("{p:?} {writes}: ok in {:?}", t0.elapsed());
     }
 }
 
