@@ -18,7 +18,7 @@
 //! | `ARRIVED` | barriers this task has arrived at | the owner; a waiter that waited long READs it |
 //! | `MARKS` | copy marks set at this home (see below) | fetchers add to it after their marks (a WRITE's notify, or a FETCH_ADD after a holder bit) |
 //! | `BAR_STAMP` | per task (up to `DIRECT_MAX`): barrier arrival records received from it | its record's WRITE adds 1 (notify) |
-//! | `LOCKS` | per lock homed here: its word (next ticket in the high half, the ticket served in the low half), 64 waiter slots | acquirers / releasers |
+//! | `LOCKS` | per lock homed here: its word (next ticket in the high half, the ticket served in the low half), 64 waiter slots, and per task the notices of that task its last releaser had seen | acquirers / releasers |
 //! | `RANGES` | range descriptors (rank 0 only): start page, pages, placement kind and parameter, first-touch word, protocol code | written by the allocator; the protocol word by `set_protocol` |
 //! | `LOG` | ring of write notices (page numbers) | the owner |
 //! | `FT` | first-touch directory: home rank + 1 per page, 0 = unclaimed | CAS by the first toucher |
@@ -74,8 +74,13 @@ pub const DIRECT_MAX: usize = 16;
 pub const MAX_LOCKS: usize = 256;
 /// Waiter slots per lock: at most this many tasks contend.
 pub const LOCK_SLOTS: usize = 64;
-/// Bytes per lock: the lock word, the waiter slots, a word unused.
-pub const LOCK_BYTES: usize = (2 + LOCK_SLOTS) * 8;
+/// Where a lock's waiter slots begin, from its word.
+pub const LOCK_WAITERS: usize = 8;
+/// Where a lock's last releaser leaves what it had seen: per task, the
+/// write notices of that task it had applied (its own: published).
+pub const LOCK_SEEN: usize = LOCK_WAITERS + LOCK_SLOTS * 8;
+/// Bytes per lock: the lock word, the waiter slots, the releaser's view.
+pub const LOCK_BYTES: usize = LOCK_SEEN + LOCK_SLOTS * 8;
 /// What taking a ticket adds to a lock word: the tickets handed out
 /// count in its high half, the ticket served in its low half.
 pub const LOCK_TICKET: u64 = 1 << 32;

@@ -22,7 +22,7 @@ use crate::Error;
 use directory::BUSY;
 use eager::Via;
 use lrc::Run;
-use sss_mbcf::Options;
+use sss_mbcf::{Options, Request};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
@@ -59,6 +59,15 @@ pub enum Protocol {
     /// No copies are kept: [`Dsm::read`] and [`Dsm::write`] go to the
     /// home; pages fetched by plain loads are dropped at every acquire.
     HomeOnly,
+}
+
+/// A look at another task's write notices in flight: its count and a
+/// peek at the entries after `seen`.
+pub(crate) struct Ask {
+    rank: u32,
+    seen: u64,
+    count: Request,
+    log: Request,
 }
 
 impl Protocol {
@@ -268,6 +277,17 @@ impl Shared {
     /// [`Shared::acquire`] after a barrier whose arrival records carried
     /// other tasks' notices (by rank; a task without one is asked).
     pub(crate) fn acquire_after(&self, arrivals: &[Option<Arrival>]) -> Result<(), Error> {
+        self.acquire_with(arrivals, None)
+    }
+
+    /// [`Shared::acquire_after`]; with `asked`, the looks at other
+    /// tasks' notices a lock sent and what the lock's last releaser had
+    /// seen ([`Shared::take_asked`]), instead of a look at every task.
+    pub(crate) fn acquire_with(
+        &self,
+        arrivals: &[Option<Arrival>],
+        asked: Option<(Vec<Ask>, Vec<u64>)>,
+    ) -> Result<(), Error> {
         // Writes of this task not yet released would be lost with the page.
         let released = self.release();
         lock(&self.state).just_released = false;
@@ -276,8 +296,14 @@ impl Shared {
         let mut pages = Vec::new();
         let lazy = lock(&self.place).lazy;
         let mut counts = Vec::new();
-        if lazy {
-            drop_all = self.pull_notices(&mut pages, &mut counts, arrivals)?;
+        match asked {
+            Some((asks, need)) => {
+                drop_all = self.take_asked(asks, &mut pages, &mut counts, &need)?;
+            }
+            None if lazy => {
+                drop_all = self.pull_notices(&mut pages, &mut counts, arrivals)?;
+            }
+            None => {}
         }
         let refresh = {
             let mut st = lock(&self.state);
@@ -475,28 +501,80 @@ impl Shared {
                 counts.push((r, a.count));
                 continue;
             }
-            let count = self
-                .task
-                .fetch_add(self.meta_at(r, L::NOTICES)?, 0, Options::default())?;
-            let slot = (seen % L::LOG_CAP as u64) as usize;
-            // As many entries as that task published last time, within
-            // bounds: a lock taken often by many tasks peeks a little.
-            // A count another task wrote may be anything: capped before it grows.
-            let want = (gain.min(NOTICE_PEEK as u64) as usize)
-                .next_power_of_two()
-                .clamp(8, NOTICE_PEEK);
-            let n = want.min(L::LOG_CAP - slot);
-            let log = self.task.read(
-                self.meta_at(r, L::LOG + slot * 8)?,
-                n * 8,
-                Options::default(),
-            )?;
-            bump(&self.stats.sync_requests, 2);
-            asks.push((r, seen, count, log));
+            asks.push(self.ask(r, seen, gain)?);
         }
-        for (r, seen, count, log) in asks {
-            let count = count.wait_value()?;
-            let peek = log.wait_data()?;
+        let more = self.take_asked(asks, pages, counts, &[])?;
+        Ok(drop_all || more)
+    }
+
+    /// Asks task `r` for its notice count and the entries after `seen`
+    /// (as many as it published last time, `gain`), both in one trip.
+    fn ask(&self, r: u32, seen: u64, gain: u64) -> Result<Ask, Error> {
+        let count = self
+            .task
+            .fetch_add(self.meta_at(r, L::NOTICES)?, 0, Options::default())?;
+        let slot = (seen % L::LOG_CAP as u64) as usize;
+        // As many entries as that task published last time, within
+        // bounds: a lock taken often by many tasks peeks a little.
+        // A count another task wrote may be anything: capped before it grows.
+        let want = (gain.min(NOTICE_PEEK as u64) as usize)
+            .next_power_of_two()
+            .clamp(8, NOTICE_PEEK);
+        let n = want.min(L::LOG_CAP - slot);
+        let log = self.task.read(
+            self.meta_at(r, L::LOG + slot * 8)?,
+            n * 8,
+            Options::default(),
+        )?;
+        bump(&self.stats.sync_requests, 2);
+        Ok(Ask {
+            rank: r,
+            seen,
+            count,
+            log,
+        })
+    }
+
+    /// Asks for their notices ([`Shared::ask`]) the other tasks of which
+    /// `need` (what a lock's last releaser had seen) holds more than this
+    /// task has seen.
+    pub(crate) fn ask_behind(&self, need: &[u64]) -> Result<Vec<Ask>, Error> {
+        let mut asks = Vec::new();
+        for r in 0..self.size {
+            let (seen, gain) = {
+                let st = lock(&self.state);
+                (st.seen[r as usize], st.gain[r as usize])
+            };
+            if r != self.rank && need.get(r as usize).is_some_and(|&n| n > seen) {
+                asks.push(self.ask(r, seen, gain)?);
+            }
+        }
+        Ok(asks)
+    }
+
+    /// The answers to `asks`: the notices after each task's `seen` go to
+    /// `pages` and the counts reached to `counts`; true when a task
+    /// published more than its log holds since (drop every copy). An
+    /// answer below `need[rank]` (what the lock's last releaser had seen
+    /// of that task; a count another task wrote may be anything) is
+    /// asked again, once, and taken as it then is.
+    fn take_asked(
+        &self,
+        asks: Vec<Ask>,
+        pages: &mut Vec<u64>,
+        counts: &mut Vec<(u32, u64)>,
+        need: &[u64],
+    ) -> Result<bool, Error> {
+        let mut drop_all = false;
+        for a in asks {
+            let (r, seen) = (a.rank, a.seen);
+            let mut count = a.count.wait_value()?;
+            let mut peek = a.log.wait_data()?;
+            if need.get(r as usize).is_some_and(|&n| count < n) {
+                count = self.fetch_add(self.meta_at(r, L::NOTICES)?, 0)?;
+                bump(&self.stats.sync_requests, 1);
+                peek.clear();
+            }
             if count <= seen {
                 continue;
             }
