@@ -323,6 +323,18 @@ static uint64_t cas(uint32_t rank, unsigned word, uint64_t expected, uint64_t de
     return old;
 }
 
+/* An answered write: the word is in place at @p rank when this returns
+ * (a plain WRITE completes when sent), so what this task does next
+ * through another task cannot overtake it. */
+static void swap_in(uint32_t rank, unsigned word, uint64_t v)
+{
+    uint64_t old = 0;
+    sss_request_h req = NULL;
+    check(sss_swap(S.task, ctl_at(rank, word), v, NULL, &old, &req), "swap");
+    check(sss_request_wait(req), "swap");
+    sss_request_free(req);
+}
+
 static void put(uint32_t rank, unsigned word, const void *buf, size_t len)
 {
     size_t off = 0;
@@ -680,7 +692,10 @@ void sss_pm_cond_wait(const void *cv, sss_pm_lock_t l)
 {
     uint64_t seen = S.w[W_WAKE];
     uint64_t me = (uint64_t)(uintptr_t)cv;
-    put(0, CTL_WORDS + S.rank, &me, sizeof me);
+    /* In rank 0's table before the lock goes: the signaller takes the lock
+     * from its home and then reads the table, and a WRITE still on its way
+     * to rank 0 would miss it, and the wake-up with it. */
+    swap_in(0, CTL_WORDS + S.rank, me);
     sss_pm_unlock(l);
     check(sss_wait_u64(S.task, (const uint64_t *)&S.w[W_WAKE], SSS_CMP_GT, seen), "CONDVARWAIT");
     sss_pm_lock(l);

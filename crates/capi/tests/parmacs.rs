@@ -337,6 +337,35 @@ fn both_dialects_block_on_condition_variables_across_files() {
     }
 }
 
+/// Regression: a task going into `CONDVARWAIT` left its slot in rank 0's
+/// table by a WRITE that completes when sent, then released the lock;
+/// the signaller, taking the lock from its home, could read the table
+/// before that WRITE arrived (a datagram lost and sent again, or held
+/// back for batching) and leave the waiter asleep for ever (seen as FMM
+/// hanging across hosts in 2 of 12 runs once locks were taken with fewer
+/// round trips; this program then hung in 2 of 3 runs of 1 000 rounds).
+/// Turns through one condition variable whose lock is homed away from
+/// rank 0, also with datagrams dropped so that slots arrive late: every
+/// turn is taken.
+#[test]
+fn condvar_waiters_are_woken_when_their_slot_arrives_late() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    const LOSSY: &[(&str, &str)] = &[
+        ("SSS_DSM_PROTOCOL", "ulrc"),
+        ("SSS_DSM_WRITES", "trap"),
+        ("SSS_FAULT_DROP", "0.05"),
+    ];
+    agree(
+        "condvar_turns",
+        "CONDVAR",
+        &["TURNS-OK"],
+        &["400"],
+        &[(FOUR_TWO_HOSTS, TRAP, false), (FOUR_TWO_HOSTS, LOSSY, false)],
+    );
+}
+
 /// A `CREATE` of neither dialect stops m4 with the line, rather than
 /// being taken for one of them.
 #[test]
