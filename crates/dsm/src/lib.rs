@@ -287,6 +287,7 @@ impl Dsm {
             dirs,
             state: Mutex::new(State {
                 seen: vec![0; size as usize],
+                seen_whole: cfg.protocol.lazy(),
                 gain: vec![0; size as usize],
                 wanted: vec![Vec::new(); size as usize],
                 ..State::default()

@@ -29,6 +29,13 @@ pub(crate) struct State {
     pub(crate) dirty: HashMap<u64, Option<Vec<u8>>>,
     /// Per rank: write notices of that rank already applied.
     pub(crate) seen: Vec<u64>,
+    /// Whether `seen` holds everything that happened before this task's
+    /// last acquire: true from the start when the heap's protocol keeps
+    /// notices, otherwise once an acquire has looked at every task while
+    /// a range with notices was known (before that, acquires looked at no
+    /// one). A lock's releaser leaves `seen` for the next holder only
+    /// when it is; otherwise it leaves "ask everyone".
+    pub(crate) seen_whole: bool,
     /// Per rank: notices that rank published between the last two looks.
     pub(crate) gain: Vec<u64>,
     /// Notices this task published.

@@ -6,6 +6,7 @@
 //! semantics.
 
 use crate::layout as L;
+use crate::protocol::ASK_ALL;
 use crate::range::Placement;
 use crate::shared::{lock, Shared};
 use crate::stats::bump;
@@ -194,31 +195,38 @@ impl Shared {
     pub(crate) fn unlock(&self, id: u32) -> Result<(), Error> {
         let (home, at) = self.lock_at(id)?;
         self.release()?;
+        let lazy = lock(&self.place).lazy;
         // The ticket being served: ours, or (a lock this task did not
-        // take) the one the word says.
+        // take) the one the word says. What this task has seen, or, when
+        // that may miss what happened before (no range with notices known
+        // here, or not yet looked at every task since), "ask everyone":
+        // left even by a task without such ranges, for holders with them.
         let (mine, view) = {
             let mut st = lock(&self.state);
-            let mut view = st.seen.clone();
-            if let Some(v) = view.get_mut(self.rank as usize) {
-                *v = self.local_word(L::NOTICES).load(Ordering::Acquire);
-            }
+            let view = if lazy && st.seen_whole {
+                let mut view = st.seen.clone();
+                if let Some(v) = view.get_mut(self.rank as usize) {
+                    *v = self.local_word(L::NOTICES).load(Ordering::Acquire);
+                }
+                view
+            } else {
+                vec![ASK_ALL; self.size as usize]
+            };
             (st.held.remove(&id), view)
         };
-        if lock(&self.place).lazy {
-            if home == self.rank {
-                for (r, v) in view.iter().enumerate() {
-                    self.local_word(at + L::LOCK_SEEN + r * 8)
-                        .store(*v, Ordering::Release);
-                }
-            } else {
-                let bytes: Vec<u8> = view.iter().flat_map(|v| v.to_le_bytes()).collect();
-                bump(&self.stats.sync_writes, 1);
-                drop(self.task.write(
-                    self.meta_at(home, at + L::LOCK_SEEN)?,
-                    &bytes,
-                    Options::default(),
-                )?);
+        if home == self.rank {
+            for (r, v) in view.iter().enumerate() {
+                self.local_word(at + L::LOCK_SEEN + r * 8)
+                    .store(*v, Ordering::Release);
             }
+        } else {
+            let bytes: Vec<u8> = view.iter().flat_map(|v| v.to_le_bytes()).collect();
+            bump(&self.stats.sync_writes, 1);
+            drop(self.task.write(
+                self.meta_at(home, at + L::LOCK_SEEN)?,
+                &bytes,
+                Options::default(),
+            )?);
         }
         let serving = match mine {
             Some(t) => t,

@@ -55,6 +55,9 @@ fn run_task(scenario: &str) -> R {
     if scenario == "contended-locks" {
         return contended_locks(&task);
     }
+    if scenario == "lock-chain" {
+        return lock_chain(&task);
+    }
     if let Some(mode) = scenario.strip_prefix("threads,") {
         return threads_fault_at_once(&task, mode);
     }
@@ -1033,6 +1036,72 @@ fn contended_locks(task: &Task) -> R {
     Ok(())
 }
 
+/// A write passed on through two locks by a task that never saw the
+/// write's range: rank 0 writes a `Ulrc` word (in a heap whose default,
+/// `Invalidate`, keeps no notices) and releases lock 1; rank 1, which
+/// never touches that range, takes lock 1 after it, then releases lock 2;
+/// rank 2, holding a copy of the word from before, takes lock 2 after
+/// that and must read the new value (the write happened before, through
+/// rank 1). Rank 1 kept no account of rank 0's notices, so what it leaves
+/// at lock 2 must send rank 2 asking.
+fn lock_chain(task: &Task) -> R {
+    let mut cfg = Config::from_env()?;
+    cfg.heap = 1 << 30;
+    cfg.protocol = Protocol::Invalidate;
+    cfg.writes = WriteMode::Note;
+    let dsm = Dsm::new(task, cfg)?;
+    check(dsm.size() == 3, "three tasks")?;
+    let me = dsm.rank();
+    let word = dsm
+        .malloc_all_with(PAGE, Placement::Explicit(0), Protocol::Ulrc)?
+        .cast::<u64>();
+    let flags = dsm.malloc_all(PAGE, Placement::Explicit(0))?.cast::<u64>();
+    let (f1, f2) = (flags, flags.wrapping_add(64));
+    if me == 2 {
+        check(load(word) == 0, "word before")?;
+    }
+    dsm.barrier()?;
+    let wait_flag = |id: u32, f: *mut u64| -> R {
+        loop {
+            dsm.lock(id)?;
+            let v = load(f);
+            dsm.unlock(id)?;
+            if v == 1 {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    match me {
+        0 => {
+            dsm.lock(1)?;
+            dsm.store(word, 42)?;
+            dsm.store(f1, 1)?;
+            dsm.unlock(1)?;
+        }
+        1 => {
+            wait_flag(1, f1)?;
+            dsm.lock(2)?;
+            dsm.store(f2, 1)?;
+            dsm.unlock(2)?;
+        }
+        _ => {
+            wait_flag(2, f2)?;
+            dsm.lock(2)?;
+            let v = load(word);
+            dsm.unlock(2)?;
+            check(
+                v == 42,
+                &format!("rank 2 read {v} after the chain of locks"),
+            )?;
+        }
+    }
+    dsm.barrier()?;
+    dsm.finalize()?;
+    println!("CHAIN-OK");
+    Ok(())
+}
+
 fn dsm_rank_is_zero(task: &Task) -> bool {
     task.rank() == 0
 }
@@ -1360,6 +1429,24 @@ fn contended_locks_lose_no_increment() {
             "{p:?} {writes}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
         );
         eprintln!("{p:?} {writes}: ok in {:?}", t0.elapsed());
+    }
+}
+
+/// Regression guard of lazy lock acquires: see [`lock_chain`].
+#[test]
+fn a_write_passed_through_two_locks_is_seen() {
+    if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
+        return;
+    }
+    for p in [
+        &["-n", "3"][..],
+        &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        let (code, out, err) = LAUNCHER.run_self(p, TASK_ENV, "lock-chain", &[]);
+        assert!(
+            code == Some(0) && out.matches("CHAIN-OK").count() == 3,
+            "{p:?}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+        );
     }
 }
 

@@ -29,6 +29,9 @@ use std::sync::atomic::Ordering;
 /// Write notices read with each task's count in one round trip at an
 /// acquire (more take another READ).
 const NOTICE_PEEK: usize = 128;
+/// In what a lock's releaser had seen of a task: ask that task, and take
+/// whatever count it answers (the releaser's own look was not whole).
+pub(crate) const ASK_ALL: u64 = u64::MAX;
 /// Copies fetched again at one acquire, at most.
 const MAX_REFRESH: usize = 256;
 
@@ -296,11 +299,16 @@ impl Shared {
         let mut pages = Vec::new();
         let lazy = lock(&self.place).lazy;
         let mut counts = Vec::new();
+        // Whether this acquire looks at every task's notices.
+        let mut whole = false;
         match asked {
             Some((asks, need)) => {
+                whole = (0..self.size)
+                    .all(|r| r == self.rank || need.get(r as usize) == Some(&ASK_ALL));
                 drop_all = self.take_asked(asks, &mut pages, &mut counts, &need)?;
             }
             None if lazy => {
+                whole = true;
                 drop_all = self.pull_notices(&mut pages, &mut counts, arrivals)?;
             }
             None => {}
@@ -363,6 +371,7 @@ impl Shared {
             for (r, count) in counts {
                 st.seen[r as usize] = count;
             }
+            st.seen_whole |= whole;
             (in_place, pushed, refresh)
         };
         let (in_place, pushed, mut refresh) = refresh;
@@ -570,7 +579,10 @@ impl Shared {
             let (r, seen) = (a.rank, a.seen);
             let mut count = a.count.wait_value()?;
             let mut peek = a.log.wait_data()?;
-            if need.get(r as usize).is_some_and(|&n| count < n) {
+            if need
+                .get(r as usize)
+                .is_some_and(|&n| n != ASK_ALL && count < n)
+            {
                 count = self.fetch_add(self.meta_at(r, L::NOTICES)?, 0)?;
                 bump(&self.stats.sync_requests, 1);
                 peek.clear();
