@@ -362,7 +362,10 @@ fn condvar_waiters_are_woken_when_their_slot_arrives_late() {
         "CONDVAR",
         &["TURNS-OK"],
         &["400"],
-        &[(FOUR_TWO_HOSTS, TRAP, false), (FOUR_TWO_HOSTS, LOSSY, false)],
+        &[
+            (FOUR_TWO_HOSTS, TRAP, false),
+            (FOUR_TWO_HOSTS, LOSSY, false),
+        ],
     );
 }
 
