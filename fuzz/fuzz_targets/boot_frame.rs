@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
 
 fn check_body(b: &[u8]) {
     if let Ok(h) = parse_hello(b) {
-        assert_eq!(hello(h.job, h.rank, h.size, &h.tag), b, "HELLO does not re-encode");
+        assert_eq!(
+            hello(h.job, h.rank, h.size, &h.tag),
+            b,
+            "HELLO does not re-encode"
+        );
     }
     if let Ok((r, d)) = parse_round(b) {
         assert_eq!(round(r, d), b, "ROUND does not re-encode");

@@ -1,6 +1,7 @@
 //! Fuzz target for the DSM's SIGNAL payloads: `Update::parse` (update
 //! messages to homes and copy holders), `Diff::parse` (diffs to homes)
-//! and `parse_invalidation` (eager invalidations), all fed bytes any task
+//! `parse_invalidation` (eager invalidations) and `Unlock::parse` (lock
+//! releases to the lock's home), all fed bytes any task
 //! of the job, or a forged datagram, may send.
 //!
 //! None may panic. An accepted update lies in one page, ends without
@@ -8,13 +9,16 @@
 //! the input, its bytes lie in one page, each at most once, in order,
 //! and `encode_diffs` gives them back in messages that carry exactly
 //! them; an accepted invalidation names only pages of the heap, one per
-//! 8 input bytes, and re-encodes to the input.
+//! 8 input bytes, and re-encodes to the input; an accepted release
+//! names a lock of the table, carries one word per task and re-encodes
+//! to the input.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sss_dsm::msg::{
-    encode_diffs, encode_invalidation, parse_invalidation, Diff, Update, DIFF_BODY, UPDATE_HEADER,
+    encode_diffs, encode_invalidation, parse_invalidation, Diff, Unlock, Update, DIFF_BODY,
+    MAX_LOCKS, UNLOCK_HEADER, UPDATE_HEADER,
 };
 use sss_dsm::PAGE;
 
@@ -81,5 +85,13 @@ fuzz_target!(|data: &[u8]| {
             data,
             "not the canonical encoding"
         );
+    }
+    for tasks in [1, 3, 64] {
+        if let Some(u) = Unlock::parse(data, tasks) {
+            assert_eq!(u.view.len(), tasks);
+            assert_eq!(data.len(), UNLOCK_HEADER + 8 * tasks);
+            assert!((u.id as usize) < MAX_LOCKS, "no such lock");
+            assert_eq!(u.encode(), data, "not the canonical encoding");
+        }
     }
 });

@@ -49,6 +49,7 @@ struct Settings {
     ooo_total: u32,
     down_probe: u32,
     down_probe_max: u32,
+    max_fifo: u32,
 }
 
 impl Settings {
@@ -75,6 +76,8 @@ impl Settings {
             ooo_total: self.ooo_total as usize,
             down_probe: self.down_probe.into(),
             down_probe_max: self.down_probe_max.into(),
+            // Forced into its range by the endpoint, like every field.
+            max_fifo: self.max_fifo as usize,
             format: sss_wire::Format::Checksummed,
         }
     }

@@ -23,8 +23,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use sss_idm::gossip::{
-    daemon_id, decode, encode, open, page, tag, GossipKey, Refusal, Replay, TAG_LEN, TRAILER_LEN,
-    INBOX,
+    daemon_id, decode, encode, open, page, tag, GossipKey, Refusal, Replay, INBOX, TAG_LEN,
+    TRAILER_LEN,
 };
 use sss_idm::secret::ClusterSecret;
 use sss_mbcf::idm::{NodeData, TaskState, IDM_TASKS};
@@ -42,7 +42,11 @@ fuzz_target!(|data: &[u8]| {
         b.resize(std::mem::size_of::<NodeData>(), 0);
         let d = NodeData::from_bytes(&b).expect("a page of the right size");
         let pkt = encode(&key, d.name(), &d, 7);
-        assert_eq!(decode(&key, &pkt), Some((7, d)), "a well-formed gossip page was refused");
+        assert_eq!(
+            decode(&key, &pkt),
+            Some((7, d)),
+            "a well-formed gossip page was refused"
+        );
         check(&key, &pkt);
         return;
     }
@@ -96,7 +100,10 @@ fn check(key: &GossipKey, data: &[u8]) {
     let body = w.payload.len() - TRAILER_LEN;
     assert_eq!(a.write.payload, &w.payload[..body]);
     assert_eq!(a.counter.to_be_bytes(), w.payload[body..body + 8]);
-    assert_eq!((a.write.src, a.write.dst, a.write.key, a.write.addr), (w.src, w.dst, w.key, w.addr));
+    assert_eq!(
+        (a.write.src, a.write.dst, a.write.key, a.write.addr),
+        (w.src, w.dst, w.key, w.addr)
+    );
     let mut r = Replay::new(1);
     assert_eq!(r.fresh(a.write.src, a.counter), a.counter > 0);
     assert!(!r.fresh(a.write.src, a.counter), "a counter fresh twice");
@@ -120,5 +127,9 @@ fn check(key: &GossipKey, data: &[u8]) {
         }
     }
     let again = encode(key, d.name(), &d, a.counter);
-    assert_eq!(decode(key, &again), Some((a.counter, d)), "page changed on the wire");
+    assert_eq!(
+        decode(key, &again),
+        Some((a.counter, d)),
+        "page changed on the wire"
+    );
 }

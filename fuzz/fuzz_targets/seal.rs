@@ -12,7 +12,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sss_seal::{Security, Seals, TAG_LEN};
+use sss_seal::{Seals, Security, TAG_LEN};
 use sss_wire::{Packet, HEADER_LEN};
 
 const JOB: u32 = 7;

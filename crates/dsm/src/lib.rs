@@ -103,6 +103,7 @@ mod config;
 mod fault;
 mod layout;
 mod local;
+mod lock;
 pub mod msg;
 mod protocol;
 mod range;
@@ -137,6 +138,9 @@ pub const INVALIDATE_HANDLER: u32 = 40;
 /// Signal handler index the DSM registers for updates (`Update`,
 /// `UpdateDirect`) and for diffs to homes (`msg::Diff`).
 pub const UPDATE_HANDLER: u32 = 41;
+/// Signal handler index the DSM registers for lock releases sent to the
+/// lock's home (`msg::Unlock`).
+pub const LOCK_HANDLER: u32 = 42;
 
 /// Why a DSM operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -314,6 +318,7 @@ impl Dsm {
             for (h, on) in [
                 (INVALIDATE_HANDLER, Shared::on_invalidate as On),
                 (UPDATE_HANDLER, Shared::on_update as On),
+                (LOCK_HANDLER, Shared::on_unlock as On),
             ] {
                 let weak = Arc::downgrade(&shared);
                 task.set_handler(

@@ -1,5 +1,6 @@
 //! The DSM's messages between tasks, as bytes: update SIGNALs, diff
-//! SIGNALs to homes, eager invalidation SIGNALs, and the allocation descriptors rank 0 keeps in
+//! SIGNALs to homes, eager invalidation SIGNALs, lock releases to the
+//! lock's home, and the allocation descriptors rank 0 keeps in
 //! its metadata segment (read by every task with MBCF READ). Everything
 //! here comes from the network or from memory other tasks write, so the
 //! decoders are pure functions that check every field and never panic;
@@ -265,6 +266,64 @@ pub fn parse_invalidation(m: &[u8], heap_pages: u64) -> Option<Vec<u64>> {
         .collect()
 }
 
+/// Locks of a heap's table: a release names one below this.
+pub const MAX_LOCKS: usize = L::MAX_LOCKS;
+/// Bytes of a lock release before its view.
+pub const UNLOCK_HEADER: usize = 12;
+
+/// A lock's release, sent to the lock's home (which serves the next
+/// ticket and rings its waiter): the lock, the ticket its releaser was
+/// served (`None`: the one the lock's word says), and what the releaser
+/// had seen of each task's write notices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unlock {
+    /// The lock's id, below [`MAX_LOCKS`].
+    pub id: u32,
+    /// The ticket being served.
+    pub ticket: Option<u32>,
+    /// Per task of the job, its notices the releaser had seen.
+    pub view: Vec<u64>,
+}
+
+impl Unlock {
+    /// The message: id, whether a ticket follows (0 or 1), the ticket (0
+    /// without one), little-endian u32 each; then the view's words.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut m = Vec::with_capacity(UNLOCK_HEADER + self.view.len() * 8);
+        m.extend_from_slice(&self.id.to_le_bytes());
+        m.extend_from_slice(&u32::from(self.ticket.is_some()).to_le_bytes());
+        m.extend_from_slice(&self.ticket.unwrap_or(0).to_le_bytes());
+        for v in &self.view {
+            m.extend_from_slice(&v.to_le_bytes());
+        }
+        m
+    }
+
+    /// A release for a job of `tasks` tasks; None unless the message is
+    /// exactly that long, names a lock below [`MAX_LOCKS`] and is in
+    /// the canonical encoding.
+    pub fn parse(m: &[u8], tasks: usize) -> Option<Unlock> {
+        if m.len() != UNLOCK_HEADER.checked_add(tasks.checked_mul(8)?)? {
+            return None;
+        }
+        let word = |i: usize| Some(u32::from_le_bytes(m.get(i..i + 4)?.try_into().ok()?));
+        let (id, has, ticket) = (word(0)?, word(4)?, word(8)?);
+        if id as usize >= L::MAX_LOCKS {
+            return None;
+        }
+        let ticket = match (has, ticket) {
+            (0, 0) => None,
+            (1, t) => Some(t),
+            _ => return None,
+        };
+        let view = m[UNLOCK_HEADER..]
+            .chunks_exact(8)
+            .map(|c| Some(u64::from_le_bytes(c.try_into().ok()?)))
+            .collect::<Option<Vec<u64>>>()?;
+        Some(Unlock { id, ticket, view })
+    }
+}
+
 /// One allocation: pages `[start, start+pages)` of the heap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Range {
@@ -364,6 +423,35 @@ impl Range {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lock_releases_round_trip_and_are_checked() {
+        let u = Unlock {
+            id: 7,
+            ticket: Some(u32::MAX),
+            view: vec![1, u64::MAX, 0],
+        };
+        let m = u.encode();
+        assert_eq!(Unlock::parse(&m, 3), Some(u.clone()));
+        assert_eq!(Unlock::parse(&m, 2), None, "another job size");
+        assert_eq!(Unlock::parse(&m[..m.len() - 1], 3), None, "short");
+        let none = Unlock { ticket: None, ..u };
+        assert_eq!(Unlock::parse(&none.encode(), 3), Some(none));
+        let mut bad = m.clone();
+        bad[4] = 2;
+        assert_eq!(Unlock::parse(&bad, 3), None, "flag neither 0 nor 1");
+        let mut bad = m.clone();
+        bad[0..4].copy_from_slice(&(L::MAX_LOCKS as u32).to_le_bytes());
+        assert_eq!(Unlock::parse(&bad, 3), None, "no such lock");
+        let mut bad = Unlock {
+            ticket: None,
+            ..Unlock::parse(&m, 3).unwrap()
+        }
+        .encode();
+        bad[8] = 1;
+        assert_eq!(Unlock::parse(&bad, 3), None, "a ticket without its flag");
+        assert_eq!(Unlock::parse(&m, usize::MAX), None, "overflowing size");
+    }
 
     #[test]
     fn updates_round_trip_and_stay_in_a_page() {

@@ -24,6 +24,11 @@ pub(crate) struct State {
     pub(crate) present: HashSet<u64>,
     /// Locks this task holds, by id: the ticket it was served.
     pub(crate) held: HashMap<u32, u32>,
+    /// Locks this task released with a SIGNAL to their home, by id: the
+    /// ticket it released. Its next ticket may arrive before the SIGNAL
+    /// is run there: it then finds its own ticket still served, and the
+    /// lock is its own all the same.
+    pub(crate) released: HashMap<u32, u32>,
     /// Pages written this interval; the twin in trap mode, and in note
     /// mode for the pages of diffed ranges (`twin_range`).
     pub(crate) dirty: HashMap<u64, Option<Vec<u8>>>,

@@ -94,8 +94,11 @@ pub struct Stats {
     /// wait for an answer (FETCH_ADD, SWAP, READ):
     /// each is a round trip unless others are in flight with it.
     pub sync_requests: u64,
-    /// One-way MBCF WRITEs of barriers (arrival records with their write
-    /// notices, or the last arrival's release of the others).
+    /// One-way MBCF operations of synchronization, not waited for:
+    /// barriers' WRITEs (arrival records with their write notices, or the
+    /// last arrival's release of the others), locks' releases (a SIGNAL
+    /// to the home, or a WRITE of the releaser's view on one node) and
+    /// the doorbells a home rings.
     pub sync_writes: u64,
     /// Lookups of the allocation a page belongs to (each takes the
     /// allocation table's lock): per allocation met, not per page or

@@ -1,12 +1,11 @@
-//! Locks and barriers: ticket locks at each lock's home; barriers of up
-//! to 16 tasks all to all (one WRITE of an arrival record to each other
+//! Barriers, and the metadata atomics locks and barriers share (locks:
+//! `lock.rs`): barriers of up to 16 tasks all to all (one WRITE of an arrival record to each other
 //! task, carrying the write notices and pushed pages the acquire needs),
 //! larger ones counted at rank 0. Built on MBCF atomics and WRITEs,
 //! waiting with SS-Wait and a bounded recheck, with release and acquire
 //! semantics.
 
 use crate::layout as L;
-use crate::protocol::ASK_ALL;
 use crate::range::Placement;
 use crate::shared::{lock, Shared};
 use crate::stats::bump;
@@ -46,7 +45,7 @@ impl Shared {
     /// task's own words a plain atomic: MBCF applies other tasks' atomics
     /// to them with the same instructions, and an MBCF operation to
     /// oneself costs far more (a task alone takes every lock at home).
-    fn meta_add(&self, rank: u32, off: usize, v: u64) -> Result<u64, Error> {
+    pub(crate) fn meta_add(&self, rank: u32, off: usize, v: u64) -> Result<u64, Error> {
         if rank == self.rank {
             return Ok(self.local_word(off).fetch_add(v, Ordering::AcqRel));
         }
@@ -55,7 +54,7 @@ impl Shared {
     }
 
     /// Swap on word `off` of task `rank`'s metadata (see `meta_add`).
-    fn meta_swap(&self, rank: u32, off: usize, v: u64) -> Result<u64, Error> {
+    pub(crate) fn meta_swap(&self, rank: u32, off: usize, v: u64) -> Result<u64, Error> {
         if rank == self.rank {
             return Ok(self.local_word(off).swap(v, Ordering::AcqRel));
         }
@@ -64,189 +63,6 @@ impl Shared {
             .task
             .swap(self.meta_at(rank, off)?, v, Options::default())?
             .wait_value()?)
-    }
-
-    fn lock_at(&self, id: u32) -> Result<(u32, usize), Error> {
-        if id as usize >= L::MAX_LOCKS {
-            return Err(Error::Invalid("lock id too large"));
-        }
-        if self.size as usize > L::LOCK_SLOTS {
-            return Err(Error::Invalid("locks support at most 64 tasks"));
-        }
-        Ok((id % self.size, L::LOCKS + id as usize * L::LOCK_BYTES))
-    }
-
-    /// Takes lock `id`: one fetch-and-add at its home takes a ticket and
-    /// reads whose turn it is, so a free lock costs one round trip (it
-    /// took three: ticket, waiter slot, turn). Only a task that must
-    /// wait puts itself in a waiter slot for the releaser's doorbell.
-    ///
-    /// Lazy release consistency: the acquire looks only at the write
-    /// notices of tasks the lock's last releaser had seen more of than
-    /// this task has (what it had seen, READ with the ticket: MBCF
-    /// applies the READ after the ticket, so it is the releaser of the
-    /// turn the ticket read). A lock passed between two tasks asks one,
-    /// not every task, and a free lock whose releaser saw nothing new
-    /// takes one round trip with its acquire.
-    pub(crate) fn lock(&self, id: u32) -> Result<(), Error> {
-        let (home, at) = self.lock_at(id)?;
-        let lazy = lock(&self.place).lazy;
-        let size = self.size as usize;
-        let (old, seen) = if home == self.rank {
-            let old = self
-                .local_word(at)
-                .fetch_add(L::LOCK_TICKET, Ordering::AcqRel);
-            (Ok(old), None)
-        } else {
-            bump(&self.stats.sync_requests, 1);
-            let t =
-                self.task
-                    .fetch_add(self.meta_at(home, at)?, L::LOCK_TICKET, Options::default())?;
-            let seen = if lazy {
-                bump(&self.stats.sync_requests, 1);
-                Some(self.task.read(
-                    self.meta_at(home, at + L::LOCK_SEEN)?,
-                    size * 8,
-                    Options::default(),
-                )?)
-            } else {
-                None
-            };
-            (Err(t), seen)
-        };
-        let old = match old {
-            Ok(v) => v,
-            Err(r) => r.wait_value()?,
-        };
-        let (ticket, serving) = L::lock_turn(old);
-        let mut seen = match seen {
-            Some(r) => Some(r.wait_data()?),
-            None => None,
-        };
-        if serving != ticket {
-            self.wait_turn(home, at, ticket)?;
-            seen = None;
-        }
-        lock(&self.state).held.insert(id, ticket);
-        bump(&self.stats.locks, 1);
-        if !lazy {
-            return self.acquire();
-        }
-        let seen = match seen {
-            Some(b) => b,
-            None => self.lock_seen(home, at)?,
-        };
-        let need: Vec<u64> = seen
-            .chunks_exact(8)
-            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))
-            .collect();
-        let asks = self.ask_behind(&need)?;
-        self.acquire_with(&[], Some((asks, need)))
-    }
-
-    /// What the last releaser of the lock at `home`/`at` had seen.
-    fn lock_seen(&self, home: u32, at: usize) -> Result<Vec<u8>, Error> {
-        let n = self.size as usize;
-        if home == self.rank {
-            return Ok((0..n)
-                .flat_map(|r| {
-                    self.local_word(at + L::LOCK_SEEN + r * 8)
-                        .load(Ordering::Acquire)
-                        .to_le_bytes()
-                })
-                .collect());
-        }
-        bump(&self.stats.sync_requests, 1);
-        let at = self.meta_at(home, at + L::LOCK_SEEN)?;
-        Ok(self.task.read(at, n * 8, Options::default())?.wait_data()?)
-    }
-
-    /// Waits until lock word `at` at `home` serves `ticket`.
-    fn wait_turn(&self, home: u32, at: usize, ticket: u32) -> Result<(), Error> {
-        let grant = self.local_word(L::GRANT);
-        let mut g = grant.load(Ordering::Acquire);
-        let slot = at + L::LOCK_WAITERS + (ticket as usize % L::LOCK_SLOTS) * 8;
-        self.meta_swap(home, slot, self.rank as u64 + 1)?;
-        // The slot is in place before we look: a releaser that served us
-        // after this sees it and rings our doorbell. The wait is bounded
-        // all the same, so a doorbell that goes missing costs a re-read
-        // of the word, not the job.
-        let serving = || Ok::<u32, Error>(L::lock_turn(self.meta_add(home, at, 0)?).1);
-        while serving()? != ticket {
-            if self
-                .task
-                .wait_word_timeout(grant, |v| v != g, WAKE_RECHECK)
-                .is_none()
-                && serving()? == ticket
-            {
-                bump(&self.stats.missed_wakeups, 1);
-                break;
-            }
-            g = grant.load(Ordering::Acquire);
-        }
-        Ok(())
-    }
-
-    /// Releases lock `id`: what this task has seen of every task's
-    /// notices goes to the lock's home for the next holder (not waited
-    /// for: MBCF applies it before what follows), then the next ticket is
-    /// served with one fetch-and-add, which also says whether anyone
-    /// waits; only then is its slot read and its doorbell rung.
-    pub(crate) fn unlock(&self, id: u32) -> Result<(), Error> {
-        let (home, at) = self.lock_at(id)?;
-        self.release()?;
-        let lazy = lock(&self.place).lazy;
-        // The ticket being served: ours, or (a lock this task did not
-        // take) the one the word says. What this task has seen, or, when
-        // that may miss what happened before (no range with notices known
-        // here, or not yet looked at every task since), "ask everyone":
-        // left even by a task without such ranges, for holders with them.
-        let (mine, view) = {
-            let mut st = lock(&self.state);
-            let view = if lazy && st.seen_whole {
-                let mut view = st.seen.clone();
-                if let Some(v) = view.get_mut(self.rank as usize) {
-                    *v = self.local_word(L::NOTICES).load(Ordering::Acquire);
-                }
-                view
-            } else {
-                vec![ASK_ALL; self.size as usize]
-            };
-            (st.held.remove(&id), view)
-        };
-        if home == self.rank {
-            for (r, v) in view.iter().enumerate() {
-                self.local_word(at + L::LOCK_SEEN + r * 8)
-                    .store(*v, Ordering::Release);
-            }
-        } else {
-            let bytes: Vec<u8> = view.iter().flat_map(|v| v.to_le_bytes()).collect();
-            bump(&self.stats.sync_writes, 1);
-            drop(self.task.write(
-                self.meta_at(home, at + L::LOCK_SEEN)?,
-                &bytes,
-                Options::default(),
-            )?);
-        }
-        let serving = match mine {
-            Some(t) => t,
-            None => L::lock_turn(self.meta_add(home, at, 0)?).1,
-        };
-        let old = self.meta_add(home, at, L::lock_serve_next(serving))?;
-        let (next, _) = L::lock_turn(old);
-        let now = serving.wrapping_add(1);
-        if next == now {
-            return Ok(());
-        }
-        let who = self.meta_swap(
-            home,
-            at + L::LOCK_WAITERS + (now as usize % L::LOCK_SLOTS) * 8,
-            0,
-        )?;
-        if who != 0 && who <= self.size as u64 && !self.cfg.fault_no_wakeups {
-            self.meta_add(who as u32 - 1, L::GRANT, 1)?;
-        }
-        Ok(())
     }
 
     /// Barrier: release, then wait for every task, then acquire. Jobs of

@@ -7,9 +7,10 @@
 //! Like `dsm.rs`, this binary is also the launcher (when [`LAUNCH_ENV`] is
 //! set) and the tasks (when [`TASK_ENV`] names a scenario).
 
-use sss_dsm::msg::{encode_invalidation, Update, TAG_COPY, TAG_HOME};
+use sss_dsm::msg::{encode_invalidation, Unlock, Update, MAX_LOCKS, TAG_COPY, TAG_HOME};
 use sss_dsm::{
-    Config, Dsm, Error, Placement, Protocol, WriteMode, INVALIDATE_HANDLER, PAGE, UPDATE_HANDLER,
+    Config, Dsm, Error, Placement, Protocol, WriteMode, INVALIDATE_HANDLER, LOCK_HANDLER, PAGE,
+    UPDATE_HANDLER,
 };
 use sss_mbcf::{Options, Task};
 use sss_testkit::{check, Launcher, TaskResult};
@@ -119,7 +120,9 @@ fn alloc_limits() -> R {
 /// (offsets whose end wraps past 2^64 among them: before commit a1ebfe5
 /// a TAG_HOME update at `u64::MAX - 15` passed the handler's unchecked
 /// bound and was copied 16 bytes before the home segment). Rank 0 drops
-/// and counts every one, and its heap and home keep their bytes.
+/// and counts every one, and its heap and home keep their bytes. So are
+/// lock releases that name no lock of the table, a lock homed elsewhere,
+/// or carry a view of the wrong length: lock 0 is still free after them.
 fn bad_messages() -> R {
     let task = Task::init()?;
     let dsm = new_dsm(&task, Protocol::Update)?;
@@ -153,13 +156,35 @@ fn bad_messages() -> R {
         encode_invalidation(&[0, u64::MAX]),
         vec![0; 9],
     ];
-    let sent = (updates.len() + invalidations.len()) as u64;
+    let n = dsm.size() as usize;
+    let release = |id: u32, ticket: Option<u32>, tasks: usize| {
+        Unlock {
+            id,
+            ticket,
+            view: vec![0; tasks],
+        }
+        .encode()
+    };
+    let mut releases = vec![
+        release(MAX_LOCKS as u32, Some(0), n),
+        release(0, Some(0), n + 1),
+        release(0, None, 0),
+        vec![0; 7],
+    ];
+    // Lock 1 is homed at rank 1 (two tasks or more).
+    if n > 1 {
+        releases.push(release(1, Some(0), n));
+    }
+    let sent = (updates.len() + invalidations.len() + releases.len()) as u64;
     if dsm.rank() == 1 {
         for m in &updates {
             task.signal(0, UPDATE_HANDLER, m, Options::default())?;
         }
         for m in &invalidations {
             task.signal(0, INVALIDATE_HANDLER, m, Options::default())?;
+        }
+        for m in &releases {
+            task.signal(0, LOCK_HANDLER, m, Options::default())?;
         }
     }
     if dsm.rank() == 0 {
@@ -176,7 +201,14 @@ fn bad_messages() -> R {
     dsm.barrier()?;
     expect(&dsm, a, 2 * PAGE, 0x3c)?;
     check(dsm.stats().updates == 0, "a bad update was applied")?;
-    dsm.barrier()?;
+    // Lock 0 was not served by any of them: taken and given back in turn.
+    for r in 0..n as u32 {
+        if dsm.rank() == r {
+            dsm.lock(0)?;
+            dsm.unlock(0)?;
+        }
+        dsm.barrier()?;
+    }
     if dsm.rank() == 0 {
         println!("DSM-OK");
     }
@@ -593,7 +625,8 @@ fn huge_allocations_fail_and_the_heap_stays_usable() {
 }
 
 /// Regression (commit a1ebfe5 and issue 12): update and invalidation
-/// messages outside the heap are dropped and counted, over shm and udp.
+/// messages outside the heap, and malformed lock releases, are dropped
+/// and counted, over shm and udp.
 #[test]
 fn messages_outside_the_heap_are_dropped_and_counted() {
     if is_part() {
