@@ -303,24 +303,30 @@ static sss_raddr_t ctl_at(uint32_t rank, unsigned word)
     return sss_seg_raddr(&S.infos[rank], (uint64_t)word * 8);
 }
 
+/* Waits for the answer of an atomic issued with status @p st and request
+ * @p req; the old value it left in @p old. */
+static uint64_t answer(sss_status_t st, sss_request_h req, const uint64_t *old, const char *what)
+{
+    check(st, what);
+    check(sss_request_wait(req), what);
+    sss_request_free(req);
+    return *old;
+}
+
 static uint64_t fetch_add(uint32_t rank, unsigned word, uint64_t v)
 {
     uint64_t old = 0;
     sss_request_h req = NULL;
-    check(sss_fetch_add(S.task, ctl_at(rank, word), v, NULL, &old, &req), "fetch_add");
-    check(sss_request_wait(req), "fetch_add");
-    sss_request_free(req);
-    return old;
+    sss_status_t st = sss_fetch_add(S.task, ctl_at(rank, word), v, NULL, &old, &req);
+    return answer(st, req, &old, "fetch_add");
 }
 
 static uint64_t cas(uint32_t rank, unsigned word, uint64_t expected, uint64_t desired)
 {
     uint64_t old = 0;
     sss_request_h req = NULL;
-    check(sss_cas(S.task, ctl_at(rank, word), expected, desired, NULL, &old, &req), "cas");
-    check(sss_request_wait(req), "cas");
-    sss_request_free(req);
-    return old;
+    sss_status_t st = sss_cas(S.task, ctl_at(rank, word), expected, desired, NULL, &old, &req);
+    return answer(st, req, &old, "cas");
 }
 
 /* An answered write: the word is in place at @p rank when this returns
@@ -330,9 +336,8 @@ static void swap_in(uint32_t rank, unsigned word, uint64_t v)
 {
     uint64_t old = 0;
     sss_request_h req = NULL;
-    check(sss_swap(S.task, ctl_at(rank, word), v, NULL, &old, &req), "swap");
-    check(sss_request_wait(req), "swap");
-    sss_request_free(req);
+    sss_status_t st = sss_swap(S.task, ctl_at(rank, word), v, NULL, &old, &req);
+    (void)answer(st, req, &old, "swap");
 }
 
 static void put(uint32_t rank, unsigned word, const void *buf, size_t len)
