@@ -75,7 +75,9 @@
  * |                |                        | request completes                |
  *
  * Reliable operations from one task to another are applied exactly once,
- * in issue order. Operations with SSS_OP_FLAG_NOFC are sent once, may be
+ * in issue order; a SIGNAL is applied when its handler is queued, so an
+ * operation issued after it may be applied before the handler runs.
+ * Operations with SSS_OP_FLAG_NOFC are sent once, may be
  * lost or reordered, and are never retransmitted (for hints).
  *
  * Thread safety
