@@ -1404,31 +1404,39 @@ fn a_task_alone_locks_without_mbcf_operations() {
 }
 
 /// Many tasks contending for locks homed everywhere, on one node and
-/// across hosts, in both write modes: mutual exclusion holds (no counter
-/// increment lost) and the lock words' tickets wrap through the waiter
-/// slots many times.
+/// across hosts, in both write modes, and with datagrams dropped:
+/// mutual exclusion holds (no counter increment lost) and the lock
+/// words' tickets wrap through the waiter slots many times.
 #[test]
 fn contended_locks_lose_no_increment() {
     if std::env::var(TASK_ENV).is_ok() || std::env::var(LAUNCH_ENV).is_ok() {
         return;
     }
-    for (p, writes) in [
-        (&["-n", "4"][..], "note"),
-        (&["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"][..], "note"),
-        (&["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..], "trap"),
+    let hosts = ["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"];
+    for (p, writes, drop) in [
+        (&["-n", "4"][..], "note", "0"),
+        (&hosts[..], "note", "0"),
+        (
+            &["-n", "3", "--hosts", "127.0.0.2,127.0.0.3"][..],
+            "trap",
+            "0",
+        ),
+        // Releases (SIGNALs to the lock's home) and doorbells lost and
+        // sent again.
+        (&hosts[..], "note", "0.05"),
     ] {
         let t0 = Instant::now();
         let (code, out, err) = LAUNCHER.run_self(
             p,
             TASK_ENV,
             "contended-locks",
-            &[("SSS_DSM_WRITES", writes)],
+            &[("SSS_DSM_WRITES", writes), ("SSS_FAULT_DROP", drop)],
         );
         assert!(
             code == Some(0) && out.matches("LOCKS-OK").count() == p[1].parse().unwrap(),
-            "{p:?} {writes}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
+            "{p:?} {writes} drop {drop}: exit {code:?}\nstdout:\n{out}\nstderr:\n{err}"
         );
-        eprintln!("{p:?} {writes}: ok in {:?}", t0.elapsed());
+        eprintln!("{p:?} {writes} drop {drop}: ok in {:?}", t0.elapsed());
     }
 }
 
