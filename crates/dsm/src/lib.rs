@@ -766,7 +766,7 @@ impl Dsm {
 
     /// Acquires lock `id` (< 256): a ticket lock at task `id % size`, then
     /// acquire semantics (pages others wrote are invalidated). A waiter
-    /// leaves a slot at the lock's home for the releaser to ring; it also
+    /// leaves a slot at the lock's home for the release to ring; it also
     /// looks at the ticket being served every [`WAKE_RECHECK`], so a
     /// wake-up that goes missing delays it and never hangs it
     /// ([`Stats::missed_wakeups`] counts those).
