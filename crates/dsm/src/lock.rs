@@ -68,8 +68,8 @@ impl Shared {
             Err(r) => r.wait_value()?,
         };
         let (ticket, serving) = L::lock_turn(old);
-        let mut seen = match seen {
-            Some(r) => Some(r.wait_data()?),
+        let mut need = match seen {
+            Some(r) => Some(words(&r.wait_data()?)),
             None => None,
         };
         // This task's own release still on its way: the lock is its own,
@@ -81,43 +81,40 @@ impl Shared {
                 .is_some_and(|&t| t == serving && t.wrapping_add(1) == ticket)
         };
         if own {
-            seen = Some(Vec::new());
+            need = Some(Vec::new());
         } else if serving != ticket {
             self.wait_turn(home, at, ticket)?;
-            seen = None;
+            need = None;
         }
         lock(&self.state).held.insert(id, ticket);
         bump(&self.stats.locks, 1);
         if !lazy {
             return self.acquire();
         }
-        let seen = match seen {
-            Some(b) => b,
+        let need = match need {
+            Some(n) => n,
             None => self.lock_seen(home, at)?,
         };
-        let need: Vec<u64> = seen
-            .chunks_exact(8)
-            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))
-            .collect();
         let asks = self.ask_behind(&need)?;
         self.acquire_with(&[], Some((asks, need)))
     }
 
     /// What the last releaser of the lock at `home`/`at` had seen.
-    fn lock_seen(&self, home: u32, at: usize) -> Result<Vec<u8>, Error> {
+    fn lock_seen(&self, home: u32, at: usize) -> Result<Vec<u64>, Error> {
         let n = self.size as usize;
         if home == self.rank {
             return Ok((0..n)
-                .flat_map(|r| {
+                .map(|r| {
                     self.local_word(at + L::LOCK_SEEN + r * 8)
                         .load(Ordering::Acquire)
-                        .to_le_bytes()
                 })
                 .collect());
         }
         bump(&self.stats.sync_requests, 1);
         let at = self.meta_at(home, at + L::LOCK_SEEN)?;
-        Ok(self.task.read(at, n * 8, Options::default())?.wait_data()?)
+        Ok(words(
+            &self.task.read(at, n * 8, Options::default())?.wait_data()?,
+        ))
     }
 
     /// Waits until lock word `at` at `home` serves `ticket`.
@@ -150,10 +147,13 @@ impl Shared {
     /// for, carries what this task has seen of every task's notices for
     /// the next holder; the home's handler ([`Shared::on_unlock`]) stores
     /// it, serves the next ticket and rings its waiter. The release's
-    /// writes are at their homes before (`release` fences them), and
-    /// MBCF applies the SIGNAL before this task's later operations there,
-    /// so its next ticket for the lock comes after. At its own home the
-    /// task does the same with plain atomics.
+    /// writes are at their homes before (`release` fences them). A later
+    /// ticket of this task may be applied before the handler runs (MBCF
+    /// runs handlers after the atomics of their batch): `lock` then
+    /// finds the ticket released here still served (`State::released`)
+    /// and has the lock. At its own home the task does the same with
+    /// plain atomics; on one node it serves from here
+    /// ([`Shared::serve_from_here`]).
     pub(crate) fn unlock(&self, id: u32) -> Result<(), Error> {
         let (home, at) = self.lock_at(id)?;
         self.release()?;
@@ -276,4 +276,12 @@ impl Shared {
             let _ = task.fetch_add(at, 1, Options::default());
         }
     }
+}
+
+/// Little-endian words of `b` (a whole number of them: what a READ of
+/// whole words answers).
+fn words(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))
+        .collect()
 }
