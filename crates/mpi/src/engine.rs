@@ -35,6 +35,7 @@ use std::sync::Arc;
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
 mod alone;
+mod direct;
 mod matched;
 mod peer_read;
 mod ring;
@@ -137,6 +138,10 @@ struct Posted {
     /// World rank, or any.
     src: Option<u32>,
     tag: Option<i32>,
+    /// Messages of `src` taken when it was posted (`engine/direct.rs`).
+    seq: u64,
+    /// What its sender was told of it.
+    note: direct::Note,
 }
 
 struct Out {
@@ -214,6 +219,8 @@ pub(crate) struct Engine {
     awaiting: std::collections::HashMap<u64, (usize, u32, Segment)>,
     /// Eager messages over udp above the FIFO's slot.
     rings: ring::Rings,
+    /// Receives posted first, written straight into (`engine/direct.rs`).
+    direct: direct::Direct,
     /// A ring message's bytes on their way to a receive.
     ring_buf: Vec<u8>,
     /// Malformed or unexpected FIFO messages dropped.
@@ -303,6 +310,7 @@ impl Engine {
                 addr: ring_base + u64::from(rank) * ring::RING,
             }));
         }
+        let remote_peers = (0..size).map(|r| r != rank && remote(r)).collect();
         let n = size as usize;
         let udp_eager = max_fifo
             .saturating_sub(crate::envelope::ENV_LEN)
@@ -363,6 +371,7 @@ impl Engine {
             send_buf: Vec::new(),
             awaiting: Default::default(),
             rings: ring::Rings::new(ring_seg, ring_to),
+            direct: direct::Direct::new(remote_peers),
             ring_buf: Vec::new(),
             bad_msgs: 0,
             closing: false,
@@ -467,12 +476,17 @@ impl Engine {
             key: 0,
             addr: 0,
         };
+        // Too small to write directly; a noticed receive it meets is taken.
+        let _ = self.direct.issue(w, ctx, tag);
         let mut b = std::mem::take(&mut self.send_buf);
         env.encode_into(data, &mut b);
         self.stats.sent(data.len(), true);
         self.sent[i] += 1;
         let r = self.fifo_push_to(w, &b);
         self.send_buf = b;
+        if r.is_err() {
+            self.direct_lost(w);
+        }
         r.map_err(mbcf_err)?;
         Ok(true)
     }
@@ -512,18 +526,32 @@ impl Engine {
             addr: 0,
         };
         let mut staged = false;
+        if data.len() > self.eager[w as usize] && self.direct.is_remote(w) {
+            // A NOTICE of the receive this message meets may be waiting
+            // in our socket or FIFO, right behind the message this one
+            // answers: nobody reads the socket between waits.
+            self.task.poll();
+            self.progress();
+        }
+        let bound = self.direct.issue(w, ctx, tag);
+        let wait_sent = if sync {
+            SendWait::SyncAck
+        } else {
+            SendWait::Outbox
+        };
         // A message to ourselves is copied whole: no READ of our own memory.
         let (bytes, wait) = if data.len() <= self.eager[w as usize] || w == self.rank {
-            let wait = if sync {
-                SendWait::SyncAck
-            } else {
-                SendWait::Outbox
-            };
-            (env.encode(data), wait)
+            (env.encode(data), wait_sent)
+        } else if let Some(number) = bound.and_then(|n| self.write_direct(w, &n, data)) {
+            env.kind = Kind::Direct;
+            env.key = bound.map_or(0, |n| n.rid);
+            env.addr = number;
+            (env.encode(&[]), wait_sent)
         } else if let Some(p) = self.ring_place(w, data.len()) {
             // Written now, announced in order: MBCF applies the WRITE
             // before the envelope, wherever the envelope waits.
             if let Err(e) = self.task.write(p.at, data, Options::default()) {
+                self.direct_lost(w);
                 return Err(mbcf_err(e));
             }
             env.kind = Kind::Ring;
@@ -531,14 +559,15 @@ impl Engine {
             env.key = p.end;
             self.stats.ring_msgs += 1;
             self.stats.ring_bytes += data.len() as u64;
-            let wait = if sync {
-                SendWait::SyncAck
-            } else {
-                SendWait::Outbox
-            };
-            (env.encode(&[]), wait)
+            (env.encode(&[]), wait_sent)
         } else {
-            let (at, slot) = self.staging.stage(&self.task, data)?;
+            let (at, slot) = match self.staging.stage(&self.task, data) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.direct_lost(w);
+                    return Err(e);
+                }
+            };
             env.kind = Kind::Rts;
             env.key = at.key;
             env.addr = at.addr;
@@ -750,7 +779,7 @@ impl Engine {
                 self.stats.received(m.env.len, false);
                 self.deliver(id, m);
             }
-            None => self.posted.push(Posted { id, ctx, src, tag }),
+            None => self.post(id, ctx, src, tag),
         }
     }
 
@@ -865,6 +894,11 @@ impl Engine {
             }
             Kind::Eager | Kind::Rts => self.arrive(src, env, data),
             Kind::Cts => self.clear_to_send(src, &env),
+            Kind::Notice => self.notice_arrived(src, &env, data),
+            Kind::Direct => self.direct_arrived(src, &env),
+            Kind::Revoke => self.revoke_asked(src, &env),
+            Kind::Revoked => self.revoked(src, &env),
+            Kind::NoDirect => self.no_direct(src),
             Kind::Done => self.written(src, &env),
             Kind::Fin => {
                 let id = env.sreq as usize;
@@ -985,6 +1019,7 @@ impl Engine {
     /// Matches an arrived message (eager, or RTS) with the first posted
     /// receive it fits, or queues it unexpected.
     fn arrive(&mut self, src: u32, env: Env, data: &[u8]) {
+        self.direct.took(src);
         // The blocking receive posted in place of a request comes first.
         if self.alone.is_some() && self.arrive_alone(src, &env, data) {
             return;
@@ -997,12 +1032,12 @@ impl Engine {
             // A receive waits: the bytes go straight from the FIFO's (or
             // the ring's) copy into it (no copy of our own kept).
             Some(i) if env.kind == Kind::Eager => {
-                let id = self.posted.remove(i).id;
+                let id = self.unpost(i, Some(false));
                 self.stats.received(env.len, true);
                 self.deliver_eager(id, src, &env, data);
             }
             Some(i) => {
-                let id = self.posted.remove(i).id;
+                let id = self.unpost(i, Some(false));
                 self.stats.received(env.len, true);
                 self.deliver(id, Msg::new(src, env, data));
             }
@@ -1277,13 +1312,22 @@ impl Engine {
         let Some(i) = self.posted.iter().position(|p| p.id == id) else {
             return false;
         };
+        if self.posted[i].note != direct::Note::No {
+            // Its sender may have a message bound for it: ask first.
+            return self.revoke(i);
+        }
         self.posted.remove(i);
+        self.cancelled(id);
+        true
+    }
+
+    /// Completes receive `id` as cancelled.
+    fn cancelled(&mut self, id: usize) {
         if let Some(r) = self.reqs.get_mut(&id) {
             r.done = true;
             r.status.cancelled = true;
             self.events += 1;
         }
-        true
     }
 
     /// Messages still in outboxes (to flush at finalize).

@@ -46,6 +46,25 @@ pub(crate) enum Kind {
     /// Sender to receiver: the data was written at `key` (after the WRITE,
     /// in order).
     Done = 7,
+    /// Receiver to sender: receive `sreq` was posted with `ctx` and `tag`
+    /// (or `ANY_TAG`) when `seq` (the 8 bytes after the envelope) of the
+    /// sender's messages had been taken; `len` bytes at `key`/`addr` are
+    /// registered for the sender's WRITE (`key` 0: none). See
+    /// `engine/direct.rs`.
+    Notice = 9,
+    /// Sender to receiver: a message (`ctx`, `tag`, `len`; `sreq` the
+    /// sender's request, for a synchronous send) was written into the
+    /// registered buffer of noticed receive `key`, after the WRITE in
+    /// order; it is the sender's message number `addr`.
+    Direct = 10,
+    /// Receiver to sender: noticed receive `sreq` is being cancelled.
+    Revoke = 11,
+    /// Sender to receiver: no message of the sender goes to noticed
+    /// receive `sreq` after this one.
+    Revoked = 12,
+    /// Sender to receiver: the sender writes no more receives posted
+    /// first directly; send no more notices.
+    NoDirect = 13,
 }
 
 /// Flag: the sender waits for a [`Kind::SyncAck`].
@@ -148,6 +167,11 @@ impl Env {
             5 => Kind::Ring,
             6 => Kind::Cts,
             7 => Kind::Done,
+            9 => Kind::Notice,
+            10 => Kind::Direct,
+            11 => Kind::Revoke,
+            12 => Kind::Revoked,
+            13 => Kind::NoDirect,
             _ => return None,
         };
         let env = Env {
@@ -164,6 +188,7 @@ impl Env {
         // An eager envelope states exactly the data that follows it.
         let ok = match kind {
             Kind::Eager => env.len == data.len() as u64,
+            Kind::Notice => data.len() == 8,
             _ => data.is_empty(),
         };
         ok.then_some((env, data))

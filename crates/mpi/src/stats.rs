@@ -166,6 +166,21 @@ pub(crate) struct Counters {
     /// Written by MBCF WRITE straight into a receive posted first.
     pub write_msgs: u64,
     pub write_bytes: u64,
+    /// Of the WRITEs, messages written into a receive its receiver had
+    /// noticed us (`engine/direct.rs`), without rendezvous.
+    pub direct_writes: u64,
+    /// Receives noticed to their sender with their buffer registered,
+    /// and before them without (to keep the sender's picture whole).
+    pub notices: u64,
+    pub notice_placeholders: u64,
+    /// Noticed receives completed by their sender's WRITE.
+    pub direct_received: u64,
+    /// Of those, written into another receive than MPI's matching names
+    /// (never from a well-behaved sender: a check).
+    pub direct_misordered: u64,
+    /// Receivers we stopped writing directly (a NOTICE came too late
+    /// to check against the messages sent).
+    pub direct_stops: u64,
     /// Of those sent, sent by collectives.
     pub coll_msgs: u64,
     pub coll_bytes: u64,
@@ -308,7 +323,9 @@ pub(crate) fn report(
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
          \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\
          \"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
-         \"blocking_recv_looks\":{},\"library_locks\":{},\"collectives\":{{",
+         \"blocking_recv_looks\":{},\"library_locks\":{},\"direct_writes\":{},\"notices\":{},\
+         \"notice_placeholders\":{},\"direct_received\":{},\"direct_misordered\":{},\
+         \"direct_stops\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -339,6 +356,12 @@ pub(crate) fn report(
         c.blocking_recvs,
         c.blocking_recv_looks,
         c.library_locks,
+        c.direct_writes,
+        c.notices,
+        c.notice_placeholders,
+        c.direct_received,
+        c.direct_misordered,
+        c.direct_stops,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

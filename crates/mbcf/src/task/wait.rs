@@ -22,7 +22,31 @@ pub enum WaitPolicy {
     SsWait(u32),
 }
 
+/// Datagrams [`Task::poll`] takes at most.
+const POLL_MAX: usize = 16;
+
 impl Task {
+    /// Receives and applies what already waits in the task's socket,
+    /// without waiting: for a caller about to decide on what may have
+    /// just arrived (a library choosing how to send a message), between
+    /// waits, when the socket is left to waiters and nobody reads it. At
+    /// most [`POLL_MAX`] datagrams; one `recvmsg` when there is none.
+    /// Nothing on a task whose peers are all on its node.
+    pub fn poll(&self) {
+        let inner = &self.inner;
+        if inner.all_local || inner.on_progress_thread() {
+            return;
+        }
+        let claim = inner.claim_socket();
+        let at = inner.now().max(1);
+        claim.looked.set(at);
+        for _ in 0..POLL_MAX {
+            if !inner.try_step(at) {
+                break;
+            }
+        }
+    }
+
     /// Waits until `pred` holds for `word` (a flag or counter that remote
     /// operations update). Spins briefly, then blocks until the progress
     /// thread applies something.

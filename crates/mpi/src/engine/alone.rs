@@ -83,6 +83,13 @@ fn eager_into(buf: &mut Dest, source: i32, env: &Env, data: &[u8]) -> St {
     }
 }
 
+impl Alone {
+    /// Whether it could take a message of `src` on `ctx`.
+    pub(super) fn could_take(&self, ctx: u32, src: u32) -> bool {
+        self.ctx == ctx && self.src.is_none_or(|s| s == src) && matches!(self.state, State::Waiting)
+    }
+}
+
 impl Engine {
     /// `MPI_Recv`'s first look: receives at once what is here, or posts
     /// the receive in place of a request when nothing posted before it
@@ -122,7 +129,12 @@ impl Engine {
             self.deliver(id, m);
             return Ok(RecvStart::Request { id, peer: w });
         }
-        if self.alone.is_none() && !self.posted.iter().any(|p| p.ctx == ctx) {
+        // A large receive from across the network is posted as a request
+        // its sender can be told of (`engine/direct.rs`).
+        if self.alone.is_none()
+            && !self.posted.iter().any(|p| p.ctx == ctx)
+            && !self.could_notice(w, &buf)
+        {
             self.alone = Some(Alone {
                 ctx,
                 src: w,
@@ -135,12 +147,7 @@ impl Engine {
             return Ok(RecvStart::Alone { peer: w });
         }
         let id = self.recv_request(comm, w, buf)?;
-        self.posted.push(super::Posted {
-            id,
-            ctx,
-            src: w,
-            tag: t,
-        });
+        self.post(id, ctx, w, t);
         Ok(RecvStart::Request { id, peer: w })
     }
 
