@@ -279,6 +279,13 @@ pub const SETTINGS: &[Known] = &[
         Dsm,
     ),
     k(
+        "SSS_MPI_DIRECT",
+        "on",
+        "on, off",
+        "MPI: a receive from a task across the network posted before its message is noticed to the sender, which writes the message straight into it",
+        Task,
+    ),
+    k(
         "SSS_MPI_NBC_SIGNAL",
         "on",
         "on, off",

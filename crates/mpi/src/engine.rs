@@ -67,6 +67,9 @@ enum SendWait {
     SyncAck,
     /// Announced; done at the receiver's FIN.
     Fin,
+    /// Written into a receive posted first (`engine/direct.rs`); done
+    /// when the receiver applied the WRITE.
+    Written(sss_mbcf::Request),
 }
 
 #[derive(Debug)]
@@ -199,6 +202,9 @@ pub(crate) struct Engine {
     next_handle: usize,
     /// Receives with READs in flight.
     reading: Vec<usize>,
+    /// Sends written into receives posted first, until their WRITE is
+    /// applied.
+    writing: Vec<usize>,
     /// Same-node peers' segments mapped here, by (rank, key).
     peer_maps: std::collections::HashMap<(u32, u64), (sss_mbcf::PeerMap, u64)>,
     /// Staged data of rendezvous sends, by request (the RTS's `sreq`),
@@ -310,7 +316,10 @@ impl Engine {
                 addr: ring_base + u64::from(rank) * ring::RING,
             }));
         }
-        let remote_peers = (0..size).map(|r| r != rank && remote(r)).collect();
+        let direct_on = direct::enabled_from_env()?;
+        let remote_peers = (0..size)
+            .map(|r| direct_on && r != rank && remote(r))
+            .collect();
         let n = size as usize;
         let udp_eager = max_fifo
             .saturating_sub(crate::envelope::ENV_LEN)
@@ -361,6 +370,7 @@ impl Engine {
             reqs: IdMap::default(),
             next_handle: h::FIRST_USER,
             reading: Vec::new(),
+            writing: Vec::new(),
             peer_maps: Default::default(),
             staged: IdMap::default(),
             staged_bytes: 0,
@@ -542,11 +552,18 @@ impl Engine {
         // A message to ourselves is copied whole: no READ of our own memory.
         let (bytes, wait) = if data.len() <= self.eager[w as usize] || w == self.rank {
             (env.encode(data), wait_sent)
-        } else if let Some(number) = bound.and_then(|n| self.write_direct(w, &n, data)) {
+        } else if let Some((number, q)) = bound.and_then(|n| self.write_direct(w, &n, data)) {
             env.kind = Kind::Direct;
             env.key = bound.map_or(0, |n| n.rid);
             env.addr = number;
-            (env.encode(&[]), wait_sent)
+            let wait = match q {
+                Some(q) if !sync => {
+                    self.writing.push(id);
+                    SendWait::Written(q)
+                }
+                _ => wait_sent,
+            };
+            (env.encode(&[]), wait)
         } else if let Some(p) = self.ring_place(w, data.len()) {
             // Written now, announced in order: MBCF applies the WRITE
             // before the envelope, wherever the envelope waits.
@@ -852,6 +869,9 @@ impl Engine {
         }
         if !self.reading.is_empty() {
             self.finish_reads();
+        }
+        if !self.writing.is_empty() {
+            self.finish_writes();
         }
         if !self.detached.is_empty() {
             let (reqs, events) = (&mut self.reqs, &mut self.events);
@@ -1262,6 +1282,10 @@ impl Engine {
             || self.reading.iter().any(|id| {
                 matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Recv(r), .. })
                     if r.reads.iter().all(|(q, _)| q.is_done()))
+            })
+            || self.writing.iter().any(|id| {
+                matches!(self.reqs.get(id), Some(Req { kind: ReqKind::Send { wait: SendWait::Written(q), .. }, .. })
+                    if q.is_done())
             })
             || (0..self.size).any(|w| !self.outbox[w as usize].is_empty() && self.credit_ok(w))
     }

@@ -298,7 +298,7 @@ impl Inner {
                 (None, true) => self.cfg.sswait.yield_for,
                 (None, false) => Duration::from_nanos(self.spin_budget.load(Ordering::Relaxed)),
             };
-            match self.spin_phase(&mut cond, budget, deadline, over) {
+            match self.spin_phase(&mut cond, budget, deadline, over, fixed.is_some()) {
                 Ok(held) => return held,
                 Err(began) => start = Some(began),
             }
@@ -334,12 +334,19 @@ impl Inner {
     /// budget starts at the first clock read, a few turns in: most waits
     /// of a ping-pong end before it, and a read at the start of every
     /// wait showed in the shm round trip.
+    ///
+    /// `renew` (SS-Wait's spin on a partner across the network): the
+    /// budget counts from the last datagram received, not from the
+    /// start: while datagrams keep coming the partner runs and sends, and
+    /// a long transfer into our memory (a large WRITE) is received here
+    /// instead of by a progress thread woken for every burst.
     fn spin_phase(
         &self,
         cond: &mut impl FnMut() -> bool,
         budget: Duration,
         deadline: Option<Instant>,
         yielding: bool,
+        renew: bool,
     ) -> Result<bool, Instant> {
         // While spinning, receive and apply ourselves, and run signal
         // handlers: the answer we wait for is usually in the socket before
@@ -397,6 +404,9 @@ impl Inner {
                 let at = now.saturating_duration_since(self.start).as_nanos() as u64;
                 claim.looked.set(at.max(1));
                 got = self.try_step(at);
+                if got && renew {
+                    start = Some(now);
+                }
             } else if ring.ready() {
                 self.take_ring_signals();
             }

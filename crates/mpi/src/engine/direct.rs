@@ -30,8 +30,8 @@
 //! first (REVOKE, answered REVOKED in order with the sender's messages):
 //! the cancel succeeds only if no message was bound for it.
 
-use super::{matches, Dest, Engine, Posted, Req, ReqKind};
-use crate::consts::ANY_TAG;
+use super::{matches, Dest, Engine, MpiErr, Posted, Req, ReqKind, SendWait};
+use crate::consts::{err, ANY_TAG};
 use crate::envelope::{Env, Kind};
 use sss_mbcf::{Options, RemoteAddr, Segment};
 use std::collections::{HashMap, VecDeque};
@@ -186,12 +186,20 @@ fn overlap(ctx: u32, tag: Option<i32>, ctx2: u32, tag2: Option<i32>) -> bool {
     ctx == ctx2 && (tag.is_none() || tag2.is_none() || tag == tag2)
 }
 
-/// Registered receives a sender filled with plain messages in a row
-/// (too small to write, or sent before our NOTICE reached it) after
-/// which we stop registering receives for it...
-const WASTE_LIMIT: u32 = 8;
-/// ...until this many receives later, when we try again.
-const RETRY_AFTER: u32 = 64;
+/// What notices to one sender have earned: a registered receive its
+/// message was written into earns [`GAIN`]; one it filled with a plain
+/// message (too small to write, or sent before our NOTICE reached it:
+/// a blocking ping-pong, where the notice races the answer) costs
+/// [`COST`] above the ring's sizes and [`COST_SMALL`] within them, where
+/// a write saves only a copy and a notice costs a datagram that wakes
+/// the sender's progress thread. At 0 we stop noticing that sender...
+const START: i32 = 8;
+const MAX_SCORE: i32 = 32;
+const GAIN: i32 = 1;
+const COST: i32 = 1;
+const COST_SMALL: i32 = 3;
+/// ...until this many of its receives later, when we try again.
+const RETRY_AFTER: u32 = 256;
 
 /// What a posted receive's sender was told of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,15 +222,37 @@ pub(super) struct Direct {
     taken: Vec<u64>,
     /// They write nothing directly any more (their NODIRECT).
     off: Vec<bool>,
-    /// Registered receives they filled with plain messages in a row.
-    wasted: Vec<u32>,
-    /// Receives not registered since the waste limit.
+    /// What notices to them earned (see [`START`]).
+    score: Vec<i32>,
+    /// Receives not noticed since the score fell to 0.
     skipped: Vec<u32>,
     /// Registered buffers of noticed receives, by request.
     segs: HashMap<usize, Segment>,
 }
 
+/// `SSS_MPI_DIRECT` (read at `MPI_Init`): `on` (default) or `off`, which
+/// sends no notice and writes nothing directly.
+pub(super) fn enabled_from_env() -> Result<bool, MpiErr> {
+    parse_enabled(std::env::var("SSS_MPI_DIRECT").ok().as_deref())
+}
+
+fn parse_enabled(v: Option<&str>) -> Result<bool, MpiErr> {
+    match v.map(str::trim) {
+        None | Some("" | "on" | "1") => Ok(true),
+        Some("off" | "0") => Ok(false),
+        Some(other) => Err(MpiErr::new(
+            err::OTHER,
+            format!(
+                "SSS_MPI_DIRECT={:?}: expected on or off",
+                other.chars().take(40).collect::<String>()
+            ),
+        )),
+    }
+}
+
 impl Direct {
+    /// `remote`: per task, across the network from us and the protocol
+    /// on (nothing is noticed to or written directly to the others).
     pub(super) fn new(remote: Vec<bool>) -> Direct {
         let n = remote.len();
         Direct {
@@ -230,7 +260,7 @@ impl Direct {
             toward: (0..n).map(|_| Toward::default()).collect(),
             taken: vec![0; n],
             off: vec![false; n],
-            wasted: vec![0; n],
+            score: vec![START; n],
             skipped: vec![0; n],
             segs: HashMap::new(),
         }
@@ -284,14 +314,14 @@ impl Engine {
 
     /// Whether a receive from `src` into `buf` may be worth a notice: a
     /// task across the network that still writes directly, a contiguous
-    /// buffer above what goes eagerly, and notices to it not wasted.
+    /// buffer above what goes eagerly, and notices to it paying.
     pub(super) fn could_notice(&self, src: Option<u32>, buf: &Dest) -> bool {
         let Some(s) = src else { return false };
         let i = s as usize;
         self.direct.remote(s)
             && !self.direct.off[i]
             && matches!(buf, Dest::User(u) if u.len() > self.eager[i])
-            && self.direct.wasted[i] < WASTE_LIMIT
+            && self.direct.score[i] > 0
     }
 
     /// Whether receive `id`, about to be posted, gets a notice: worth it,
@@ -307,11 +337,11 @@ impl Engine {
         };
         if !self.could_notice(src, &r.buf) {
             if let Some(i) = src.map(|s| s as usize).filter(|&i| self.direct.remote[i]) {
-                if self.direct.wasted[i] >= WASTE_LIMIT {
+                if self.direct.score[i] <= 0 {
                     self.direct.skipped[i] += 1;
                     if self.direct.skipped[i] >= RETRY_AFTER {
                         self.direct.skipped[i] = 0;
-                        self.direct.wasted[i] = 0;
+                        self.direct.score[i] = START;
                     }
                 }
             }
@@ -375,9 +405,18 @@ impl Engine {
     }
 
     /// Writes `data` into noticed receive `n` of `w` when it fits; the
-    /// message's number toward `w` (for its DIRECT), or `None`: send it
-    /// the usual way (it meets that receive all the same).
-    pub(super) fn write_direct(&mut self, w: u32, n: &Notice, data: &[u8]) -> Option<u64> {
+    /// message's number toward `w` (for its DIRECT) and, for one above
+    /// the ring's sizes, the WRITE's request (done when applied there:
+    /// the send waits for it, so that its caller's wait drives a long
+    /// transfer rather than the next wait, which would outlast its spin
+    /// and block); `None`: send it the usual way (it meets that receive
+    /// all the same).
+    pub(super) fn write_direct(
+        &mut self,
+        w: u32,
+        n: &Notice,
+        data: &[u8],
+    ) -> Option<(u64, Option<sss_mbcf::Request>)> {
         if n.key == 0 || data.len() as u64 > n.cap {
             return None;
         }
@@ -386,11 +425,53 @@ impl Engine {
             key: n.key,
             addr: n.addr,
         };
-        self.task.write(at, data, Options::default()).ok()?;
+        let long = data.len() > super::ring::RING_MAX;
+        let opts = Options {
+            status_return: long,
+            ..Options::default()
+        };
+        let q = self.task.write(at, data, opts).ok()?;
         self.stats.write_msgs += 1;
         self.stats.write_bytes += data.len() as u64;
         self.stats.direct_writes += 1;
-        Some(self.direct.toward[w as usize].issued - 1)
+        Some((self.direct.toward[w as usize].issued - 1, long.then_some(q)))
+    }
+
+    /// Completes sends whose direct WRITE was applied.
+    pub(super) fn finish_writes(&mut self) {
+        let mut i = 0;
+        while i < self.writing.len() {
+            let id = self.writing[i];
+            let done = match self.reqs.get(&id) {
+                Some(Req {
+                    kind:
+                        ReqKind::Send {
+                            wait: SendWait::Written(q),
+                            ..
+                        },
+                    ..
+                }) => q.is_done(),
+                _ => {
+                    self.writing.swap_remove(i);
+                    continue;
+                }
+            };
+            if !done {
+                i += 1;
+                continue;
+            }
+            self.writing.swap_remove(i);
+            if let Some(r) = self.reqs.get_mut(&id) {
+                if let ReqKind::Send { wait, .. } = &mut r.kind {
+                    if let SendWait::Written(q) = std::mem::replace(wait, SendWait::Outbox) {
+                        if let Err(e) = q.wait() {
+                            r.status.error = super::mbcf_err(e).class;
+                        }
+                    }
+                }
+            }
+            self.complete_send(Some(id));
+        }
     }
 
     /// Removes posted receive `i`, freeing what was registered for it;
@@ -399,11 +480,12 @@ impl Engine {
     pub(super) fn unpost(&mut self, i: usize, written: Option<bool>) -> usize {
         let p = self.posted.remove(i);
         if let Some(seg) = self.direct.segs.remove(&p.id) {
+            let small = seg.info().len <= super::ring::RING_MAX as u64;
             let _ = self.task.free(seg);
-            let w = p.src.and_then(|s| self.direct.wasted.get_mut(s as usize));
-            match (w, written) {
-                (Some(w), Some(true)) => *w = 0,
-                (Some(w), Some(false)) => *w += 1,
+            let score = p.src.and_then(|s| self.direct.score.get_mut(s as usize));
+            match (score, written) {
+                (Some(v), Some(true)) => *v = (*v + GAIN).min(MAX_SCORE),
+                (Some(v), Some(false)) => *v -= if small { COST_SMALL } else { COST },
                 _ => {}
             }
         }
@@ -590,6 +672,16 @@ mod tests {
             addr: 0,
             cap: 100,
         }
+    }
+
+    #[test]
+    fn the_switch_reads_on_and_off_and_refuses_the_rest() {
+        assert!(parse_enabled(None).unwrap());
+        assert!(parse_enabled(Some(" on ")).unwrap());
+        assert!(!parse_enabled(Some("off")).unwrap());
+        assert!(!parse_enabled(Some("0")).unwrap());
+        let e = parse_enabled(Some("maybe")).unwrap_err();
+        assert!(e.msg.contains("SSS_MPI_DIRECT"), "{}", e.msg);
     }
 
     #[test]
