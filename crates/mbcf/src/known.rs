@@ -163,7 +163,7 @@ pub const SETTINGS: &[Known] = &[
         "SSS_SSWAIT_SPIN_US",
         "2000",
         "0..=10000000",
-        "SS-Wait: spin while the partner runs, µs",
+        "SS-Wait: spin while the partner runs, µs (across the network: since the last datagram received)",
         Task,
     ),
     k(

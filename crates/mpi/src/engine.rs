@@ -536,7 +536,7 @@ impl Engine {
             addr: 0,
         };
         let mut staged = false;
-        if data.len() > self.eager[w as usize] && self.direct.is_remote(w) {
+        if data.len() > self.eager[w as usize] && self.direct.expects_notices(w) {
             // A NOTICE of the receive this message meets may be waiting
             // in our socket or FIFO, right behind the message this one
             // answers: nobody reads the socket between waits.

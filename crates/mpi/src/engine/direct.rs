@@ -103,7 +103,13 @@ pub(crate) struct Toward {
     sent: VecDeque<Sent>,
     /// Direct writes stopped.
     off: bool,
+    /// `issued` when the last NOTICE came (`None`: none ever did).
+    heard: Option<u64>,
 }
+
+/// Messages sent to a receiver since its last NOTICE after which the
+/// sender stops looking for one before a large send.
+const QUIET_AFTER: u64 = 64;
 
 impl Toward {
     /// The next message to the receiver (context `ctx`, tag `tag`) is
@@ -136,6 +142,7 @@ impl Toward {
         if self.off {
             return Noticed::Ignored;
         }
+        self.heard = Some(self.issued);
         if n.seq > self.issued {
             return Noticed::Bad;
         }
@@ -170,6 +177,15 @@ impl Toward {
         self.off = true;
         self.notes = VecDeque::new();
         self.sent = VecDeque::new();
+    }
+
+    /// Whether the receiver sent NOTICEs lately: worth a look for one
+    /// before a large send (it stops when notices do not pay it).
+    pub(crate) fn expects_notices(&self) -> bool {
+        !self.off
+            && self
+                .heard
+                .is_some_and(|h| self.issued.saturating_sub(h) < QUIET_AFTER)
     }
 
     /// Direct writes stopped.
@@ -282,9 +298,10 @@ impl Direct {
         }
     }
 
-    /// Whether `w` is across the network (where the protocol runs).
-    pub(super) fn is_remote(&self, w: u32) -> bool {
-        self.remote(w)
+    /// Whether a NOTICE from `w` may be on its way: `w` is across the
+    /// network and sent some lately.
+    pub(super) fn expects_notices(&self, w: u32) -> bool {
+        self.remote(w) && self.toward[w as usize].expects_notices()
     }
 
     fn remote(&self, w: u32) -> bool {
@@ -698,6 +715,23 @@ mod tests {
         assert_eq!(t.issue(1, 7), None, "other context");
         assert_eq!(t.issue(0, 9).map(|n| n.rid), Some(3));
         assert_eq!(t.noticed(note(4, 0, None, 9)), Noticed::Bad);
+    }
+
+    #[test]
+    fn a_sender_looks_for_notices_only_while_they_come() {
+        let mut t = Toward::default();
+        assert!(!t.expects_notices(), "none ever came");
+        t.issue(0, 0);
+        assert_eq!(t.noticed(note(1, 0, None, 1)), Noticed::Kept);
+        assert!(t.expects_notices());
+        for _ in 0..QUIET_AFTER {
+            t.issue(0, 0);
+        }
+        assert!(!t.expects_notices(), "the receiver went quiet");
+        t.noticed(note(2, 0, None, QUIET_AFTER + 1));
+        assert!(t.expects_notices());
+        t.stop();
+        assert!(!t.expects_notices());
     }
 
     #[test]
