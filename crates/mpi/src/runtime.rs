@@ -338,6 +338,10 @@ pub(crate) fn finalize() -> Result<(), MpiErr> {
     let engine = lock().take();
     PHASE.store(2, Ordering::Release);
     if let Some(e) = engine {
+        let counters = crate::stats::Counters {
+            bad_msgs: e.bad_msgs,
+            ..counters
+        };
         if let Some(line) = crate::stats::report(e.rank, e.size, secs, &counters, &e.task.stats()) {
             eprintln!("{line}");
         }

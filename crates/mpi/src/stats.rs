@@ -178,6 +178,10 @@ pub(crate) struct Counters {
     /// Of those, written into another receive than MPI's matching names
     /// (never from a well-behaved sender: a check).
     pub direct_misordered: u64,
+    /// FIFO messages refused: malformed, or naming what their sender
+    /// has no business naming (another task wrote them: counted, then
+    /// dropped).
+    pub bad_msgs: u64,
     /// Receivers we stopped writing directly (a NOTICE came too late
     /// to check against the messages sent).
     pub direct_stops: u64,
@@ -325,7 +329,7 @@ pub(crate) fn report(
          \"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
          \"blocking_recv_looks\":{},\"library_locks\":{},\"direct_writes\":{},\"notices\":{},\
          \"notice_placeholders\":{},\"direct_received\":{},\"direct_misordered\":{},\
-         \"direct_stops\":{},\"collectives\":{{",
+         \"direct_stops\":{},\"bad_messages\":{},\"collectives\":{{",
         c.sent_bytes,
         c.sent_msgs,
         c.recv_bytes,
@@ -362,6 +366,7 @@ pub(crate) fn report(
         c.direct_received,
         c.direct_misordered,
         c.direct_stops,
+        c.bad_msgs,
     );
     for (i, (k, v)) in colls.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };

@@ -336,6 +336,7 @@ fn receives_posted_first_are_written_directly() {
         );
         let t = objects(&err);
         for t in &t {
+            assert_eq!(num(t, "bad_messages"), 0, "{what}: {t}");
             assert_eq!(num(t, "direct_misordered"), 0, "{what}: {t}");
             assert_eq!(num(t, "direct_stops"), 0, "{what}: {t}");
         }
