@@ -376,7 +376,8 @@ pub(crate) fn report(
         o,
         "}},\"transport\":{{\"packets_sent\":{},\"bytes_sent\":{},\"packets_received\":{},\
          \"retransmissions\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\
-         \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{}}}}}",
+         \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{},\
+         \"reorder_dropped\":{},\"applied\":{}}}}}",
         t.packets_sent,
         t.bytes_sent,
         t.packets_received,
@@ -387,6 +388,8 @@ pub(crate) fn report(
         t.progress_wakeups,
         t.sswait_idle_blocks,
         t.prewakes,
+        t.reorder_dropped,
+        t.applied,
     );
     Some(o)
 }
