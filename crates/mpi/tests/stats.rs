@@ -349,10 +349,11 @@ fn receives_posted_first_are_written_directly() {
             );
             continue;
         }
-        // Most of rank 1's large receives were posted first; the stream's
-        // and the ping-pong's give at least a few hundred WRITEs.
-        assert!(num(t1, "notices") >= 100, "{what}: {t1}");
-        assert!(num(t0, "direct_writes") >= 100, "{what}: {t0}");
+        // The windows' 84 receives are noticed before their messages are
+        // sent, so each is written directly; the other phases race (how
+        // many of theirs win varies).
+        assert!(num(t1, "notices") >= 84, "{what}: {t1}");
+        assert!(num(t0, "direct_writes") >= 84, "{what}: {t0}");
         let written: u64 = t.iter().map(|t| num(t, "direct_writes")).sum();
         let received: u64 = t.iter().map(|t| num(t, "direct_received")).sum();
         assert_eq!(written, received, "{what}: {t0}\n{t1}");
