@@ -1127,11 +1127,7 @@ impl Engine {
         else {
             return;
         };
-        status.source = r
-            .group
-            .iter()
-            .position(|&g| g == src)
-            .map_or(-1, |p| p as i32);
+        status.source = crate::objects::group_rank(&r.group, src);
         status.tag = env.tag;
         let cap = r.buf.cap();
         let n = (env.len as usize).min(cap);

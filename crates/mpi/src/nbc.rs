@@ -228,17 +228,7 @@ pub(crate) fn init_from_env() -> Result<(), MpiErr> {
 }
 
 fn parse_signal(v: Option<&str>) -> Result<bool, MpiErr> {
-    match v.map(str::trim) {
-        None | Some("" | "on" | "1") => Ok(true),
-        Some("off" | "0") => Ok(false),
-        Some(other) => Err(MpiErr::new(
-            err::OTHER,
-            format!(
-                "SSS_MPI_NBC_SIGNAL={:?}: expected on or off",
-                other.chars().take(40).collect::<String>()
-            ),
-        )),
-    }
+    crate::objects::on_off("SSS_MPI_NBC_SIGNAL", v)
 }
 
 /// Whether a message pushed now is followed by a signal: schedules run

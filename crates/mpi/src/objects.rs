@@ -121,3 +121,24 @@ impl MpiErr {
         }
     }
 }
+
+/// An on/off setting `name` with value `v` (unset: on): `on`, `1` or
+/// empty, `off` or `0`; anything else is an error naming the variable.
+pub(crate) fn on_off(name: &str, v: Option<&str>) -> Result<bool, MpiErr> {
+    match v.map(str::trim) {
+        None | Some("" | "on" | "1") => Ok(true),
+        Some("off" | "0") => Ok(false),
+        Some(other) => Err(MpiErr::new(
+            crate::consts::err::OTHER,
+            format!(
+                "{name}={:?}: expected on or off",
+                other.chars().take(40).collect::<String>()
+            ),
+        )),
+    }
+}
+
+/// The rank in `group` of world rank `w`, or -1.
+pub(crate) fn group_rank(group: &[u32], w: u32) -> i32 {
+    group.iter().position(|&g| g == w).map_or(-1, |r| r as i32)
+}

@@ -31,7 +31,7 @@
 //! the cancel succeeds only if no message was bound for it.
 
 use super::{matches, Dest, Engine, MpiErr, Posted, Req, ReqKind, SendWait};
-use crate::consts::{err, ANY_TAG};
+use crate::consts::ANY_TAG;
 use crate::envelope::{Env, Kind};
 use sss_mbcf::{Options, RemoteAddr, Segment};
 use std::collections::{HashMap, VecDeque};
@@ -253,17 +253,7 @@ pub(super) fn enabled_from_env() -> Result<bool, MpiErr> {
 }
 
 fn parse_enabled(v: Option<&str>) -> Result<bool, MpiErr> {
-    match v.map(str::trim) {
-        None | Some("" | "on" | "1") => Ok(true),
-        Some("off" | "0") => Ok(false),
-        Some(other) => Err(MpiErr::new(
-            err::OTHER,
-            format!(
-                "SSS_MPI_DIRECT={:?}: expected on or off",
-                other.chars().take(40).collect::<String>()
-            ),
-        )),
-    }
+    crate::objects::on_off("SSS_MPI_DIRECT", v)
 }
 
 impl Direct {
@@ -595,11 +585,7 @@ impl Engine {
             ..
         }) = self.reqs.get_mut(&id)
         {
-            status.source = r
-                .group
-                .iter()
-                .position(|&g| g == src)
-                .map_or(-1, |p| p as i32);
+            status.source = crate::objects::group_rank(&r.group, src);
             status.tag = env.tag;
             status.count = env.len;
             r.buf.commit();
