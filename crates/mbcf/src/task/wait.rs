@@ -30,7 +30,7 @@ impl Task {
     /// without waiting: for a caller about to decide on what may have
     /// just arrived (a library choosing how to send a message), between
     /// waits, when the socket is left to waiters and nobody reads it. At
-    /// most [`POLL_MAX`] datagrams; one `recvmsg` when there is none.
+    /// most 16 datagrams; one `recvmsg` when there is none.
     /// Nothing on a task whose peers are all on its node.
     pub fn poll(&self) {
         let inner = &self.inner;
