@@ -340,11 +340,12 @@ pub(crate) fn register_receive(
     out: &mut [u8],
 ) -> Result<sss_mbcf::Segment, sss_mbcf::Error> {
     // SAFETY: `out` is a live `&mut [u8]` (mapped, writable) into the
-    // buffer of a matched receive request, which owns it (or the caller's
-    // memory it names) until the request completes; the engine frees the
-    // segment before it completes the request or drops it, and reads the
-    // bytes only after the sender's DONE, which MBCF delivers after the
-    // WRITE.
+    // buffer of a receive request (matched, or posted and noticed to its
+    // sender: `engine/direct.rs`), which owns it (or the caller's memory
+    // it names) until the request completes; the engine frees the
+    // segment before it completes the request (cancelled included) or
+    // drops it, and reads the bytes only after the sender's DONE or
+    // DIRECT, which MBCF delivers after the WRITE.
     unsafe { task.register_mapped(out.as_mut_ptr(), out.len(), sss_mbcf::Perm::WRITE) }
 }
 

@@ -552,9 +552,9 @@ impl Engine {
         // A message to ourselves is copied whole: no READ of our own memory.
         let (bytes, wait) = if data.len() <= self.eager[w as usize] || w == self.rank {
             (env.encode(data), wait_sent)
-        } else if let Some((number, q)) = bound.and_then(|n| self.write_direct(w, &n, data)) {
+        } else if let Some((rid, number, q)) = bound.and_then(|n| self.write_direct(w, &n, data)) {
             env.kind = Kind::Direct;
-            env.key = bound.map_or(0, |n| n.rid);
+            env.key = rid;
             env.addr = number;
             let wait = match q {
                 Some(q) if !sync => {

@@ -412,7 +412,7 @@ impl Engine {
     }
 
     /// Writes `data` into noticed receive `n` of `w` when it fits; the
-    /// message's number toward `w` (for its DIRECT) and, for one above
+    /// receive, the message's number toward `w` (for its DIRECT) and, for one above
     /// the ring's sizes, the WRITE's request (done when applied there:
     /// the send waits for it, so that its caller's wait drives a long
     /// transfer rather than the next wait, which would outlast its spin
@@ -423,7 +423,7 @@ impl Engine {
         w: u32,
         n: &Notice,
         data: &[u8],
-    ) -> Option<(u64, Option<sss_mbcf::Request>)> {
+    ) -> Option<(u64, u64, Option<sss_mbcf::Request>)> {
         if n.key == 0 || data.len() as u64 > n.cap {
             return None;
         }
@@ -441,7 +441,8 @@ impl Engine {
         self.stats.write_msgs += 1;
         self.stats.write_bytes += data.len() as u64;
         self.stats.direct_writes += 1;
-        Some((self.direct.toward[w as usize].issued - 1, long.then_some(q)))
+        let number = self.direct.toward[w as usize].issued - 1;
+        Some((n.rid, number, long.then_some(q)))
     }
 
     /// Completes sends whose direct WRITE was applied.
