@@ -520,6 +520,15 @@ pub struct Stats {
     pub bytes_received: u64,
     /// Retransmitted data packets.
     pub retransmissions: u64,
+    /// Retransmission timeouts that fired with data unacknowledged.
+    pub timeouts: u64,
+    /// Packets presumed lost by RACK: a packet sent after them was
+    /// acknowledged and they were older than its round trip plus the
+    /// reordering allowance.
+    pub rack_lost: u64,
+    /// Packets presumed lost because they were unacknowledged when a
+    /// timeout fired and the first ack after it showed the path working.
+    pub timeout_lost: u64,
     /// Copies of large operations (WRITE payloads, READ replies) made
     /// into a pooled buffer filled before, mapped and warm, instead of
     /// fresh pages.

@@ -203,6 +203,15 @@ fn multi_fragment_ping_pong_at_25_percent_loss_converges() {
             "task {i}: timeout did not come back down: {p:?}"
         );
         assert!(!long.eps[i].is_down(long.tasks[1 - i]));
+        // Every retransmission has a cause the counters name: a packet
+        // RACK or a timeout's recovery presumed lost, or a timeout's
+        // oldest packet. Losses inside a burst are found by RACK.
+        let st = long.eps[i].stats();
+        assert!(st.rack_lost > 0 && st.timeouts > 0, "task {i}: {st:?}");
+        assert!(
+            st.retransmissions <= st.rack_lost + st.timeout_lost + st.timeouts,
+            "task {i}: {st:?}"
+        );
     }
 }
 

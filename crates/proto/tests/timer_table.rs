@@ -71,6 +71,7 @@ fn a_timeout_visits_only_the_channels_due() {
         assert_eq!(a.stats().timer_visits, before + k);
         assert_eq!(drain(&mut a, now), 1);
         assert_eq!(a.stats().retransmissions, k);
+        assert_eq!(a.stats().timeouts, k);
     }
     assert_eq!(a.channels(), IDLE as usize + 1);
 

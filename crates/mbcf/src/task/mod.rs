@@ -118,6 +118,16 @@ pub struct TaskStats {
     pub bytes_received: u64,
     /// Retransmitted packets.
     pub retransmissions: u64,
+    /// Retransmission timeouts that fired with data unacknowledged.
+    pub timeouts: u64,
+    /// Packets presumed lost because a later one was acknowledged first
+    /// (RACK), and resent.
+    pub rack_lost: u64,
+    /// Packets presumed lost after a timeout, and resent.
+    pub timeout_lost: u64,
+    /// Datagrams received again that had been taken already: what a
+    /// retransmission that was not needed costs the receiver.
+    pub duplicates: u64,
     /// Incoming operations applied.
     pub applied: u64,
     /// Incoming operations refused (bad key, bounds, permission, …).
@@ -160,6 +170,10 @@ pub struct TaskStats {
     /// Default waits that spun their whole budget and blocked (each pays
     /// a wake-up when its answer comes).
     pub blocked_waits: u64,
+    /// Blocks of a default wait that ended by their safety-net timeout
+    /// (20 ms) rather than by a wake: an answer that slow, or a wake-up
+    /// lost (a condition that ignored what woke it).
+    pub wait_timeouts: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -236,6 +250,8 @@ pub(crate) struct Inner {
     signals_inline: AtomicU64,
     /// See [`TaskStats::blocked_waits`].
     blocked_waits: AtomicU64,
+    /// See [`TaskStats::wait_timeouts`].
+    wait_timeouts: AtomicU64,
     shutdown: AtomicBool,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
@@ -432,6 +448,10 @@ impl Task {
             packets_received: s.packets_received,
             bytes_received: s.bytes_received,
             retransmissions: s.retransmissions,
+            timeouts: s.timeouts,
+            rack_lost: s.rack_lost,
+            timeout_lost: s.timeout_lost,
+            duplicates: s.duplicates,
             applied: s.applied + self.inner.ctl.ctl().applied.load(Ordering::Relaxed),
             rejected: s.rejected + self.inner.ctl.ctl().rejected.load(Ordering::Relaxed),
             bad_packets: s.bad_packets,
@@ -444,6 +464,7 @@ impl Task {
             progress_looks: self.inner.looks.load(Ordering::Relaxed),
             signals_inline: self.inner.signals_inline.load(Ordering::Relaxed),
             blocked_waits: self.inner.blocked_waits.load(Ordering::Relaxed),
+            wait_timeouts: self.inner.wait_timeouts.load(Ordering::Relaxed),
         }
     }
 }

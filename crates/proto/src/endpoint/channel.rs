@@ -377,10 +377,11 @@ impl Channel {
     /// reordered), and arms [`Timer::Hole`] for the ones still too young.
     /// Works per packet, retransmissions and the last fragments of a
     /// message included, so no loss waits for the retransmission timer
-    /// while later packets get through.
-    pub(super) fn scan_holes(&mut self, now: Time) {
+    /// while later packets get through. Returns how many it presumed lost.
+    pub(super) fn scan_holes(&mut self, now: Time) -> u64 {
         self.timers.stop(Timer::Hole);
-        let Some(rack) = self.rack else { return };
+        let Some(rack) = self.rack else { return 0 };
+        let mut lost = 0;
         let wait = self.rack_rtt + self.rtt.reorder_window(self.rack_rtt);
         for seq in self.base..self.next_send {
             let slot = &mut self.slots[(seq - self.base) as usize];
@@ -400,11 +401,13 @@ impl Channel {
             if now >= due {
                 slot.queued = true;
                 self.retx.push_back(seq);
+                lost += 1;
             } else {
                 let at = self.timers.get(Timer::Hole).map_or(due, |h| h.min(due));
                 self.timers.set(Timer::Hole, at);
             }
         }
+        lost
     }
 
     fn arm_rto(&mut self, now: Time) {
@@ -573,11 +576,12 @@ impl Endpoint {
                     if !slot.sacked && !slot.queued && slot.sent_at.is_some_and(|s| s <= t) {
                         slot.queued = true;
                         c.retx.push_back(seq);
+                        self.stats.timeout_lost += 1;
                     }
                 }
             }
         }
-        c.scan_holes(now);
+        self.stats.rack_lost += c.scan_holes(now);
         if c.wants_send(self.cfg.window) {
             self.mark_ready(ci);
         }

@@ -183,7 +183,7 @@ impl Endpoint {
             ready = true;
         }
         if c.timers.is_due(Timer::Hole, now) {
-            c.scan_holes(now);
+            self.stats.rack_lost += c.scan_holes(now);
             ready |= !c.retx.is_empty();
         }
         if c.timers.is_due(Timer::Rto, now) {
@@ -211,6 +211,7 @@ impl Endpoint {
             }
             if any {
                 c.recover_before = Some(now);
+                self.stats.timeouts += 1;
             }
             if !any {
                 // Only replies are outstanding, or everything sent was
