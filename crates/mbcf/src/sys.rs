@@ -365,7 +365,8 @@ pub fn bind_to_cpu(cpu: usize) -> io::Result<()> {
 
 /// Blocks while `*word == expected`, at most `timeout`. Spurious returns
 /// are allowed; callers re-check their condition.
-pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+/// Returns whether the timeout passed (no wake came).
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> bool {
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
@@ -376,7 +377,7 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
     // SAFETY: word is a valid, aligned 32-bit location for the duration of
     // the call; FUTEX_WAIT (shared, as the word may live in shared memory)
     // only reads it.
-    unsafe {
+    let r = unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
@@ -385,8 +386,9 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
             tsp,
             std::ptr::null::<u32>(),
             0u32,
-        );
-    }
+        )
+    };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT)
 }
 
 /// Wakes every waiter blocked on `word`.

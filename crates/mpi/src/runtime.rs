@@ -226,15 +226,22 @@ pub(crate) fn wait_looking(
         let me = task.rank();
         // A message in the FIFO is what most waits wait for: looked at
         // without the lock on every turn; the rest `progress` may act on
-        // (READs done, credits back) on every 16th.
+        // (READs and WRITEs done, credits back) on every 16th turn, and
+        // on every turn after MBCF's event count moved: a wait woken from
+        // a block by a completion must see it, or it blocks again until
+        // enough turns pass (a WRITE done then waited 50–100 ms).
         let turns = std::cell::Cell::new(0u32);
+        let seen = std::cell::Cell::new(task.events());
         let pred = |_| {
             // A signal's handler left the schedules to us.
             if probe.ready() || crate::nbc::wanted() {
                 return true;
             }
             turns.set(turns.get().wrapping_add(1));
-            turns.get() % 16 == 0
+            let ev = task.events();
+            let moved = ev != seen.get();
+            seen.set(ev);
+            (moved || turns.get() % 16 == 0)
                 && STATE
                     .try_lock()
                     .map_or(true, |g| g.as_ref().is_none_or(Engine::has_work))

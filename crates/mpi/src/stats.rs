@@ -375,16 +375,22 @@ pub(crate) fn report(
     let _ = write!(
         o,
         "}},\"transport\":{{\"packets_sent\":{},\"bytes_sent\":{},\"packets_received\":{},\
-         \"retransmissions\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\
+         \"retransmissions\":{},\"timeouts\":{},\"rack_lost\":{},\"timeout_lost\":{},\
+         \"duplicates\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\"wait_timeouts\":{},\
          \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{},\
          \"reorder_dropped\":{},\"applied\":{}}}}}",
         t.packets_sent,
         t.bytes_sent,
         t.packets_received,
         t.retransmissions,
+        t.timeouts,
+        t.rack_lost,
+        t.timeout_lost,
+        t.duplicates,
         t.refused,
         t.bad_packets,
         t.blocked_waits,
+        t.wait_timeouts,
         t.progress_wakeups,
         t.sswait_idle_blocks,
         t.prewakes,

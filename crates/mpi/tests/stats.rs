@@ -360,3 +360,33 @@ fn receives_posted_first_are_written_directly() {
         assert!(num(t0, "write_bytes") >= num(t0, "direct_writes") * 9000);
     }
 }
+
+/// Windows of 64 nonblocking messages of 1 B, 32 KiB and 128 KiB
+/// (`tests/c/streams.c`, the pattern of `osu_bw`) across two nodes, with
+/// direct writes and with rendezvous: no wait may end by its safety-net
+/// timeout. A wait woken by a completed WRITE or READ used to look at
+/// the library's work only on every 16th turn, and so blocked again
+/// until enough 20 ms timeouts passed (windows of 50–110 ms; 8–26
+/// timeouts in 100 rounds).
+#[test]
+fn waits_see_what_woke_them() {
+    let dir = scratch();
+    let exe = compile(&dir, "streams.c", false);
+    let place = ["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"];
+    for direct in ["on", "off"] {
+        let env = [("SSS_STATS", "json"), ("SSS_MPI_DIRECT", direct)];
+        let (code, out, err) = LAUNCHER.run(&place, &exe, &[], &env);
+        assert!(
+            code == Some(0) && out.contains("streams: ok"),
+            "direct {direct}: exit {code:?}\n{out}\n{err}"
+        );
+        let t = objects(&err);
+        assert_eq!(t.len(), 2, "direct {direct}: {err}");
+        // One is allowed: a task descheduled for 20 ms by a busy machine.
+        let timeouts: u64 = t
+            .iter()
+            .map(|t| num(&t["transport"], "wait_timeouts"))
+            .sum();
+        assert!(timeouts <= 1, "direct {direct}: {}\n{}", t[0], t[1]);
+    }
+}

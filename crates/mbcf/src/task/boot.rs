@@ -439,6 +439,7 @@ impl Task {
             looks: AtomicU64::new(0),
             signals_inline: AtomicU64::new(0),
             blocked_waits: AtomicU64::new(0),
+            wait_timeouts: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
             has_deferred: AtomicBool::new(false),

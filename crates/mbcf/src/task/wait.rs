@@ -47,6 +47,16 @@ impl Task {
         }
     }
 
+    /// The task's event count. It moves after anything that wakes a
+    /// blocked waiter: an operation completed or a datagram applied here,
+    /// or a same-node operation that landed while a thread blocks. A wait
+    /// whose condition is costly to evaluate in full may do so only when
+    /// this moved (and now and then while it spins): what woke it from a
+    /// block is never left unseen.
+    pub fn events(&self) -> u32 {
+        self.inner.ctl.ctl().events.load(Ordering::SeqCst)
+    }
+
     /// Waits until `pred` holds for `word` (a flag or counter that remote
     /// operations update). Spins briefly, then blocks until the progress
     /// thread applies something.
@@ -448,7 +458,11 @@ impl Inner {
             if let Some(d) = deadline {
                 t = t.min(d.saturating_duration_since(now));
             }
-            sys::futex_wait(&self.ctl.ctl().events, seq, Some(t));
+            if sys::futex_wait(&self.ctl.ctl().events, seq, Some(t))
+                && deadline.is_none_or(|d| d > now + t)
+            {
+                self.wait_timeouts.fetch_add(1, Ordering::Relaxed);
+            }
             self.end_blocking();
             self.ctl.ctl().waiters.fetch_sub(1, Ordering::SeqCst);
             self.unwatch_ring();
