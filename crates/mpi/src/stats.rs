@@ -375,7 +375,7 @@ pub(crate) fn report(
     let _ = write!(
         o,
         "}},\"transport\":{{\"packets_sent\":{},\"bytes_sent\":{},\"packets_received\":{},\
-         \"retransmissions\":{},\"timeouts\":{},\"rack_lost\":{},\"timeout_lost\":{},\
+         \"retransmissions\":{},\"timeouts\":{},\"rack_lost\":{},\"timeout_lost\":{},\"spurious_timeouts\":{},\"dsacks\":{},\
          \"duplicates\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\"wait_timeouts\":{},\
          \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{},\
          \"reorder_dropped\":{},\"applied\":{}}}}}",
@@ -386,6 +386,8 @@ pub(crate) fn report(
         t.timeouts,
         t.rack_lost,
         t.timeout_lost,
+        t.spurious_timeouts,
+        t.dsacks,
         t.duplicates,
         t.refused,
         t.bad_packets,

@@ -29,12 +29,15 @@
 //!   packet going back or in a delayed ACK, with selective-ack blocks for
 //!   packets past a hole. The sender retransmits from its own copy: a
 //!   packet once a packet sent after it was acknowledged and a reordering
-//!   allowance passed (RACK). When the retransmission timer (RFC 6298
+//!   allowance passed (RACK); the allowance widens when the receiver
+//!   reports a duplicate of such a packet (D-SACK). When the retransmission timer (RFC 6298
 //!   estimator, Karn's rule, exponential back-off reset by any ack of new
 //!   data) fires, only the oldest unacknowledged packet goes again (or a
 //!   probe, when only replies are owed); the first ack of new data after
 //!   it marks the rest of what was sent before the timeout lost, and that
-//!   goes again then. A timeout never resends the whole window.
+//!   goes again then, unless it acknowledges a packet sent only once
+//!   before the timeout (a spurious timeout). A timeout never resends the
+//!   whole window.
 //! - **Back-pressure.** At most [`Config::window`] packets and
 //!   [`Config::ooo_bytes`] bytes are in flight per peer, and at most
 //!   [`Config::send_buffer`] bytes wait per peer; past that, submit
@@ -529,6 +532,12 @@ pub struct Stats {
     /// Packets presumed lost because they were unacknowledged when a
     /// timeout fired and the first ack after it showed the path working.
     pub timeout_lost: u64,
+    /// Timeouts found spurious: the first ack after one acknowledged a
+    /// packet sent only once, before it (nothing more was resent).
+    pub spurious_timeouts: u64,
+    /// Duplicates the peer reported (D-SACK blocks): retransmissions that
+    /// were not needed. Each widens RACK's reordering allowance.
+    pub dsacks: u64,
     /// Copies of large operations (WRITE payloads, READ replies) made
     /// into a pooled buffer filled before, mapped and warm, instead of
     /// fresh pages.

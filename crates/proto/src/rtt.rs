@@ -64,10 +64,17 @@ impl Rtt {
 
     /// Reordering allowance of RACK: how much longer than the round trip of
     /// a later delivered packet an unacknowledged one may take before it is
-    /// presumed lost rather than reordered. A quarter of the path's minimum
-    /// round trip (of `rack_rtt` before any clean sample).
-    pub(crate) fn reorder_window(&self, rack_rtt: Time) -> Time {
-        self.min_rtt.unwrap_or(rack_rtt) / 4
+    /// presumed lost rather than reordered. `mult` quarters of the path's
+    /// minimum round trip (of `rack_rtt` before any clean sample), at most
+    /// the smoothed round trip (RFC 8985) or the minimum timeout, whichever
+    /// is longer: a machine that time-shares its CPUs delays packets by a
+    /// scheduler's time slice, far longer than the round trip, and a loss
+    /// is then found no later than a timeout would find it.
+    pub(crate) fn reorder_window(&self, rack_rtt: Time, mult: u32) -> Time {
+        let quarter = self.min_rtt.unwrap_or(rack_rtt) / 4;
+        quarter
+            .saturating_mul(Time::from(mult))
+            .min(self.srtt().max(self.min).max(quarter))
     }
 
     /// Current timeout including back-off.

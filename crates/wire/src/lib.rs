@@ -120,7 +120,9 @@
 //!
 //! The payload of an ACK packet is a list of selective-ack blocks, each
 //! `start u32, end u32`: sequence numbers in `[start, end)` were received
-//! beyond the cumulative ack. At most [`MAX_SACK_BLOCKS`] blocks.
+//! beyond the cumulative ack; a first block below the cumulative ack
+//! reports a packet received twice (D-SACK, RFC 2883). At most
+//! [`MAX_SACK_BLOCKS`] blocks.
 //!
 //! # Status codes
 //!

@@ -433,6 +433,7 @@ impl Task {
             next_wake: AtomicU64::new(u64::MAX),
             spinners: AtomicU32::new(0),
             released: AtomicU64::new(0),
+            spin_looked: AtomicU64::new(0),
             handed_back: AtomicBool::new(false),
             sockless: AtomicBool::new(false),
             wakeups: AtomicU64::new(0),

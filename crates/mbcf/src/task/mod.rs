@@ -125,6 +125,13 @@ pub struct TaskStats {
     pub rack_lost: u64,
     /// Packets presumed lost after a timeout, and resent.
     pub timeout_lost: u64,
+    /// Timeouts found spurious: the first ack after one showed the
+    /// packets sent before it getting through, and nothing more was
+    /// resent.
+    pub spurious_timeouts: u64,
+    /// Duplicates the peers reported (D-SACK): retransmissions that were
+    /// not needed.
+    pub dsacks: u64,
     /// Datagrams received again that had been taken already: what a
     /// retransmission that was not needed costs the receiver.
     pub duplicates: u64,
@@ -237,6 +244,10 @@ pub(crate) struct Inner {
     /// within [`progress::BETWEEN_WAITS`] means the application is between
     /// two waits and will receive for itself again soon.
     released: AtomicU64,
+    /// When a spinning waiter last looked at the socket (nanoseconds
+    /// since the task began): a spinner whose looks stopped was
+    /// descheduled, and the progress thread watches the socket meanwhile.
+    spin_looked: AtomicU64,
     /// A waiter gave the socket back to block: the progress thread must
     /// watch it whatever `released` says.
     handed_back: AtomicBool,
@@ -451,6 +462,8 @@ impl Task {
             timeouts: s.timeouts,
             rack_lost: s.rack_lost,
             timeout_lost: s.timeout_lost,
+            spurious_timeouts: s.spurious_timeouts,
+            dsacks: s.dsacks,
             duplicates: s.duplicates,
             applied: s.applied + self.inner.ctl.ctl().applied.load(Ordering::Relaxed),
             rejected: s.rejected + self.inner.ctl.ctl().rejected.load(Ordering::Relaxed),

@@ -32,6 +32,11 @@ const HAND_BACK: Duration = Duration::from_micros(200);
 /// halves that wait.
 const HAND_BACK_MAX: Duration = Duration::from_micros(400);
 
+/// A spinning waiter that has not looked at the socket for this long is
+/// taken for descheduled: the progress thread watches the socket until
+/// it looks again.
+const SPIN_STALE: Duration = Duration::from_micros(200);
+
 /// A claim that ended this recently means the application is between two
 /// waits (a ping-pong sends its answer, then waits again): leave it the
 /// socket. A longer gap means it went to compute.
@@ -68,14 +73,20 @@ pub(super) fn progress(inner: Arc<Inner>) {
         // another (a signal handler's) still holds the outer claim.
         let handed_back = inner.handed_back.swap(false, Ordering::SeqCst);
         let blocked = inner.ctl.ctl().blocked.load(Ordering::SeqCst) > 0;
-        let claimed = !handed_back
-            && !blocked
-            && (inner.spinners.load(Ordering::SeqCst) > 0 || between_waits());
+        let now = inner.now();
+        // A spinner whose looks stopped was descheduled (more runnable
+        // threads than CPUs): meanwhile nobody would receive, and the
+        // peer's retransmission timer would fire on what only waits in
+        // our socket. Watch the socket until it looks again.
+        let spinning = inner.spinners.load(Ordering::SeqCst) > 0
+            && (inner.all_local
+                || now.saturating_sub(inner.spin_looked.load(Ordering::Relaxed))
+                    < SPIN_STALE.as_nanos() as u64);
+        let claimed = !handed_back && !blocked && (spinning || between_waits());
         if !claimed {
             inner.sockless.store(false, Ordering::SeqCst);
             hand_back = HAND_BACK;
         }
-        let now = inner.now();
         // Waiters that receive also run due timers, and the net lock would
         // be taken from a spinner in the middle of its receive (both
         // threads then pay a futex call and a context switch): while they

@@ -413,6 +413,7 @@ impl Inner {
             if !self.all_local {
                 let at = now.saturating_duration_since(self.start).as_nanos() as u64;
                 claim.looked.set(at.max(1));
+                self.spin_looked.store(at, Ordering::Relaxed);
                 got = self.try_step(at);
                 if got && renew {
                     start = Some(now);

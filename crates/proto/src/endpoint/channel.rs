@@ -127,6 +127,17 @@ impl std::ops::Deref for Chunk {
     }
 }
 
+/// Loss episodes without a D-SACK after which RACK's reordering
+/// allowance halves (RFC 8985 keeps it for 16 recoveries).
+const REORDER_DECAY: u32 = 16;
+
+/// How many of the packets RACK resent last are remembered.
+const RACK_RESENT: usize = 256;
+
+/// Largest multiplier of RACK's reordering allowance; the allowance is
+/// also capped by the smoothed round trip or the minimum timeout.
+const REORDER_MULT_MAX: u32 = 1 << 12;
+
 /// A packet this side keeps until it is acknowledged.
 pub(super) struct Slot {
     /// Everything but the payload and the ack, which is filled in anew at
@@ -175,6 +186,21 @@ pub(super) struct Channel {
     pub(super) rack: Option<(Time, u64)>,
     /// Round trip measured on the `rack` packet.
     pub(super) rack_rtt: Time,
+    /// Multiplier of RACK's reordering allowance (RFC 8985 §6.2): doubled
+    /// when the peer reports a duplicate (D-SACK), at most once a round
+    /// trip, so that a path that reorders by more than the allowance
+    /// stops resending what was only late; halved after
+    /// [`REORDER_DECAY`] loss episodes without one.
+    pub(super) reo_mult: u32,
+    /// When `reo_mult` last grew.
+    pub(super) reo_grown_at: Time,
+    /// Loss episodes RACK found since the last D-SACK.
+    pub(super) reo_quiet: u32,
+    /// The last packets RACK resent once and nothing resent again (at
+    /// most [`RACK_RESENT`]): a D-SACK of one of them shows reordering;
+    /// one of a packet a timeout resent shows a slow receiver or a lost
+    /// ack, and leaves the allowance alone.
+    pub(super) rack_resent: VecDeque<u64>,
     pub(super) retries: u32,
     pub(super) rtt: Rtt,
     /// Operations waiting for a reply, by wire op id.
@@ -200,6 +226,11 @@ pub(super) struct Channel {
     pub(super) peer_epoch: Option<u32>,
     pub(super) recv_next: u64,
     pub(super) ooo: Reorder,
+    /// A data packet received again, below the cumulative ack or already
+    /// held: reported in the next ACK as a D-SACK block (RFC 2883), a
+    /// block below the cumulative ack, which tells the peer that its
+    /// retransmission was not needed.
+    pub(super) dsack: Option<u64>,
     /// The peer's reorder budget in bytes, assumed equal to ours.
     pub(super) ooo_budget: usize,
     pub(super) unacked: u32,
@@ -237,6 +268,10 @@ impl Channel {
             retx: VecDeque::new(),
             rack: None,
             rack_rtt: 0,
+            reo_mult: 1,
+            reo_grown_at: 0,
+            reo_quiet: 0,
+            rack_resent: VecDeque::new(),
             retries: 0,
             rtt: Rtt::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             pending: HashMap::new(),
@@ -249,6 +284,7 @@ impl Channel {
             peer_epoch: None,
             recv_next: 1,
             ooo: Reorder::default(),
+            dsack: None,
             ooo_budget: cfg.ooo_bytes,
             unacked: 0,
             ack_now: false,
@@ -382,7 +418,7 @@ impl Channel {
         self.timers.stop(Timer::Hole);
         let Some(rack) = self.rack else { return 0 };
         let mut lost = 0;
-        let wait = self.rack_rtt + self.rtt.reorder_window(self.rack_rtt);
+        let wait = self.rack_rtt + self.rtt.reorder_window(self.rack_rtt, self.reo_mult);
         for seq in self.base..self.next_send {
             let slot = &mut self.slots[(seq - self.base) as usize];
             let Some(t) = slot.sent_at else { break };
@@ -401,13 +437,37 @@ impl Channel {
             if now >= due {
                 slot.queued = true;
                 self.retx.push_back(seq);
+                if self.rack_resent.len() == RACK_RESENT {
+                    self.rack_resent.pop_front();
+                }
+                self.rack_resent.push_back(seq);
                 lost += 1;
             } else {
                 let at = self.timers.get(Timer::Hole).map_or(due, |h| h.min(due));
                 self.timers.set(Timer::Hole, at);
             }
         }
+        if lost > 0 {
+            self.reo_quiet += 1;
+            if self.reo_quiet >= REORDER_DECAY {
+                self.reo_quiet = 0;
+                self.reo_mult = (self.reo_mult / 2).max(1);
+            }
+        }
         lost
+    }
+
+    /// The peer reported receiving `seq` twice: if RACK resent it, widen
+    /// the reordering allowance.
+    fn duplicate_reported(&mut self, now: Time, seq: u64) {
+        if !self.rack_resent.contains(&seq) {
+            return;
+        }
+        self.reo_quiet = 0;
+        if self.reo_mult == 1 || now >= self.reo_grown_at.saturating_add(self.rtt.srtt()) {
+            self.reo_mult = (self.reo_mult * 2).min(REORDER_MULT_MAX);
+            self.reo_grown_at = now;
+        }
     }
 
     fn arm_rto(&mut self, now: Time) {
@@ -441,6 +501,11 @@ impl Channel {
                 continue;
             }
             let ack = self.piggybacked();
+            if self.slots[i].retx > 0 {
+                // Sent a third time: a D-SACK of it says nothing about
+                // reordering.
+                self.rack_resent.retain(|&s| s != seq);
+            }
             let slot = &mut self.slots[i];
             emit_slot(slot, ack, self.format, out);
             slot.sent_at = Some(now);
@@ -466,8 +531,12 @@ impl Channel {
             let probe = std::mem::take(&mut self.probe);
             let ack = self.piggybacked();
             let mut blocks: Vec<(u32, u32)> = Vec::new();
+            if let Some(d) = self.dsack.take() {
+                blocks.push((d as u32, (d + 1) as u32));
+            }
+            let first = blocks.len();
             for &s in self.ooo.keys() {
-                match blocks.last_mut() {
+                match blocks[first..].last_mut() {
                     Some((_, e)) if *e == s as u32 => *e = (s + 1) as u32,
                     _ => {
                         if blocks.len() == sss_wire::MAX_SACK_BLOCKS {
@@ -519,8 +588,13 @@ impl Endpoint {
         // inflating the timeout, which slows recovery, which inflates the
         // next sample: the loss cliff.
         let mut newest: Option<(Time, u64, bool)> = None;
+        // Whether this ack covers a packet sent only once, before the
+        // timeout that is being recovered from (if any).
+        let before = c.recover_before;
+        let mut original = false;
         let mut note = |seq: u64, slot: &Slot| {
             if let Some(t) = slot.sent_at {
+                original |= slot.retx == 0 && before.is_some_and(|b| t <= b);
                 if newest.is_none_or(|(nt, ns, _)| (t, seq) > (nt, ns)) {
                     newest = Some((t, seq, slot.retx > 0));
                 }
@@ -537,7 +611,14 @@ impl Endpoint {
             c.base += 1;
             progress = true;
         }
+        let mut reported = None;
         for (s, e) in pkt.sack_blocks() {
+            // A block wholly below the cumulative ack is a D-SACK.
+            let (ds, de) = (unwrap_seq(c.base, s), unwrap_seq(c.base, e));
+            if de <= ack && ds < de {
+                reported = Some(ds);
+                continue;
+            }
             let s = unwrap_seq(c.base, s).max(c.base);
             let e = unwrap_seq(c.base, e).min(c.next_send);
             for seq in s..e {
@@ -556,6 +637,10 @@ impl Endpoint {
             }
             c.delivered(now, seq, sent, retransmitted);
         }
+        if let Some(seq) = reported {
+            self.stats.dsacks += 1;
+            c.duplicate_reported(now, seq);
+        }
         if progress || c.slots.is_empty() {
             // Hearing from the peer with nothing of ours unacknowledged is
             // progress too: it is alive and owes only replies.
@@ -568,15 +653,23 @@ impl Endpoint {
             }
         }
         // After a timeout, the first ack that shows the path works marks
-        // every packet still unacknowledged from before the timeout lost.
+        // every packet still unacknowledged from before the timeout lost,
+        // unless it acknowledges a packet sent only once, before the
+        // timeout: the first transmissions are getting through (the
+        // receiver or the path was only slow; as F-RTO, RFC 5682), and
+        // RACK finds what is missing among them.
         if progress {
             if let Some(t) = c.recover_before.take() {
-                for seq in c.base..c.next_send {
-                    let slot = &mut c.slots[(seq - c.base) as usize];
-                    if !slot.sacked && !slot.queued && slot.sent_at.is_some_and(|s| s <= t) {
-                        slot.queued = true;
-                        c.retx.push_back(seq);
-                        self.stats.timeout_lost += 1;
+                if original {
+                    self.stats.spurious_timeouts += 1;
+                } else {
+                    for seq in c.base..c.next_send {
+                        let slot = &mut c.slots[(seq - c.base) as usize];
+                        if !slot.sacked && !slot.queued && slot.sent_at.is_some_and(|s| s <= t) {
+                            slot.queued = true;
+                            c.retx.push_back(seq);
+                            self.stats.timeout_lost += 1;
+                        }
                     }
                 }
             }

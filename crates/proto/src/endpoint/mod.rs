@@ -432,6 +432,7 @@ impl Endpoint {
         let seq = unwrap_seq(c.recv_next, pkt.seq);
         if seq < c.recv_next {
             self.stats.duplicates += 1;
+            c.dsack = Some(seq);
             c.ack_now = true;
             self.mark_ready(ci);
             return;
@@ -444,7 +445,10 @@ impl Endpoint {
             let (limit, total) = (self.cfg.ooo_bytes, self.cfg.ooo_total);
             match c.ooo.insert(seq, data, limit, &self.ooo_held, total) {
                 Ok(()) => {}
-                Err(Refused::Duplicate) => self.stats.duplicates += 1,
+                Err(Refused::Duplicate) => {
+                    self.stats.duplicates += 1;
+                    c.dsack = Some(seq);
+                }
                 // Not stored and not selectively acked: the sender resends.
                 Err(Refused::Budget) => self.stats.reorder_dropped += 1,
             }
