@@ -212,9 +212,13 @@ pub(crate) fn wait_looking(
     let mut look = look;
     loop {
         crate::nbc::progress();
-        let step =
-            with_only(|e| Ok(look(e)?.map(|partner| (partner, e.waiter.clone(), e.events))))?;
-        let Some((partner, waiter, events)) = step else {
+        // MBCF's event count before the look: what completes after it
+        // moves the count, and the wait below looks at it in full.
+        let step = with_only(|e| {
+            let before = e.waiter.task.events();
+            Ok(look(e)?.map(|partner| (partner, e.waiter.clone(), e.events, before)))
+        })?;
+        let Some((partner, waiter, events, before)) = step else {
             return Ok(());
         };
         // What completed since the schedules last looked may let one of
@@ -231,7 +235,7 @@ pub(crate) fn wait_looking(
         // a block by a completion must see it, or it blocks again until
         // enough turns pass (a WRITE done then waited 50–100 ms).
         let turns = std::cell::Cell::new(0u32);
-        let seen = std::cell::Cell::new(task.events());
+        let seen = std::cell::Cell::new(before);
         let pred = |_| {
             // A signal's handler left the schedules to us.
             if probe.ready() || crate::nbc::wanted() {
