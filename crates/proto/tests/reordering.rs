@@ -10,18 +10,8 @@ use sss_netsim::NetConfig;
 use sss_proto::{Config, OpOptions, TaskId};
 use support::*;
 
-/// A 3000-byte write (three fragments) at `dst`.
 fn write(dst: TaskId, i: u64) -> Planned {
-    Planned {
-        dst,
-        op: TestOp::Write {
-            key: key_of(dst),
-            addr: BASE + 4096 + (i % 64) * 3000,
-            data: vec![i as u8; 3000],
-            notify: None,
-        },
-        opts: OpOptions::default(),
-    }
+    write_3000(dst, i, OpOptions::default())
 }
 
 /// 20 µs one way; 3 % of packets 400 µs late (the minimum timeout is 2 ms).

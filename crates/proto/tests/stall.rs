@@ -48,21 +48,13 @@ fn bump(dst: TaskId) -> Planned {
     }
 }
 
-/// A 3000-byte write (three fragments) at `dst`.
+/// A 3000-byte write (three fragments) at `dst`, with a completion reply.
 fn write(dst: TaskId, i: u64) -> Planned {
-    Planned {
-        dst,
-        op: TestOp::Write {
-            key: key_of(dst),
-            addr: BASE + 4096 + (i % 64) * 3000,
-            data: vec![i as u8; 3000],
-            notify: None,
-        },
-        opts: OpOptions {
-            status_return: true,
-            nofc: false,
-        },
-    }
+    let opts = OpOptions {
+        status_return: true,
+        nofc: false,
+    };
+    write_3000(dst, i, opts)
 }
 
 /// Runs in small steps until task `s` has `n` results.

@@ -275,6 +275,20 @@ impl TestOp {
     }
 }
 
+/// A 3000-byte write (three fragments) at `dst`, the `i`th of a stream.
+pub fn write_3000(dst: TaskId, i: u64, opts: OpOptions) -> Planned {
+    Planned {
+        dst,
+        op: TestOp::Write {
+            key: key_of(dst),
+            addr: BASE + 4096 + (i % 64) * 3000,
+            data: vec![i as u8; 3000],
+            notify: None,
+        },
+        opts,
+    }
+}
+
 /// A queued operation: destination, op, options.
 pub struct Planned {
     pub dst: TaskId,
