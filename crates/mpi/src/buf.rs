@@ -56,6 +56,40 @@ impl UserBuf {
     }
 }
 
+/// A send buffer: `len` readable bytes at `ptr`, lent by the caller
+/// until the send completes (MPI's rule for the buffer of a pending
+/// send): a rendezvous across the network WRITEs from it when the
+/// receiver is ready, with no staged copy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LentSrc {
+    ptr: usize,
+    len: usize,
+}
+
+impl LentSrc {
+    /// # Safety
+    /// `ptr` is null only when `len` is 0, and otherwise points to `len`
+    /// readable bytes that stay valid and unchanged until the send using
+    /// this buffer completes.
+    pub(crate) unsafe fn new(ptr: *const u8, len: usize) -> LentSrc {
+        LentSrc {
+            ptr: ptr as usize,
+            len: if ptr.is_null() { 0 } else { len },
+        }
+    }
+
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `new`'s contract: `len` readable bytes at `ptr`,
+        // unchanged while the send is pending, which it is while the
+        // engine holds this value.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
 /// A buffer a collective lends to its receives in flight: each posted
 /// into one of its blocks (no copy of the library's own in between),
 /// and every one of them over before the loan ends. [`Lent::settled`]

@@ -34,6 +34,32 @@ use std::sync::Arc;
 
 pub(crate) use crate::objects::{Comm, Dest, MpiErr, St};
 
+/// What a send's bytes are: borrowed for the call (the engine copies
+/// what it keeps), or the caller's buffer, lent until the send completes.
+#[derive(Clone, Copy)]
+pub(crate) enum SendSrc<'a> {
+    Copy(&'a [u8]),
+    Lent(crate::buf::LentSrc),
+}
+
+impl SendSrc<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            SendSrc::Copy(d) => d,
+            SendSrc::Lent(l) => l.bytes(),
+        }
+    }
+}
+
+/// Where a rendezvous send's data waits for its receiver.
+enum Held {
+    /// Copied into staging.
+    Staged(crate::staging::Slot),
+    /// The caller's buffer, across the network: WRITTEN from it at the
+    /// clear-to-send, with no copy before.
+    Lent(crate::buf::LentSrc),
+}
+
 mod alone;
 mod direct;
 mod matched;
@@ -210,7 +236,7 @@ pub(crate) struct Engine {
     /// Staged data of rendezvous sends, by request (the RTS's `sreq`),
     /// with the task it was sent to: kept until that task's FIN or CTS,
     /// after the request may have completed and gone.
-    staged: IdMap<(u32, crate::staging::Slot)>,
+    staged: IdMap<(u32, Held)>,
     /// Bytes in `staged`.
     staged_bytes: usize,
     staging: crate::staging::Staging,
@@ -419,7 +445,7 @@ impl Engine {
         comm: usize,
         dest: i32,
         tag: i32,
-        data: &[u8],
+        data: SendSrc<'_>,
         sync: bool,
     ) -> Result<usize, MpiErr> {
         let Some((ctx, w)) = self.route(comm, dest, tag)? else {
@@ -428,7 +454,7 @@ impl Engine {
             return Ok(id);
         };
         let id = self.handle();
-        self.send_ctx(comm, ctx, w, tag, data, sync, id)?;
+        self.send_src(comm, ctx, w, tag, data, sync, id)?;
         Ok(id)
     }
 
@@ -525,6 +551,22 @@ impl Engine {
         sync: bool,
         id: usize,
     ) -> Result<(), MpiErr> {
+        self.send_src(comm, ctx, w, tag, SendSrc::Copy(data), sync, id)
+    }
+
+    /// [`Engine::send_ctx`] of bytes borrowed or lent.
+    #[allow(clippy::too_many_arguments)]
+    fn send_src(
+        &mut self,
+        comm: usize,
+        ctx: u32,
+        w: u32,
+        tag: i32,
+        src: SendSrc<'_>,
+        sync: bool,
+        id: usize,
+    ) -> Result<(), MpiErr> {
+        let data = src.bytes();
         let mut env = Env {
             kind: Kind::Eager,
             flags: if sync { FLAG_SYNC } else { 0 },
@@ -535,7 +577,7 @@ impl Engine {
             key: 0,
             addr: 0,
         };
-        let mut staged = false;
+        let mut rendezvous = false;
         if data.len() > self.eager[w as usize] && self.direct.expects_notices(w) {
             // A NOTICE of the receive this message meets may be waiting
             // in our socket or FIFO, right behind the message this one
@@ -577,6 +619,16 @@ impl Engine {
             self.stats.ring_msgs += 1;
             self.stats.ring_bytes += data.len() as u64;
             (env.encode(&[]), wait_sent)
+        } else if let (SendSrc::Lent(l), false) = (src, self.on_node(w)) {
+            // Across the network the receiver always answers with a
+            // clear-to-send (its buffer registered), and the send waits
+            // for the FIN: the WRITE reads the caller's buffer then, and
+            // nothing is staged. No key: nothing to READ.
+            env.kind = Kind::Rts;
+            self.staged.insert(id, (w, Held::Lent(l)));
+            self.stats.lent_msgs += 1;
+            rendezvous = true;
+            (env.encode(&[]), SendWait::Fin)
         } else {
             let (at, slot) = match self.staging.stage(&self.task, data) {
                 Ok(s) => s,
@@ -588,10 +640,10 @@ impl Engine {
             env.kind = Kind::Rts;
             env.key = at.key;
             env.addr = at.addr;
-            self.staged.insert(id, (w, slot));
+            self.staged.insert(id, (w, Held::Staged(slot)));
             self.staged_bytes += data.len();
             self.stats.staged_bytes += data.len() as u64;
-            staged = true;
+            rendezvous = true;
             // The data is ours now: a standard send to a task on this node
             // may complete (MPI lets it return once its buffer can be
             // reused), where waiting for the FIN cost a second hand-over
@@ -603,7 +655,7 @@ impl Engine {
             // network: its receiver's clear-to-send needs our WRITE, which
             // only a pending request (a wait, a schedule's signal handler)
             // makes sure we get to.
-            let local = self.task.transport_to(w) == Some(sss_mbcf::TransportKind::Shm);
+            let local = self.on_node(w);
             let wait = if sync || !local || self.staged_bytes > STAGED_AHEAD {
                 SendWait::Fin
             } else {
@@ -612,7 +664,7 @@ impl Engine {
             };
             (env.encode(&[]), wait)
         };
-        self.stats.sent(data.len(), !staged);
+        self.stats.sent(data.len(), !rendezvous);
         let plain = matches!(wait, SendWait::Outbox);
         self.add_req(
             id,
@@ -651,6 +703,11 @@ impl Engine {
             .map(|a| a.load(std::sync::atomic::Ordering::Acquire))
             .ok()?;
         self.rings.place(w, len, freed)
+    }
+
+    /// Whether world rank `w` is on this node (MBCF's shm transport).
+    fn on_node(&self, w: u32) -> bool {
+        self.task.transport_to(w) == Some(sss_mbcf::TransportKind::Shm)
     }
 
     fn credit_ok(&self, w: u32) -> bool {
@@ -958,7 +1015,7 @@ impl Engine {
             Some(&(d, _)) if d == dest => {}
             _ => return false,
         }
-        if let Some((_, slot)) = self.staged.remove(&id) {
+        if let Some((_, Held::Staged(slot))) = self.staged.remove(&id) {
             self.staged_bytes = self.staged_bytes.saturating_sub(slot.len());
             self.staging.release(&self.task, slot);
         }
@@ -972,20 +1029,19 @@ impl Engine {
     /// the request's error while it waits; after, MBCF reports it.
     fn clear_to_send(&mut self, src: u32, env: &Env) {
         let id = env.sreq as usize;
-        let Some(slot) = self
-            .staged
-            .get(&id)
-            .filter(|(d, _)| *d == src)
-            .map(|&(_, slot)| slot)
-        else {
+        let Some(held) = self.staged.get(&id).filter(|(d, _)| *d == src) else {
             self.bad_msgs += 1;
             return;
         };
-        let Some(data) = self
-            .staging
-            .bytes(&slot)
-            .and_then(|d| d.get(..env.len as usize))
-        else {
+        // The caller's buffer is ours only while the send is pending: one
+        // that failed meanwhile (its peer down) gave it back.
+        let pending = self.reqs.get(&id).is_some_and(|r| !r.done);
+        let bytes = match &held.1 {
+            Held::Staged(slot) => self.staging.bytes(slot),
+            Held::Lent(l) if pending => Some(l.bytes()),
+            Held::Lent(_) => None,
+        };
+        let Some(data) = bytes.and_then(|d| d.get(..env.len as usize)) else {
             self.bad_msgs += 1;
             return;
         };

@@ -203,6 +203,9 @@ pub(crate) struct Counters {
     pub peer_read_bytes: u64,
     /// Bytes sends copied into staging segments.
     pub staged_bytes: u64,
+    /// Rendezvous sends across the network written from the caller's
+    /// buffer at the clear-to-send, nothing staged.
+    pub lent_msgs: u64,
     /// Rendezvous sends complete as soon as their data was staged,
     /// before the receiver took it (`engine::STAGED_AHEAD`).
     pub staged_ahead_msgs: u64,
@@ -326,7 +329,7 @@ pub(crate) fn report(
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
          \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\
-         \"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
+         \"lent_messages\":{},\"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
          \"blocking_recv_looks\":{},\"library_locks\":{},\"direct_writes\":{},\"notices\":{},\
          \"notice_placeholders\":{},\"direct_received\":{},\"direct_misordered\":{},\
          \"direct_stops\":{},\"bad_messages\":{},\"collectives\":{{",
@@ -354,6 +357,7 @@ pub(crate) fn report(
         c.peer_read_msgs,
         c.peer_read_bytes,
         c.staged_bytes,
+        c.lent_msgs,
         c.staged_ahead_msgs,
         c.nbc_signals,
         c.requests,

@@ -367,7 +367,9 @@ fn receives_posted_first_are_written_directly() {
 /// timeout. A wait woken by a completed WRITE or READ used to look at
 /// the library's work only on every 16th turn, and so blocked again
 /// until enough 20 ms timeouts passed (windows of 50–110 ms; 8–26
-/// timeouts in 100 rounds).
+/// timeouts in 100 rounds). Rendezvous sends across the network are
+/// written from the sender's buffer, except buffered ones (the program
+/// overwrites their buffer at once and checks what arrived).
 #[test]
 fn waits_see_what_woke_them() {
     let dir = scratch();
@@ -388,5 +390,11 @@ fn waits_see_what_woke_them() {
             .map(|t| num(&t["transport"], "wait_timeouts"))
             .sum();
         assert!(timeouts <= 1, "direct {direct}: {}\n{}", t[0], t[1]);
+        if direct == "off" {
+            // Every 128 KiB message goes by rendezvous, written from the
+            // sender's buffer: nothing staged but the buffered sends'.
+            assert!(num(&t[0], "lent_messages") >= 40 * 64, "{}", t[0]);
+            assert!(num(&t[0], "staged_bytes") <= 4 * 131_072, "{}", t[0]);
+        }
     }
 }

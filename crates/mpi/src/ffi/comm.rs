@@ -252,7 +252,15 @@ pub unsafe extern "C" fn MPI_Comm_idup(
         }
         let c = dup(hv(comm))?;
         // A request already complete: a send to MPI_PROC_NULL.
-        let r = with(|e| e.isend(h::COMM_SELF, crate::consts::PROC_NULL, 0, &[], false))?;
+        let r = with(|e| {
+            e.isend(
+                h::COMM_SELF,
+                crate::consts::PROC_NULL,
+                0,
+                crate::engine::SendSrc::Copy(&[]),
+                false,
+            )
+        })?;
         // SAFETY: the caller's contract.
         unsafe {
             out(newcomm, mk(c), "newcomm")?;

@@ -2,16 +2,18 @@
 
 use super::requests::release;
 use super::{call, empty_status, hv, mk, out, put_status, send_data, Handle, MpiStatus};
-use crate::buf::{TypedBuf, UserBuf};
+use crate::buf::{LentSrc, TypedBuf, UserBuf};
 use crate::consts::{err, h, UNDEFINED};
-use crate::engine::{AlonePoll, Dest, MpiErr, RecvStart, St};
+use crate::engine::{AlonePoll, Dest, MpiErr, RecvStart, SendSrc, St};
 use crate::runtime::{wait_looking, wait_until, with};
 use std::ffi::{c_int, c_void};
 
 /// Starts a send of `count` elements of `dt` at `buf`.
 ///
 /// # Safety
-/// MPI's contract: `buf` holds `count` readable elements of `dt`.
+/// MPI's contract: `buf` holds `count` readable elements of `dt`, and
+/// (unless the send is buffered, `buffered`) they stay valid and
+/// unchanged until the send completes.
 pub(super) unsafe fn start_send(
     buf: *const c_void,
     count: c_int,
@@ -21,11 +23,40 @@ pub(super) unsafe fn start_send(
     comm: Handle,
     sync: bool,
 ) -> Result<usize, MpiErr> {
-    // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`. The
-    // engine copies the data before returning, so the slice does not
-    // outlive the call.
+    // SAFETY: the caller's contract.
+    unsafe { start_send_as(buf, count, dt, dest, tag, comm, sync, false) }
+}
+
+/// [`start_send`]; `buffered`: the caller may reuse `buf` at once
+/// (`MPI_Bsend`), so the engine copies whatever it keeps.
+///
+/// # Safety
+/// As [`start_send`].
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn start_send_as(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    sync: bool,
+    buffered: bool,
+) -> Result<usize, MpiErr> {
+    // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`.
     let data = unsafe { send_data(buf, count, dt) }?;
-    with(|e| e.isend(hv(comm), dest, tag, &data, sync))
+    let src = match &data {
+        // SAFETY: the caller's buffer itself (a contiguous type), valid
+        // and unchanged until the send completes (MPI's contract), unless
+        // buffered.
+        std::borrow::Cow::Borrowed(b) if !buffered => {
+            SendSrc::Lent(unsafe { LentSrc::new(b.as_ptr(), b.len()) })
+        }
+        // A packed copy lives only for this call, as does a buffered
+        // send's buffer: the engine copies what it keeps.
+        d => SendSrc::Copy(d),
+    };
+    with(|e| e.isend(hv(comm), dest, tag, src, sync))
 }
 
 /// Posts a receive into `count` elements of `dt` at `buf`.
@@ -123,14 +154,22 @@ pub unsafe extern "C" fn MPI_Send(
     comm: Handle,
 ) -> c_int {
     call("MPI_Send", hv(comm), || {
-        // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`;
-        // the engine copies them before returning.
+        // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`,
+        // unchanged until this call returns, which it does once the send
+        // completed.
         let data = unsafe { send_data(buf, count, dt) }?;
         let id = with(|e| {
             if e.send_now(hv(comm), dest, tag, &data)? {
                 return Ok(None);
             }
-            let id = e.isend(hv(comm), dest, tag, &data, false)?;
+            let src = match &data {
+                // SAFETY: as above; the wait below ends with the send.
+                std::borrow::Cow::Borrowed(b) => {
+                    SendSrc::Lent(unsafe { LentSrc::new(b.as_ptr(), b.len()) })
+                }
+                d => SendSrc::Copy(d),
+            };
+            let id = e.isend(hv(comm), dest, tag, src, false)?;
             Ok(Some((id, e.partner(id))))
         })?;
         match id {

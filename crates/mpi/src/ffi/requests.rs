@@ -1,7 +1,7 @@
 //! The rest of point-to-point: persistent requests, buffered and ready
 //! sends, `Sendrecv_replace`, and the `some`/`any` completion calls.
 
-use super::p2p::{collect_all, finish, ids, start_recv, start_send, status_error};
+use super::p2p::{collect_all, finish, ids, start_recv, start_send, start_send_as, status_error};
 use super::{call, empty_status, hv, mk, nbytes, out, put_status, Handle, MpiStatus};
 use crate::consts::{err, h, PROC_NULL, UNDEFINED};
 use crate::engine::{Dest, MpiErr};
@@ -149,8 +149,9 @@ unsafe fn bsend(
             ));
         }
     }
-    // SAFETY: the caller's contract.
-    let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
+    // SAFETY: the caller's contract; buffered: the caller may reuse
+    // `buf` as soon as this returns.
+    let id = unsafe { start_send_as(buf, count, dt, dest, tag, comm, false, true) }?;
     with(|e| e.detach(id))?;
     state().bsends.push((id, need));
     with(|e| Ok(e.completed(hv(comm))))
