@@ -1034,14 +1034,19 @@ impl Engine {
             return;
         };
         // The caller's buffer is ours only while the send is pending: one
-        // that failed meanwhile (its peer down) gave it back.
+        // that failed meanwhile (its peer down) gave it back. Handles are
+        // never reused, so a later request cannot stand for it.
         let pending = self.reqs.get(&id).is_some_and(|r| !r.done);
+        let lent = matches!(held.1, Held::Lent(_));
         let bytes = match &held.1 {
             Held::Staged(slot) => self.staging.bytes(slot),
             Held::Lent(l) if pending => Some(l.bytes()),
             Held::Lent(_) => None,
         };
         let Some(data) = bytes.and_then(|d| d.get(..env.len as usize)) else {
+            if lent && !pending {
+                self.unstage(src, id);
+            }
             self.bad_msgs += 1;
             return;
         };
