@@ -8,12 +8,24 @@ use crate::engine::{AlonePoll, Dest, MpiErr, RecvStart, SendSrc, St};
 use crate::runtime::{wait_looking, wait_until, with};
 use std::ffi::{c_int, c_void};
 
+/// How a send completes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum SendHow {
+    /// Standard (or ready): the buffer is lent until the send completes.
+    Plain,
+    /// Synchronous: complete once matched; the buffer lent until then.
+    Sync,
+    /// Buffered (`MPI_Bsend`): the caller may reuse the buffer at once,
+    /// so the engine copies whatever it keeps.
+    Buffered,
+}
+
 /// Starts a send of `count` elements of `dt` at `buf`.
 ///
 /// # Safety
 /// MPI's contract: `buf` holds `count` readable elements of `dt`, and
-/// (unless the send is buffered, `buffered`) they stay valid and
-/// unchanged until the send completes.
+/// (unless `how` is [`SendHow::Buffered`]) they stay valid and unchanged
+/// until the send completes.
 pub(super) unsafe fn start_send(
     buf: *const c_void,
     count: c_int,
@@ -21,27 +33,7 @@ pub(super) unsafe fn start_send(
     dest: c_int,
     tag: c_int,
     comm: Handle,
-    sync: bool,
-) -> Result<usize, MpiErr> {
-    // SAFETY: the caller's contract.
-    unsafe { start_send_as(buf, count, dt, dest, tag, comm, sync, false) }
-}
-
-/// [`start_send`]; `buffered`: the caller may reuse `buf` at once
-/// (`MPI_Bsend`), so the engine copies whatever it keeps.
-///
-/// # Safety
-/// As [`start_send`].
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn start_send_as(
-    buf: *const c_void,
-    count: c_int,
-    dt: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    sync: bool,
-    buffered: bool,
+    how: SendHow,
 ) -> Result<usize, MpiErr> {
     // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`.
     let data = unsafe { send_data(buf, count, dt) }?;
@@ -49,14 +41,14 @@ pub(super) unsafe fn start_send_as(
         // SAFETY: the caller's buffer itself (a contiguous type), valid
         // and unchanged until the send completes (MPI's contract), unless
         // buffered.
-        std::borrow::Cow::Borrowed(b) if !buffered => {
+        std::borrow::Cow::Borrowed(b) if how != SendHow::Buffered => {
             SendSrc::Lent(unsafe { LentSrc::new(b.as_ptr(), b.len()) })
         }
         // A packed copy lives only for this call, as does a buffered
         // send's buffer: the engine copies what it keeps.
         d => SendSrc::Copy(d),
     };
-    with(|e| e.isend(hv(comm), dest, tag, src, sync))
+    with(|e| e.isend(hv(comm), dest, tag, src, how == SendHow::Sync))
 }
 
 /// Posts a receive into `count` elements of `dt` at `buf`.
@@ -194,7 +186,7 @@ pub unsafe extern "C" fn MPI_Ssend(
 ) -> c_int {
     call("MPI_Ssend", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, true) }?;
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, SendHow::Sync) }?;
         status_error(&finish(id)?, "MPI_Ssend")
     })
 }
@@ -307,7 +299,7 @@ pub unsafe extern "C" fn MPI_Isend(
 ) -> c_int {
     call("MPI_Isend", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, SendHow::Plain) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -329,7 +321,7 @@ pub unsafe extern "C" fn MPI_Issend(
 ) -> c_int {
     call("MPI_Issend", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, true) }?;
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, SendHow::Sync) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -380,7 +372,17 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         // SAFETY: the caller's buffer, as MPI's contract lends it.
         let r = unsafe { start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let s = unsafe { start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false) }?;
+        let s = unsafe {
+            start_send(
+                sendbuf,
+                sendcount,
+                sendtype,
+                dest,
+                sendtag,
+                comm,
+                SendHow::Plain,
+            )
+        }?;
         let sst = finish(s)?;
         let st = finish(r)?;
         // SAFETY: the caller's contract.

@@ -1,7 +1,7 @@
 //! The rest of point-to-point: persistent requests, buffered and ready
 //! sends, `Sendrecv_replace`, and the `some`/`any` completion calls.
 
-use super::p2p::{collect_all, finish, ids, start_recv, start_send, start_send_as, status_error};
+use super::p2p::{collect_all, finish, ids, start_recv, start_send, status_error, SendHow};
 use super::{call, empty_status, hv, mk, nbytes, out, put_status, Handle, MpiStatus};
 use crate::consts::{err, h, PROC_NULL, UNDEFINED};
 use crate::engine::{Dest, MpiErr};
@@ -151,7 +151,7 @@ unsafe fn bsend(
     }
     // SAFETY: the caller's contract; buffered: the caller may reuse
     // `buf` as soon as this returns.
-    let id = unsafe { start_send_as(buf, count, dt, dest, tag, comm, false, true) }?;
+    let id = unsafe { start_send(buf, count, dt, dest, tag, comm, SendHow::Buffered) }?;
     with(|e| e.detach(id))?;
     state().bsends.push((id, need));
     with(|e| Ok(e.completed(hv(comm))))
@@ -169,8 +169,15 @@ unsafe fn start(p: &Persist) -> Result<usize, MpiErr> {
         Mode::Recv => unsafe { start_recv(b, p.count, dt, p.peer, p.tag, comm) },
         // SAFETY: as above.
         Mode::Buffered => unsafe { bsend(b, p.count, dt, p.peer, p.tag, comm) },
-        // SAFETY: as above.
-        m => unsafe { start_send(b, p.count, dt, p.peer, p.tag, comm, m == Mode::Sync) },
+        m => {
+            let how = if m == Mode::Sync {
+                SendHow::Sync
+            } else {
+                SendHow::Plain
+            };
+            // SAFETY: as above.
+            unsafe { start_send(b, p.count, dt, p.peer, p.tag, comm, how) }
+        }
     }
 }
 
@@ -401,7 +408,7 @@ pub unsafe extern "C" fn MPI_Rsend(
 ) -> c_int {
     call("MPI_Rsend", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, SendHow::Plain) }?;
         status_error(&finish(id)?, "MPI_Rsend")
     })
 }
@@ -422,7 +429,7 @@ pub unsafe extern "C" fn MPI_Irsend(
 ) -> c_int {
     call("MPI_Irsend", hv(comm), || {
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, false) }?;
+        let id = unsafe { start_send(buf, count, dt, dest, tag, comm, SendHow::Plain) }?;
         // SAFETY: the caller's contract.
         unsafe { out(req, mk(id), "request") }
     })
@@ -496,7 +503,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             )
         })?;
         // SAFETY: the caller's buffer, as MPI's contract lends it.
-        let s = unsafe { start_send(buf, count, dt, dest, sendtag, comm, false) }?;
+        let s = unsafe { start_send(buf, count, dt, dest, sendtag, comm, SendHow::Plain) }?;
         let sst = finish(s)?;
         wait_until(None, |e| Ok(e.reqs.get(&r).is_none_or(|q| q.done)))?;
         let (data, st) = with(|e| {
