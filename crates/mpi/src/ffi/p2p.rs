@@ -37,18 +37,31 @@ pub(super) unsafe fn start_send(
 ) -> Result<usize, MpiErr> {
     // SAFETY: MPI's contract: `buf` holds `count` elements of `dt`.
     let data = unsafe { send_data(buf, count, dt) }?;
-    let src = match &data {
-        // SAFETY: the caller's buffer itself (a contiguous type), valid
-        // and unchanged until the send completes (MPI's contract), unless
-        // buffered.
-        std::borrow::Cow::Borrowed(b) if how != SendHow::Buffered => {
-            SendSrc::Lent(unsafe { LentSrc::new(b.as_ptr(), b.len()) })
-        }
-        // A packed copy lives only for this call, as does a buffered
-        // send's buffer: the engine copies what it keeps.
-        d => SendSrc::Copy(d),
+    let src = match how {
+        // A buffered send's buffer is the caller's again on return.
+        SendHow::Buffered => SendSrc::Copy(&data),
+        // SAFETY: the caller's contract: unchanged until the send completes.
+        _ => unsafe { lend(&data) },
     };
     with(|e| e.isend(hv(comm), dest, tag, src, how == SendHow::Sync))
+}
+
+/// The bytes of a send: the caller's buffer itself, lent, when `data`
+/// borrows it (a contiguous type); a packed copy, which lives only for
+/// this call, as bytes the engine copies.
+///
+/// # Safety
+/// A borrowed `data` stays valid and unchanged until the send completes.
+// The variant, not the bytes, says whether the caller's buffer is lent.
+#[allow(clippy::ptr_arg)]
+unsafe fn lend<'a>(data: &'a std::borrow::Cow<'_, [u8]>) -> SendSrc<'a> {
+    match data {
+        // SAFETY: the caller's contract.
+        std::borrow::Cow::Borrowed(b) => {
+            SendSrc::Lent(unsafe { LentSrc::new(b.as_ptr(), b.len()) })
+        }
+        std::borrow::Cow::Owned(v) => SendSrc::Copy(v),
+    }
 }
 
 /// Posts a receive into `count` elements of `dt` at `buf`.
@@ -154,13 +167,8 @@ pub unsafe extern "C" fn MPI_Send(
             if e.send_now(hv(comm), dest, tag, &data)? {
                 return Ok(None);
             }
-            let src = match &data {
-                // SAFETY: as above; the wait below ends with the send.
-                std::borrow::Cow::Borrowed(b) => {
-                    SendSrc::Lent(unsafe { LentSrc::new(b.as_ptr(), b.len()) })
-                }
-                d => SendSrc::Copy(d),
-            };
+            // SAFETY: as above; the wait below ends with the send.
+            let src = unsafe { lend(&data) };
             let id = e.isend(hv(comm), dest, tag, src, false)?;
             Ok(Some((id, e.partner(id))))
         })?;
