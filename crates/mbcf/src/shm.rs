@@ -334,6 +334,25 @@ impl CtlMap {
         }))
     }
 
+    /// The ids of the segments published now, sorted; [`Stale`] when an
+    /// entry could not be read.
+    fn live_ids(&self) -> Result<Vec<u32>, Stale> {
+        let mut ids = Vec::with_capacity(CTL_SEGMENTS);
+        for e in &self.ctl().segs {
+            let (key, meta) = crate::seqlock::read(&e.seq, || {
+                (
+                    e.key.load(Ordering::Relaxed),
+                    e.meta.load(Ordering::Relaxed),
+                )
+            })?;
+            if key != 0 {
+                ids.push((meta >> 32) as u32);
+            }
+        }
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
     /// Finds the published segment with `key`, and its table index;
     /// [`Stale`] when it is not found and some entry could not be read.
     fn lookup(&self, key: u64) -> Result<Option<(usize, Published)>, Stale> {
@@ -475,6 +494,9 @@ impl Hasher for IdHasher {
     }
 }
 
+/// Fewest mappings of a peer's segments that are worth a prune.
+const PRUNE_MIN: usize = 16;
+
 /// A same-node peer: its control block and the segment files mapped so far.
 pub(crate) struct Peer {
     job: u32,
@@ -482,6 +504,8 @@ pub(crate) struct Peer {
     pid: i32,
     ctl: Arc<CtlMap>,
     maps: HashMap<u32, Arc<Mapping>, BuildHasherDefault<IdHasher>>,
+    /// `maps` is pruned when it holds this many: see [`Peer::prune_maps`].
+    prune_at: usize,
     /// Table entries where recently used keys were found (key, index),
     /// tried before the full scan; round robin.
     hints: [(u64, usize); 4],
@@ -509,6 +533,7 @@ impl Peer {
             pid: pid as i32,
             ctl: Arc::new(CtlMap::open(job, rank, tag)?),
             maps: HashMap::default(),
+            prune_at: PRUNE_MIN,
             hints: [(0, 0); 4],
             next_hint: 0,
             ask_owner: false,
@@ -521,6 +546,25 @@ impl Peer {
     /// peer's lock.
     pub fn ctl(&self) -> Arc<CtlMap> {
         self.ctl.clone()
+    }
+
+    /// Drops the mappings of segments the peer no longer publishes. A
+    /// freed segment's pages stay allocated while anyone maps them, so a
+    /// peer cycling through short-lived segments (staging of large
+    /// messages) would pin them all here, without bound. Pruning is only
+    /// a cache eviction: holders of a mapping (`PeerMap`, an open FIFO)
+    /// keep their `Arc`, and a segment missed while the table was being
+    /// rewritten is mapped again at its next use. Runs only at entry
+    /// points, before any [`Checked`] into a mapping exists; the
+    /// threshold doubles with what stays live, so scans are amortized.
+    fn prune_maps(&mut self) {
+        if self.maps.len() < self.prune_at {
+            return;
+        }
+        if let Ok(live) = self.ctl.live_ids() {
+            self.maps.retain(|id, _| live.binary_search(id).is_ok());
+        }
+        self.prune_at = (self.maps.len() * 2).max(PRUNE_MIN);
     }
 
     /// Finds the published segment with `key`: where it was found last
@@ -552,6 +596,7 @@ impl Peer {
         key: u64,
         need: Perm,
     ) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
+        self.prune_maps();
         let p = self.find(key).ok_or(Status::BadKey)?;
         if !p.perm.contains(need) {
             return Err(Status::NoPermission);
@@ -569,6 +614,7 @@ impl Peer {
     /// queue is not in shared memory or not in the peer's table (the
     /// operation path decides those).
     pub(crate) fn open_fifo(&mut self, key: u64, addr: u64) -> Result<Option<OpenFifo>, Status> {
+        self.prune_maps();
         let Ok(Some((index, seg))) = self.ctl.lookup(key) else {
             return Ok(None);
         };
@@ -639,6 +685,7 @@ impl Peer {
         use crate::Reply;
         use sss_proto::Op;
         self.ask_owner = false;
+        self.prune_maps();
         match *op {
             Op::Write {
                 key,

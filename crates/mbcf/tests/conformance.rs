@@ -1145,3 +1145,40 @@ fn a_same_node_peers_shared_segment_maps_for_loads_and_stores() {
     let s = far[0].alloc(4096, Perm::ALL).unwrap();
     assert!(matches!(far[1].map_peer(&s.info()), Err(Error::Invalid(_))));
 }
+
+/// Mappings of task `rank`'s segments in this process whose files are
+/// gone (freed segments still held).
+fn freed_still_mapped(job: u32, rank: u32) -> usize {
+    let prefix = format!("/sss-{job}-{rank}-seg");
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&prefix) && l.ends_with("(deleted)"))
+        .count()
+}
+
+/// Regression: a task kept its mapping of every same-node peer's segment
+/// it had ever reached, also after the peer freed it, so the freed pages
+/// stayed allocated. An MPI rank streaming 4 MiB messages to a rank on
+/// its node (the sender's staging cycles through segments) grew to
+/// gigabytes. Mappings of freed segments are now dropped.
+#[test]
+fn mappings_of_freed_peer_segments_are_dropped() {
+    let ts = cluster(2, ONE_NODE);
+    let job = ts[0].job();
+    for round in 0..200u64 {
+        let seg = ts[0].alloc(1 << 16, Perm::ALL).unwrap();
+        let info = seg.info();
+        ts[1]
+            .write(info.at(8), &round.to_le_bytes(), Options::default())
+            .unwrap();
+        ts[1].quiet().unwrap();
+        assert_eq!(seg.word(8).unwrap().load(Ordering::Acquire), round);
+        let (map, base) = ts[1].map_peer_key(0, info.key).unwrap();
+        assert_eq!(base, info.base);
+        drop(map);
+        ts[0].free(seg).unwrap();
+    }
+    let held = freed_still_mapped(job, 0);
+    assert!(held <= 32, "{held} freed segments still mapped");
+}
