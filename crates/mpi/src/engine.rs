@@ -643,6 +643,7 @@ impl Engine {
             self.staged.insert(id, (w, Held::Staged(slot)));
             self.staged_bytes += data.len();
             self.stats.staged_bytes += data.len() as u64;
+            self.stats.staging_segments = self.staging.segments_made();
             rendezvous = true;
             // The data is ours now: a standard send to a task on this node
             // may complete (MPI lets it return once its buffer can be

@@ -8,16 +8,25 @@
 use crate::consts::err;
 use crate::engine::MpiErr;
 use sss_mbcf::{Perm, RemoteAddr, Segment, Task};
+use std::time::{Duration, Instant};
 
 /// Smallest staging segment.
 const CHUNK: usize = 8 << 20;
-/// Idle segments kept beyond this many bytes are freed.
+/// Idle segments kept beyond this many bytes are freed once they sat
+/// idle for [`IDLE_FREE`].
 const KEEP: usize = 64 << 20;
+/// How long a segment beyond [`KEEP`] stays idle before it is freed: a
+/// window of large sends reuses its segments from one round to the next
+/// instead of freeing and faulting them in again (both here and in the
+/// receiver's mapping) every round.
+const IDLE_FREE: Duration = Duration::from_secs(1);
 
 struct Chunk {
     seg: Segment,
     used: usize,
     live: usize,
+    /// Since when no message lives in it.
+    idle_since: Option<Instant>,
 }
 
 /// Where a staged message is: chunk index, offset and length.
@@ -32,6 +41,8 @@ pub(crate) struct Slot {
 #[derive(Default)]
 pub(crate) struct Staging {
     chunks: Vec<Option<Chunk>>,
+    /// Segments allocated so far.
+    made: u64,
 }
 
 impl Slot {
@@ -58,10 +69,12 @@ impl Staging {
                 let seg = task.alloc(size, Perm::READ).map_err(|e| {
                     MpiErr::new(err::NO_MEM, format!("staging {} bytes: {e}", data.len()))
                 })?;
+                self.made += 1;
                 let c = Some(Chunk {
                     seg,
                     used: 0,
                     live: 0,
+                    idle_since: None,
                 });
                 match self.chunks.iter().position(Option::is_none) {
                     Some(free) => {
@@ -84,6 +97,7 @@ impl Staging {
             .map_err(|e| MpiErr::new(err::INTERN, format!("staging: {e}")))?;
         c.used += len;
         c.live += 1;
+        c.idle_since = None;
         Ok((
             c.seg.info().at(off as u64),
             Slot {
@@ -94,6 +108,11 @@ impl Staging {
         ))
     }
 
+    /// Segments allocated so far.
+    pub(crate) fn segments_made(&self) -> u64 {
+        self.made
+    }
+
     /// The staged bytes of `slot` (until it is released).
     pub(crate) fn bytes(&self, slot: &Slot) -> Option<&[u8]> {
         let c = self.chunks.get(slot.chunk)?.as_ref()?;
@@ -101,7 +120,8 @@ impl Staging {
     }
 
     /// The message in `slot` was read: its chunk is reused once empty,
-    /// and freed when more than [`KEEP`] bytes sit idle.
+    /// and freed once it sat idle for [`IDLE_FREE`] while more than
+    /// [`KEEP`] bytes are idle.
     pub(crate) fn release(&mut self, task: &Task, slot: Slot) {
         let Some(Some(c)) = self.chunks.get_mut(slot.chunk) else {
             return;
@@ -111,15 +131,25 @@ impl Staging {
             return;
         }
         c.used = 0;
-        let idle: usize = self
+        let now = Instant::now();
+        c.idle_since = Some(now);
+        let mut idle: usize = self
             .chunks
             .iter()
             .flatten()
             .filter(|c| c.live == 0)
             .map(|c| c.seg.len())
             .sum();
-        if idle > KEEP {
-            if let Some(c) = self.chunks[slot.chunk].take() {
+        for slot in &mut self.chunks {
+            if idle <= KEEP {
+                break;
+            }
+            let old = slot
+                .as_ref()
+                .and_then(|c| c.idle_since)
+                .is_some_and(|t| now.duration_since(t) >= IDLE_FREE);
+            if let Some(c) = slot.take_if(|_| old) {
+                idle -= c.seg.len();
                 let _ = task.free(c.seg);
             }
         }

@@ -203,6 +203,9 @@ pub(crate) struct Counters {
     pub peer_read_bytes: u64,
     /// Bytes sends copied into staging segments.
     pub staged_bytes: u64,
+    /// Staging segments allocated (a window of large sends reuses
+    /// them round after round).
+    pub staging_segments: u64,
     /// Rendezvous sends across the network written from the caller's
     /// buffer at the clear-to-send, nothing staged.
     pub lent_msgs: u64,
@@ -328,7 +331,7 @@ pub(crate) fn report(
          \"posted_first_messages\":{},\
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
-         \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\
+         \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\"staging_segments\":{},\
          \"lent_messages\":{},\"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
          \"blocking_recv_looks\":{},\"library_locks\":{},\"direct_writes\":{},\"notices\":{},\
          \"notice_placeholders\":{},\"direct_received\":{},\"direct_misordered\":{},\
@@ -357,6 +360,7 @@ pub(crate) fn report(
         c.peer_read_msgs,
         c.peer_read_bytes,
         c.staged_bytes,
+        c.staging_segments,
         c.lent_msgs,
         c.staged_ahead_msgs,
         c.nbc_signals,
