@@ -1,9 +1,11 @@
 //! Collectives over point-to-point messages on a communicator's
 //! collective context (so they never match user receives): dissemination
-//! barrier, binomial-tree broadcast and reduce, reduce+broadcast
-//! allreduce, linear gather and scatter, gather+broadcast allgather,
+//! barrier, binomial-tree broadcast and reduce, allreduce by recursive
+//! doubling (reduce+broadcast when the size is not a power of two),
+//! linear gather and scatter, allgather by recursive doubling or a ring,
 //! pairwise all-to-all; and the communicator constructors that need an
-//! agreement (dup, split).
+//! agreement (dup, split). Data a task keeps is received straight into
+//! the caller's buffer; a reduction's operand into a reused buffer.
 //!
 //! Buffers are byte slices the caller made from the C arguments for the
 //! duration of the call; counts are already in bytes (packed). Reductions
@@ -19,7 +21,9 @@ use crate::types::{reduce as apply, Num, Op};
 use std::sync::Arc;
 
 mod ctx;
+mod scratch;
 use ctx::agree_ctx;
+use scratch::Scratch;
 
 const TAG_BARRIER: i32 = 1;
 const TAG_BCAST: i32 = 2;
@@ -155,6 +159,36 @@ impl Coll {
         })
     }
 
+    /// Receives from `from` straight into `buf` (a shorter message
+    /// leaves the rest as it was) and waits.
+    fn recv_in(&self, from: u32, tag: i32, buf: &mut [u8]) -> Result<(), MpiErr> {
+        let n = buf.len();
+        let mut lent = Lent::new(buf, settle);
+        self.recv_into(&mut lent, from, tag, (0, n))?;
+        lent.settled(|ids| self.wait(ids, Some(from))).map(|_| ())
+    }
+
+    /// `to` gets `data` while we receive from `from` straight into `buf`;
+    /// both waited for. The send copies or stages `data` before it
+    /// returns (it is not lent), so `data` may be changed afterwards.
+    fn exchange_in(
+        &self,
+        to: u32,
+        data: &[u8],
+        from: u32,
+        tag: i32,
+        buf: &mut [u8],
+    ) -> Result<(), MpiErr> {
+        let n = buf.len();
+        let mut lent = Lent::new(buf, settle);
+        self.recv_into(&mut lent, from, tag, (0, n))?;
+        let s = self.send(to, tag, data)?;
+        let received = lent.settled(|ids| self.wait(ids, Some(from)));
+        let sent = self.wait(&[s], None);
+        received?;
+        sent.map(|_| ())
+    }
+
     /// `to` gets `data`, we get `cap` bytes from `from`.
     fn exchange(
         &self,
@@ -264,11 +298,7 @@ fn bcast_in(c: &Coll, buf: &mut [u8], root: u32) -> Result<(), MpiErr> {
     let mut mask = 1;
     while mask < c.n {
         if vr & mask != 0 {
-            let from = real(vr - mask);
-            let id = c.recv(from, TAG_BCAST, buf.len())?;
-            let d = c.wait(&[id], Some(from))?;
-            let n = d[0].len().min(buf.len());
-            buf[..n].copy_from_slice(&d[0][..n]);
+            c.recv_in(real(vr - mask), TAG_BCAST, buf)?;
             break;
         }
         mask <<= 1;
@@ -344,10 +374,7 @@ pub(crate) fn reduce(
         let id = c.send(root, TAG_REDUCE, acc)?;
         c.wait(&[id], None)?;
     } else if c.rank == root {
-        let id = c.recv(0, TAG_REDUCE, acc.len())?;
-        let d = c.wait(&[id], Some(0))?;
-        let n = d[0].len().min(acc.len());
-        acc[..n].copy_from_slice(&d[0][..n]);
+        c.recv_in(0, TAG_REDUCE, acc)?;
     }
     Ok(())
 }
@@ -358,19 +385,13 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: &Reduction, root: u32) -> Result<(),
     let vr = (c.rank + c.n - root) % c.n;
     let real = |v: u32| (v + root) % c.n;
     let mut mask = 1;
+    let mut got = Scratch::take(acc.len());
     while mask < c.n {
         if vr & mask == 0 {
             let src = vr | mask;
             if src < c.n {
-                let id = c.recv(real(src), TAG_REDUCE, acc.len())?;
-                let mut d = c.wait(&[id], Some(real(src)))?;
-                if red.commute() {
-                    red.apply(&d[0], acc)?;
-                } else {
-                    red.apply(acc, &mut d[0])?;
-                    let n = d[0].len().min(acc.len());
-                    acc[..n].copy_from_slice(&d[0][..n]);
-                }
+                c.recv_in(real(src), TAG_REDUCE, &mut got)?;
+                combine(red, acc, &mut got, false)?;
             }
         } else {
             let id = c.send(real(vr & !mask), TAG_REDUCE, acc)?;
@@ -382,14 +403,42 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: &Reduction, root: u32) -> Result<(),
     Ok(())
 }
 
+/// `acc = got (op) acc` when `got` came from lower ranks
+/// (`got_first`), else `acc = acc (op) got` (`got` is overwritten).
+fn combine(red: &Reduction, acc: &mut [u8], got: &mut [u8], got_first: bool) -> Result<(), MpiErr> {
+    if got_first || red.commute() {
+        red.apply(got, acc)
+    } else {
+        red.apply(acc, got)?;
+        acc.copy_from_slice(got);
+        Ok(())
+    }
+}
+
 /// `MPI_Allreduce`: `acc` holds our contribution and ends with the result.
 pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {
         return crate::inter::allreduce(comm, acc, red);
     }
     let c = coll(comm)?;
-    reduce_in(&c, acc, red, 0)?;
-    bcast_in(&c, acc, 0)
+    if !c.n.is_power_of_two() {
+        reduce_in(&c, acc, red, 0)?;
+        return bcast_in(&c, acc, 0);
+    }
+    // Recursive doubling: log2(n) exchanges of the whole vector instead
+    // of a reduce and a broadcast one after the other. Both partners
+    // combine the lower half's value with the upper's in that order, so
+    // every task ends with the same bytes, in rank order for an
+    // operation that does not commute.
+    let mut got = Scratch::take(acc.len());
+    let mut mask = 1;
+    while mask < c.n {
+        let p = c.rank ^ mask;
+        c.exchange_in(p, acc, p, TAG_REDUCE, &mut got)?;
+        combine(red, acc, &mut got, p < c.rank)?;
+        mask <<= 1;
+    }
+    Ok(())
 }
 
 /// `MPI_Gather` of `chunk` bytes per task into `all` at `root` (`mine`
@@ -416,25 +465,15 @@ fn gather_in(
     chunk: usize,
     root: u32,
 ) -> Result<(), MpiErr> {
-    if c.rank != root {
-        let id = c.send(root, TAG_GATHER, mine.unwrap_or(&[]))?;
-        return c.wait(&[id], None).map(|_| ());
+    if c.rank == root {
+        check_len(all, chunk, c.n)?;
     }
-    check_len(all, chunk, c.n)?;
-    let r = c.rank as usize;
-    if let Some(m) = mine {
-        all[r * chunk..(r + 1) * chunk].copy_from_slice(&m[..chunk.min(m.len())]);
-    }
-    let peers: Vec<u32> = (0..c.n).filter(|&p| p != root).collect();
-    let ids = peers
-        .iter()
-        .map(|&p| c.recv(p, TAG_GATHER, chunk))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (p, d) in peers.iter().zip(c.wait(&ids, None)?) {
-        let p = *p as usize;
-        all[p * chunk..p * chunk + d.len()].copy_from_slice(&d);
-    }
-    Ok(())
+    let blocks = equal_blocks(chunk, c.n);
+    gatherv_in(c, mine, all, &blocks, root)
+}
+
+fn equal_blocks(chunk: usize, n: u32) -> Vec<Block> {
+    (0..n as usize).map(|p| (p * chunk, chunk)).collect()
 }
 
 fn check_len(buf: &[u8], chunk: usize, n: u32) -> Result<(), MpiErr> {
@@ -462,13 +501,12 @@ pub(crate) fn scatter(
     let c = coll(comm)?;
     let root = check_root(&c, root)?;
     if c.rank != root {
-        let id = c.recv(root, TAG_SCATTER, chunk)?;
-        let d = c.wait(&[id], Some(root))?;
         if let Some(m) = mine {
-            let n = d[0].len().min(m.len());
-            m[..n].copy_from_slice(&d[0][..n]);
+            let n = chunk.min(m.len());
+            return c.recv_in(root, TAG_SCATTER, &mut m[..n]);
         }
-        return Ok(());
+        let id = c.recv(root, TAG_SCATTER, chunk)?;
+        return c.wait(&[id], Some(root)).map(|_| ());
     }
     check_len(all, chunk, c.n)?;
     let mut ids = Vec::new();
@@ -502,14 +540,53 @@ pub(crate) fn allgather(
     }
     let c = coll(comm)?;
     check_len(all, chunk, c.n)?;
-    // In place, our part is already in `all`, where the root wants it.
+    // In place, our part is already in `all`.
     let r0 = c.rank as usize * chunk;
-    let own = match mine {
-        Some(m) => m.to_vec(),
-        None => all[r0..r0 + chunk].to_vec(),
-    };
-    gather_in(&c, Some(&own), all, chunk, 0)?;
-    bcast_in(&c, &mut all[..chunk * c.n as usize], 0)
+    if let Some(m) = mine {
+        let n = chunk.min(m.len());
+        all[r0..r0 + n].copy_from_slice(&m[..n]);
+    }
+    let n = c.n as usize;
+    let block = |p: usize, count: usize| (p * chunk, count * chunk);
+    if c.n.is_power_of_two() {
+        // Recursive doubling: after the exchange with rank ^ mask, a task
+        // holds the 2 * mask blocks of its aligned group.
+        let mut mask = 1;
+        while mask < n {
+            let r = c.rank as usize;
+            let p = r ^ mask;
+            let (send, recv) = disjoint(
+                all,
+                block(r & !(mask - 1), mask),
+                block(p & !(mask - 1), mask),
+            );
+            c.exchange_in(p as u32, send, p as u32, TAG_GATHER, recv)?;
+            mask <<= 1;
+        }
+        return Ok(());
+    }
+    // A ring: in step k, block rank - k goes right and rank - k - 1
+    // comes from the left.
+    let (right, left) = ((c.rank + 1) % c.n, (c.rank + c.n - 1) % c.n);
+    for k in 0..n - 1 {
+        let r = c.rank as usize;
+        let (s, g) = ((r + n - k) % n, (r + 2 * n - k - 1) % n);
+        let (send, recv) = disjoint(all, block(s, 1), block(g, 1));
+        c.exchange_in(right, send, left, TAG_GATHER, recv)?;
+    }
+    Ok(())
+}
+
+/// Block `send` of `buf` to read and block `recv` to write, which must
+/// not overlap (the algorithms above never make them overlap).
+fn disjoint(buf: &mut [u8], (so, sl): Block, (ro, rl): Block) -> (&[u8], &mut [u8]) {
+    if so < ro {
+        let (a, b) = buf.split_at_mut(ro);
+        (&a[so..so + sl], &mut b[..rl])
+    } else {
+        let (a, b) = buf.split_at_mut(so);
+        (&b[..sl], &mut a[ro..ro + rl])
+    }
 }
 
 /// `MPI_Alltoall` of `chunk` bytes per pair (`send` `None`: in place).
@@ -673,21 +750,15 @@ fn gatherv_in(
         return c.wait(&[id], None).map(|_| ());
     }
     check_blocks(all, blocks, c.n)?;
+    let mut lent = Lent::new(all, settle);
+    for p in (0..c.n).filter(|&p| p != root) {
+        c.recv_into(&mut lent, p, TAG_GATHER, blocks[p as usize])?;
+    }
     if let Some(m) = mine {
         let (off, len) = blocks[c.rank as usize];
-        let n = len.min(m.len());
-        all[off..off + n].copy_from_slice(&m[..n]);
+        lent.copy_in(off, &m[..len.min(m.len())]);
     }
-    let peers: Vec<u32> = (0..c.n).filter(|&p| p != root).collect();
-    let ids = peers
-        .iter()
-        .map(|&p| c.recv(p, TAG_GATHER, blocks[p as usize].1))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (&p, d) in peers.iter().zip(c.wait(&ids, None)?) {
-        let off = blocks[p as usize].0;
-        all[off..off + d.len()].copy_from_slice(&d);
-    }
-    Ok(())
+    lent.settled(|ids| c.wait(ids, None)).map(|_| ())
 }
 
 fn check_blocks(buf: &[u8], blocks: &[Block], n: u32) -> Result<(), MpiErr> {

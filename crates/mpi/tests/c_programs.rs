@@ -58,6 +58,22 @@ fn collectives_and_communicators() {
     run_everywhere(&exe, &[], &places, |n| format!("coll: ok {n} tasks"));
 }
 
+/// Collectives of vectors large enough for rendezvous, checked element by
+/// element (`tests/c/collbig.c`), on powers of two (recursive doubling)
+/// and on 3 and 5 tasks (the ring and the trees).
+#[test]
+fn collectives_of_large_vectors() {
+    let dir = scratch();
+    let exe = compile(&dir, "collbig.c", false);
+    let mut places = PLACEMENTS.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    places.push((
+        "5 tasks, two nodes",
+        &["-n", "5", "--hosts", "127.0.0.2,127.0.0.3"],
+    ));
+    run_everywhere(&exe, &[], &places, |n| format!("collbig: ok {n} tasks"));
+}
+
 /// All-to-all of blocks above 1 MiB, read by same-node receivers
 /// straight from the sender's buffer (`tests/c/alltoallbig.c`; the
 /// counts are in `tests/stats.rs`).

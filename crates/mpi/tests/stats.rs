@@ -279,6 +279,37 @@ fn staging_segments_are_reused_round_after_round() {
     );
 }
 
+/// Allreduce and allgather on 4 tasks take log2(4) = 2 messages a task
+/// each (recursive doubling; `tests/c/collcount.c`), where a reduce and
+/// a broadcast, or a gather and a broadcast, took up to 4 a task one
+/// after the other; an allgather's blocks are received in place, and
+/// one on this node arrives copied from the sender's staging, no READ.
+#[test]
+fn allreduce_and_allgather_take_log2_messages_a_task() {
+    let dir = scratch();
+    let exe = compile(&dir, "collcount.c", false);
+    for (what, place) in [
+        ("4 tasks, one node", &["-n", "4"][..]),
+        (
+            "4 tasks, two nodes",
+            &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"][..],
+        ),
+    ] {
+        let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
+        assert!(
+            code == Some(0) && out.contains("collcount: ok"),
+            "{what}: exit {code:?}\n{out}\n{err}"
+        );
+        let t = objects(&err);
+        assert_eq!(t.len(), 4, "{what}: {err}");
+        for t in &t {
+            assert_eq!(num(&t["collectives"], "allreduce"), 100, "{what}: {t}");
+            assert_eq!(num(&t["collectives"], "allgather"), 10, "{what}: {t}");
+            assert_eq!(num(t, "coll_messages"), 2 * 110, "{what}: {t}");
+        }
+    }
+}
+
 /// All-to-all of blocks above 1 MiB (`tests/c/alltoallbig.c`: five
 /// exchanges) copies each block once: a receiver on the same node reads
 /// it from the sender's buffer; nothing is staged, nothing copied out of
