@@ -183,10 +183,13 @@ impl Coll {
         let mut lent = Lent::new(buf, settle);
         self.recv_into(&mut lent, from, tag, (0, n))?;
         let s = self.send(to, tag, data)?;
-        let received = lent.settled(|ids| self.wait(ids, Some(from)));
-        let sent = self.wait(&[s], None);
-        received?;
-        sent.map(|_| ())
+        // One wait for both: it returns once both are done, failed or
+        // not, so the loan ends after the receive either way.
+        lent.settled(|ids| {
+            let both = [ids, &[s]].concat();
+            self.wait(&both, Some(from))
+        })
+        .map(|_| ())
     }
 
     /// `to` gets `data`, we get `cap` bytes from `from`.

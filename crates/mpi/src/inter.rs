@@ -17,6 +17,7 @@ use crate::objects::MpiErr;
 use crate::runtime::{wait_until, with};
 use crate::types::{Num, Op};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 mod coll;
@@ -44,8 +45,20 @@ struct Inter {
 
 static INTERS: Mutex<Option<HashMap<usize, Inter>>> = Mutex::new(None);
 
+/// Set once the first intercommunicator exists: until then every
+/// collective learns that its communicator is not one without taking
+/// [`INTERS`]' lock (two lookups a call showed in a small allreduce).
+static ANY: AtomicBool = AtomicBool::new(false);
+
 fn inters() -> MutexGuard<'static, Option<HashMap<usize, Inter>>> {
     INTERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn insert(id: usize, x: Inter) {
+    let mut m = inters();
+    // Set under the lock, before the id is handed out.
+    ANY.store(true, Ordering::Release);
+    m.get_or_insert_with(HashMap::new).insert(id, x);
 }
 
 fn inter(comm: usize) -> Option<Inter> {
@@ -54,7 +67,7 @@ fn inter(comm: usize) -> Option<Inter> {
 
 /// Whether `comm` is an intercommunicator.
 pub(crate) fn is_inter(comm: usize) -> bool {
-    inters().as_ref().is_some_and(|m| m.contains_key(&comm))
+    ANY.load(Ordering::Acquire) && inters().as_ref().is_some_and(|m| m.contains_key(&comm))
 }
 
 /// Fails for an intercommunicator: what collectives call first.
@@ -326,7 +339,7 @@ pub(crate) fn create(
         rank: me,
         errh,
     })?;
-    inters().get_or_insert_with(HashMap::new).insert(
+    insert(
         id,
         Inter {
             local,
@@ -373,7 +386,7 @@ pub(crate) fn comm_dup(comm: usize) -> Result<usize, MpiErr> {
     let (_, ctx, c, x) = agree(comm, 0)?;
     let lc = crate::coll::comm_dup(x.local_comm)?;
     let id = add(Comm { ctx, ..c })?;
-    inters().get_or_insert_with(HashMap::new).insert(
+    insert(
         id,
         Inter {
             local: x.local,
