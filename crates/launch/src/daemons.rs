@@ -75,10 +75,11 @@ impl Daemons {
             }
             // Give the daemons a moment to publish, so tasks find them.
             let until = Instant::now() + Duration::from_millis(500);
+            let mut nap = Backoff::new();
             while Instant::now() < until
                 && hosts.iter().any(|h| sss_idm::running_daemon(h).is_none())
             {
-                std::thread::sleep(Duration::from_millis(5));
+                nap.sleep();
             }
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -98,6 +99,8 @@ impl Daemons {
     pub(crate) fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(w) = self.watcher.take() {
+            // It naps between looks; a job's end should not wait out a nap.
+            w.thread().unpark();
             let _ = w.join();
         }
         for c in &mut self.children {
@@ -105,6 +108,7 @@ impl Daemons {
         }
         for c in &mut self.children {
             let until = Instant::now() + Duration::from_secs(1);
+            let mut nap = Backoff::new();
             loop {
                 match c.try_wait() {
                     Ok(Some(_)) | Err(_) => break,
@@ -113,11 +117,34 @@ impl Daemons {
                         let _ = c.wait();
                         break;
                     }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                    Ok(None) => nap.sleep(),
                 }
             }
         }
         self.children.clear();
+    }
+}
+
+/// Sleeps of a poll for something that usually takes a millisecond or
+/// two (a daemon publishing itself, or leaving after SIGTERM): 100 µs
+/// first, doubling up to 5 ms. A fixed 5 ms sleep made every job's start
+/// and end wait for a whole one.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Backoff(Duration::from_micros(100))
+    }
+
+    /// The next nap.
+    fn next(&mut self) -> Duration {
+        let d = self.0;
+        self.0 = (d * 2).min(Duration::from_millis(5));
+        d
+    }
+
+    fn sleep(&mut self) {
+        std::thread::sleep(self.next());
     }
 }
 
@@ -132,7 +159,10 @@ impl Drop for Daemons {
 fn watch(hosts: &[String], stop: &AtomicBool) {
     let mut down: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::park_timeout(Duration::from_millis(100));
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         let Ok(idm) = sss_mbcf::idm::Idm::open(&hosts[0]) else {
             continue;
         };
@@ -154,6 +184,13 @@ fn watch(hosts: &[String], stop: &AtomicBool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn naps_double_from_100_us_up_to_5_ms() {
+        let mut b = Backoff::new();
+        let us: Vec<u128> = (0..9).map(|_| b.next().as_micros()).collect();
+        assert_eq!(us, [100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
+    }
 
     fn proc_file(pid: u32, what: &str) -> Vec<u8> {
         std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default()
