@@ -32,6 +32,10 @@ const TAG_GATHER: i32 = 4;
 const TAG_SCATTER: i32 = 5;
 const TAG_ALLTOALL: i32 = 6;
 
+/// Largest exchange of recursive doubling sent to a partner on another
+/// CPU rather than to one sharing ours (see `Coll::partner`).
+const SMALL_EXCHANGE: usize = 8192;
+
 /// A communicator as a collective sees it.
 struct Coll {
     comm: usize,
@@ -39,23 +43,51 @@ struct Coll {
     group: Arc<Vec<u32>>,
     rank: u32,
     n: u32,
+    /// Every task of the communicator on this node.
+    one_node: bool,
 }
 
 fn coll(comm: usize) -> Result<Coll, MpiErr> {
     crate::inter::no_collectives(comm)?;
     with(|e| {
         let c = e.comm(comm)?;
+        let one_node = c
+            .group
+            .iter()
+            .all(|&w| w == e.rank || e.task.transport_to(w) == Some(sss_mbcf::TransportKind::Shm));
         Ok(Coll {
             comm,
             ctx: c.ctx + 1,
             group: c.group.clone(),
             rank: c.rank,
             n: c.size(),
+            one_node,
         })
     })
 }
 
 impl Coll {
+    /// Our partner in the step of recursive doubling that joins halves
+    /// of `2 * mask` tasks, exchanging `len` bytes each way: any rank of
+    /// the other half will do, as long as every task picks by the same
+    /// rule (`len` is the same everywhere). `rank ^ mask` by default,
+    /// which keeps the later steps of a job dealt round robin over two
+    /// hosts on one node. A small exchange on one node goes to
+    /// `rank ^ (2 * mask - 1)`, whose rank always differs in parity: with
+    /// tasks bound to CPUs round robin it runs on the other CPU, where
+    /// `rank ^ 2` put both partners of an oversubscribed node on one CPU
+    /// and each way took a switch of tasks (4 tasks on 2 CPUs, 8 B
+    /// allreduce: median 6.6 us against 7.4). Larger exchanges keep the
+    /// partner on the same CPU, whose caches hold what it sends (64 KiB
+    /// allgather: 23-26 us against 32-33 across CPUs).
+    fn partner(&self, mask: u32, len: usize) -> u32 {
+        if self.one_node && len <= SMALL_EXCHANGE {
+            self.rank ^ (2 * mask - 1)
+        } else {
+            self.rank ^ mask
+        }
+    }
+
     fn send(&self, to: u32, tag: i32, data: &[u8]) -> Result<usize, MpiErr> {
         let w = self.group[to as usize];
         with(|e| {
@@ -436,7 +468,7 @@ pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<
     let mut got = Scratch::take(acc.len());
     let mut mask = 1;
     while mask < c.n {
-        let p = c.rank ^ mask;
+        let p = c.partner(mask, acc.len());
         c.exchange_in(p, acc, p, TAG_REDUCE, &mut got)?;
         combine(red, acc, &mut got, p < c.rank)?;
         mask <<= 1;
@@ -552,12 +584,12 @@ pub(crate) fn allgather(
     let n = c.n as usize;
     let block = |p: usize, count: usize| (p * chunk, count * chunk);
     if c.n.is_power_of_two() {
-        // Recursive doubling: after the exchange with rank ^ mask, a task
-        // holds the 2 * mask blocks of its aligned group.
+        // Recursive doubling: after the exchange with its partner in the
+        // other half, a task holds the 2 * mask blocks of its aligned group.
         let mut mask = 1;
         while mask < n {
             let r = c.rank as usize;
-            let p = r ^ mask;
+            let p = c.partner(mask as u32, mask * chunk) as usize;
             let (send, recv) = disjoint(
                 all,
                 block(r & !(mask - 1), mask),
@@ -976,7 +1008,54 @@ pub(crate) fn comm_create_group(comm: usize, group: &[u32]) -> Result<usize, Mpi
         group: Arc::new(group.to_vec()),
         rank: rank as u32,
         n: group.len() as u32,
+        // What every member computed from the same communicator.
+        one_node: c.one_node,
     };
     let ctx = agree_ctx(&sub)?;
     new_comm(comm, ctx, group, me)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coll;
+    use std::sync::Arc;
+
+    fn at(rank: u32, n: u32, one_node: bool) -> Coll {
+        Coll {
+            comm: 0,
+            ctx: 0,
+            group: Arc::new((0..n).collect()),
+            rank,
+            n,
+            one_node,
+        }
+    }
+
+    /// Recursive doubling's partners pair every task with one of the other
+    /// half of its group, both ways; on one node, for a small exchange,
+    /// always of the other parity (another CPU under round-robin binding).
+    #[test]
+    fn partners_pair_the_halves_and_on_one_node_differ_in_parity() {
+        for n in [2u32, 4, 8, 16] {
+            for one_node in [false, true] {
+                let mut mask = 1;
+                while mask < n {
+                    for r in 0..n {
+                        let p = at(r, n, one_node).partner(mask, 8);
+                        assert!(p < n, "n {n} mask {mask}: {r} -> {p}");
+                        assert_eq!(at(p, n, one_node).partner(mask, 8), r);
+                        assert_eq!(at(r, n, one_node).partner(mask, 1 << 20), r ^ mask);
+                        assert_eq!(r / (2 * mask), p / (2 * mask), "same group");
+                        assert_ne!(r & mask, p & mask, "other half");
+                        if one_node {
+                            assert_ne!(r % 2, p % 2, "n {n} mask {mask}: {r} and {p}");
+                        } else {
+                            assert_eq!(p, r ^ mask);
+                        }
+                    }
+                    mask <<= 1;
+                }
+            }
+        }
+    }
 }
