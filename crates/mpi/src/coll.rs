@@ -594,33 +594,60 @@ pub(crate) fn allgather(
                 all,
                 block(r & !(mask - 1), mask),
                 block(p & !(mask - 1), mask),
-            );
+            )?;
             c.exchange_in(p as u32, send, p as u32, TAG_GATHER, recv)?;
             mask <<= 1;
         }
         return Ok(());
     }
-    // A ring: in step k, block rank - k goes right and rank - k - 1
-    // comes from the left.
+    ring_allgather(&c, all, |p| block(p, 1))
+}
+
+/// Allgather around a ring, every task's block already in place in
+/// `all`: in step k, block rank - k goes right and rank - k - 1 comes
+/// from the left, received in place.
+fn ring_allgather(c: &Coll, all: &mut [u8], block: impl Fn(usize) -> Block) -> Result<(), MpiErr> {
+    let n = c.n as usize;
     let (right, left) = ((c.rank + 1) % c.n, (c.rank + c.n - 1) % c.n);
-    for k in 0..n - 1 {
+    for k in 0..n.saturating_sub(1) {
         let r = c.rank as usize;
         let (s, g) = ((r + n - k) % n, (r + 2 * n - k - 1) % n);
-        let (send, recv) = disjoint(all, block(s, 1), block(g, 1));
+        let (send, recv) = disjoint(all, block(s), block(g))?;
         c.exchange_in(right, send, left, TAG_GATHER, recv)?;
     }
     Ok(())
 }
 
-/// Block `send` of `buf` to read and block `recv` to write, which must
-/// not overlap (the algorithms above never make them overlap).
-fn disjoint(buf: &mut [u8], (so, sl): Block, (ro, rl): Block) -> (&[u8], &mut [u8]) {
-    if so < ro {
+/// Block `send` of `buf` to read and block `recv` to write; both inside
+/// `buf`. Overlapping blocks (which MPI forbids of a receive buffer)
+/// are refused.
+fn disjoint(
+    buf: &mut [u8],
+    (so, sl): Block,
+    (ro, rl): Block,
+) -> Result<(&[u8], &mut [u8]), MpiErr> {
+    let inside = |o: usize, l: usize| o.checked_add(l).is_some_and(|e| e <= buf.len());
+    if !inside(so, sl) || !inside(ro, rl) {
+        return Err(MpiErr::new(err::BUFFER, "a block lies outside the buffer"));
+    }
+    // An empty block may sit anywhere (a count of 0 at any displacement).
+    if sl == 0 {
+        return Ok((&[], &mut buf[ro..ro + rl]));
+    }
+    if rl == 0 {
+        return Ok((&buf[so..so + sl], &mut []));
+    }
+    if so + sl <= ro {
         let (a, b) = buf.split_at_mut(ro);
-        (&a[so..so + sl], &mut b[..rl])
-    } else {
+        Ok((&a[so..so + sl], &mut b[..rl]))
+    } else if ro + rl <= so {
         let (a, b) = buf.split_at_mut(so);
-        (&b[..sl], &mut a[ro..ro + rl])
+        Ok((&b[..sl], &mut a[ro..ro + rl]))
+    } else {
+        Err(MpiErr::new(
+            err::BUFFER,
+            "blocks of the receive buffer overlap",
+        ))
     }
 }
 
@@ -844,9 +871,9 @@ pub(crate) fn scatterv(
     c.wait(&ids, None).map(|_| ())
 }
 
-/// `MPI_Allgatherv` (`mine` `None`: in place): gathered at task 0,
-/// packed, broadcast, unpacked, so bytes between the blocks stay as
-/// they were.
+/// `MPI_Allgatherv` (`mine` `None`: in place): around a ring, each
+/// block received in place, so bytes between the blocks stay as they
+/// were.
 pub(crate) fn allgatherv(
     comm: usize,
     mine: Option<&[u8]>,
@@ -860,27 +887,23 @@ pub(crate) fn allgatherv(
     }
     let c = coll(comm)?;
     check_blocks(all, blocks, c.n)?;
-    let (off, len) = blocks[c.rank as usize];
-    let own = match mine {
-        Some(m) => m[..len.min(m.len())].to_vec(),
-        None => all[off..off + len].to_vec(),
-    };
-    gatherv_in(&c, Some(&own), all, blocks, 0)?;
-    let mut packed: Vec<u8> = if c.rank == 0 {
-        blocks
-            .iter()
-            .flat_map(|&(o, l)| all[o..o + l].iter().copied())
-            .collect()
-    } else {
-        vec![0; blocks.iter().map(|b| b.1).sum()]
-    };
-    bcast_in(&c, &mut packed, 0)?;
-    let mut at = 0;
-    for &(o, l) in blocks {
-        all[o..o + l].copy_from_slice(&packed[at..at + l]);
-        at += l;
+    // Every task has the same blocks, so every task refuses them alike
+    // before sending anything (a refusal mid-ring would leave the others
+    // waiting).
+    let mut sorted: Vec<Block> = blocks.iter().copied().filter(|b| b.1 > 0).collect();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "blocks of the receive buffer overlap (displacements and counts)",
+        ));
     }
-    Ok(())
+    let (off, len) = blocks[c.rank as usize];
+    if let Some(m) = mine {
+        let n = len.min(m.len());
+        all[off..off + n].copy_from_slice(&m[..n]);
+    }
+    ring_allgather(&c, all, |p| blocks[p])
 }
 
 /// `MPI_Alltoallv`: `send[sblocks[p]]` to task p, its bytes into

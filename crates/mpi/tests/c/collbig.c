@@ -1,7 +1,8 @@
 /* Collectives of large vectors (see tests/c_programs.rs): allreduce with
  * a predefined and a non-commutative user operation, reduce to every
  * root, broadcast from every root, gather, scatter and allgather (in
- * place too), each checked element by element. Large enough to go by
+ * place too) and allgatherv of uneven blocks with gaps, each checked
+ * element by element. Large enough to go by
  * rendezvous, on any number of tasks (recursive doubling on powers of
  * two, the other algorithms otherwise). Prints "collbig: ok N tasks" on
  * rank 0. */
@@ -93,6 +94,27 @@ int main(int argc, char **argv) {
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, chunk, MPI_INT, MPI_COMM_WORLD);
     for (int r = 0; r < size; r++)
         for (int i = 0; i < chunk; i += 3) CHECK(all[r * chunk + i] == value(r, i) + 2);
+
+    /* Allgatherv: uneven blocks with gaps between them (left as they
+     * were), task 1's block empty. */
+    {
+        int *cnt = malloc(sizeof(int) * size), *dsp = malloc(sizeof(int) * size), at = 0;
+        CHECK(cnt && dsp);
+        for (int r = 0; r < size; r++) {
+            cnt[r] = r == 1 ? 0 : chunk / (r + 1);
+            dsp[r] = at + 3;
+            at += cnt[r] + 3;
+        }
+        CHECK(at <= N * size);
+        for (int i = 0; i < at; i++) all[i] = -7;
+        for (int i = 0; i < cnt[rank]; i++) in[i] = value(rank, i) + 3;
+        MPI_Allgatherv(in, cnt[rank], MPI_INT, all, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++) {
+            for (int i = 0; i < cnt[r]; i += 3) CHECK(all[dsp[r] + i] == value(r, i) + 3);
+            for (int g = 1; g <= 3; g++) CHECK(all[dsp[r] - g] == -7);
+        }
+        free(cnt), free(dsp);
+    }
 
     MPI_Op_free(&aff);
     MPI_Type_free(&pair);

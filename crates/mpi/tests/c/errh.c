@@ -84,6 +84,18 @@ int main(int argc, char **argv)
     MPI_Errhandler_free(&ceh);
     CHECK(MPI_Errhandler_free(&ceh) == MPI_ERR_ERRHANDLER);
 
+    /* Overlapping receive blocks of an allgatherv are refused by every
+     * task alike, before anything is sent (none is left waiting). */
+    {
+        int cnt[64], dsp[64], got[128], one = rank;
+        CHECK(size <= 64);
+        for (int r = 0; r < size; r++) cnt[r] = 1, dsp[r] = r;
+        if (size > 1) dsp[size - 1] = 0;
+        rc = MPI_Allgatherv(&one, 1, MPI_INT, got, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+        CHECK(size == 1 ? rc == MPI_SUCCESS : rc == MPI_ERR_BUFFER);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
     /* Classes, codes and strings. */
     int *last, flag, cls, code, code2, len;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
