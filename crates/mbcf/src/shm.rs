@@ -334,23 +334,26 @@ impl CtlMap {
         }))
     }
 
-    /// The ids of the segments published now, sorted; [`Stale`] when an
-    /// entry could not be read.
-    fn live_ids(&self) -> Result<Vec<u32>, Stale> {
+    /// The ids of the segments published now, sorted. An entry that
+    /// cannot be read (stuck mid-update) counts as not published: its
+    /// mapping is only dropped from a cache and mapped again if used.
+    fn live_ids(&self) -> Vec<u32> {
         let mut ids = Vec::with_capacity(CTL_SEGMENTS);
         for e in &self.ctl().segs {
-            let (key, meta) = crate::seqlock::read(&e.seq, || {
+            let read = crate::seqlock::read(&e.seq, || {
                 (
                     e.key.load(Ordering::Relaxed),
                     e.meta.load(Ordering::Relaxed),
                 )
-            })?;
-            if key != 0 {
-                ids.push((meta >> 32) as u32);
+            });
+            if let Ok((key, meta)) = read {
+                if key != 0 {
+                    ids.push((meta >> 32) as u32);
+                }
             }
         }
         ids.sort_unstable();
-        Ok(ids)
+        ids
     }
 
     /// Finds the published segment with `key`, and its table index;
@@ -561,9 +564,8 @@ impl Peer {
         if self.maps.len() < self.prune_at {
             return;
         }
-        if let Ok(live) = self.ctl.live_ids() {
-            self.maps.retain(|id, _| live.binary_search(id).is_ok());
-        }
+        let live = self.ctl.live_ids();
+        self.maps.retain(|id, _| live.binary_search(id).is_ok());
         self.prune_at = (self.maps.len() * 2).max(PRUNE_MIN);
     }
 
