@@ -362,3 +362,68 @@ fn zero_length_datagrams_are_bad_packets_and_doorbells_are_not() {
     assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 20);
     assert_eq!(counted(&t[1].stats()), counted(&before) + 2);
 }
+
+/// Mappings of task `rank`'s segments in this process whose files are
+/// gone (freed segments still held).
+fn freed_still_mapped(job: u32, rank: u32) -> usize {
+    let prefix = format!("/sss-{job}-{rank}-seg");
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&prefix) && l.ends_with("(deleted)"))
+        .count()
+}
+
+/// Regression: a task kept its mapping of every same-node peer's segment
+/// it had ever reached, also after the peer freed it, so the freed pages
+/// stayed allocated. An MPI rank streaming 4 MiB messages to a rank on
+/// its node (the sender's staging cycles through segments) grew to
+/// gigabytes. Mappings of freed segments are now dropped.
+#[test]
+fn mappings_of_freed_peer_segments_are_dropped() {
+    let ts = cluster(2, &["127.0.0.1"], TaskConfig::default());
+    let job = ts[0].job();
+    for round in 0..200u64 {
+        let seg = ts[0].alloc(1 << 16, Perm::ALL).unwrap();
+        let info = seg.info();
+        ts[1]
+            .write(info.at(8), &round.to_le_bytes(), Options::default())
+            .unwrap();
+        ts[1].quiet().unwrap();
+        assert_eq!(
+            seg.word(8)
+                .unwrap()
+                .load(std::sync::atomic::Ordering::Acquire),
+            round
+        );
+        let (map, base) = ts[1].map_peer_key(0, info.key).unwrap();
+        assert_eq!(base, info.base);
+        drop(map);
+        ts[0].free(seg).unwrap();
+    }
+    let held = freed_still_mapped(job, 0);
+    assert!(held <= 32, "{held} freed segments still mapped");
+}
+
+/// A peer's table entry left mid-update made every prune of the mappings
+/// give up, so freed segments piled up again. An entry that cannot be
+/// read now counts as not published.
+#[test]
+fn a_table_entry_left_mid_update_does_not_stop_pruning() {
+    use sss_mbcf::node::testing::{ctl_path, SEG_ENTRIES, SEG_ENTRY_BYTES, SEG_TABLE_AT};
+    let ts = cluster(2, &["127.0.0.1"], TaskConfig::default());
+    let job = ts[0].job();
+    let path = ctl_path(job, 0, ts[0].ctl_tag(0).unwrap()).unwrap();
+    // The last entry: never used by the few segments alive here.
+    let stuck = (SEG_TABLE_AT + (SEG_ENTRIES - 1) * SEG_ENTRY_BYTES) as u64;
+    for _ in 0..200 {
+        let seg = ts[0].alloc(1 << 16, Perm::ALL).unwrap();
+        // Every publish rewrites every entry: leave it odd again.
+        write_at(&path, stuck, &1u64.to_ne_bytes());
+        let (map, _) = ts[1].map_peer_key(0, seg.info().key).unwrap();
+        drop(map);
+        ts[0].free(seg).unwrap();
+    }
+    let held = freed_still_mapped(job, 0);
+    assert!(held <= 32, "{held} freed segments still mapped");
+}
