@@ -22,6 +22,24 @@ const PLACES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Runs `exe` placed as `place` with `SSS_STATS=json`; checks that it
+/// succeeded, printed `ok` and reported `tasks` objects; the objects.
+fn stats_of(
+    exe: &std::path::Path,
+    (what, place): (&str, &[&str]),
+    ok: &str,
+    tasks: usize,
+) -> Vec<Value> {
+    let (code, out, err) = LAUNCHER.run(place, exe, &[], &[("SSS_STATS", "json")]);
+    assert!(
+        code == Some(0) && out.contains(ok),
+        "{what}: exit {code:?}\n{out}\n{err}"
+    );
+    let t = objects(&err);
+    assert_eq!(t.len(), tasks, "{what}: {err}");
+    t
+}
+
 fn num(v: &Value, key: &str) -> u64 {
     v[key]
         .as_u64()
@@ -233,14 +251,7 @@ fn one_readable_line_per_task_and_bad_values_refused() {
 fn rendezvous_sends_complete_once_staged() {
     let dir = scratch();
     let exe = compile(&dir, "stagedahead.c", false);
-    let (what, place) = PLACES[0];
-    let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
-    assert!(
-        code == Some(0) && out.contains("stagedahead: ok"),
-        "{what}: exit {code:?}\n{out}\n{err}"
-    );
-    let t = objects(&err);
-    assert_eq!(t.len(), 2, "{what}: {err}");
+    let t = stats_of(&exe, PLACES[0], "stagedahead: ok", 2);
     assert_eq!(num(&t[0], "rendezvous_messages"), 3, "{}", t[0]);
     assert_eq!(num(&t[0], "staged_ahead_messages"), 2, "{}", t[0]);
     assert_eq!(num(&t[1], "staged_ahead_messages"), 0, "{}", t[1]);
@@ -262,14 +273,7 @@ fn rendezvous_sends_complete_once_staged() {
 fn staging_segments_are_reused_round_after_round() {
     let dir = scratch();
     let exe = compile(&dir, "stagingreuse.c", false);
-    let (what, place) = PLACES[0];
-    let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
-    assert!(
-        code == Some(0) && out.contains("stagingreuse: ok"),
-        "{what}: exit {code:?}\n{out}\n{err}"
-    );
-    let t = objects(&err);
-    assert_eq!(t.len(), 2, "{what}: {err}");
+    let t = stats_of(&exe, PLACES[0], "stagingreuse: ok", 2);
     assert_eq!(num(&t[0], "rendezvous_messages"), 8 * 24, "{}", t[0]);
     let made = num(&t[0], "staging_segments");
     assert!(
@@ -295,14 +299,7 @@ fn allreduce_and_allgather_take_log2_messages_a_task() {
             &["-n", "4", "--hosts", "127.0.0.2,127.0.0.3"][..],
         ),
     ] {
-        let (code, out, err) = LAUNCHER.run(place, &exe, &[], &[("SSS_STATS", "json")]);
-        assert!(
-            code == Some(0) && out.contains("collcount: ok"),
-            "{what}: exit {code:?}\n{out}\n{err}"
-        );
-        let t = objects(&err);
-        assert_eq!(t.len(), 4, "{what}: {err}");
-        for t in &t {
+        for t in &stats_of(&exe, (what, place), "collcount: ok", 4) {
             assert_eq!(num(&t["collectives"], "allreduce"), 100, "{what}: {t}");
             assert_eq!(num(&t["collectives"], "allgather"), 10, "{what}: {t}");
             assert_eq!(num(t, "coll_messages"), 2 * 110, "{what}: {t}");
