@@ -110,8 +110,13 @@ struct RecvState {
 
 #[derive(Debug)]
 enum ReqKind {
-    Send { dest: u32, wait: SendWait },
-    Recv(Box<RecvState>),
+    Send {
+        dest: u32,
+        wait: SendWait,
+    },
+    /// Not boxed: a box was an allocation and a free for every receive,
+    /// which showed in a stream of small messages.
+    Recv(RecvState),
 }
 
 /// A pending operation.
@@ -127,8 +132,32 @@ pub(crate) struct Req {
 }
 
 enum Body {
+    /// Bytes up to [`INLINE`] long, kept in the message itself: most
+    /// unexpected messages are small, and a vector each was an
+    /// allocation and a free per message.
+    Small {
+        len: u8,
+        bytes: [u8; INLINE],
+    },
     Eager(Vec<u8>),
-    Rts { key: u64, addr: u64 },
+    Rts {
+        key: u64,
+        addr: u64,
+    },
+}
+
+/// Longest eager message an unexpected [`Msg`] holds inline.
+const INLINE: usize = 48;
+
+impl Body {
+    /// An eager message's bytes; `None` for a rendezvous.
+    fn eager(&self) -> Option<&[u8]> {
+        match self {
+            Body::Small { len, bytes } => bytes.get(..*len as usize),
+            Body::Eager(d) => Some(d),
+            Body::Rts { .. } => None,
+        }
+    }
 }
 
 struct Msg {
@@ -146,7 +175,14 @@ enum Arrived<'a> {
 impl Msg {
     /// An arrived message kept for later: its eager bytes copied.
     fn new(src: u32, env: Env, data: &[u8]) -> Msg {
-        let body = if env.kind == Kind::Eager {
+        let body = if env.kind == Kind::Eager && data.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..data.len()].copy_from_slice(data);
+            Body::Small {
+                len: data.len() as u8,
+                bytes,
+            }
+        } else if env.kind == Kind::Eager {
             Body::Eager(data.to_vec())
         } else {
             Body::Rts {
@@ -1133,11 +1169,11 @@ impl Engine {
     /// Hands message `m` to matched receive `id`.
     fn deliver(&mut self, id: usize, m: Msg) {
         let body = match &m.body {
-            Body::Eager(d) => Arrived::Eager(d),
             Body::Rts { key, addr } => Arrived::Rts {
                 key: *key,
                 addr: *addr,
             },
+            b => Arrived::Eager(b.eager().unwrap_or_default()),
         };
         self.deliver_parts(id, m.src, &m.env, body);
     }
@@ -1426,12 +1462,12 @@ fn recv_req(comm: usize, peer: Option<u32>, buf: Dest, group: Arc<Vec<u32>>) -> 
         done: false,
         status: St::default(),
         peer,
-        kind: ReqKind::Recv(Box::new(RecvState {
+        kind: ReqKind::Recv(RecvState {
             buf,
             group,
             reads: Vec::new(),
             fin: None,
-        })),
+        }),
     }
 }
 
@@ -1455,4 +1491,41 @@ fn done_req(comm: usize, source: i32, tag: i32) -> Req {
 
 fn matches(src: u32, env: &Env, ctx: u32, want_src: Option<u32>, want_tag: Option<i32>) -> bool {
     env.ctx == ctx && want_src.is_none_or(|s| s == src) && want_tag.is_none_or(|t| t == env.tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Body, Kind, Msg, INLINE};
+    use crate::envelope::Env;
+
+    fn eager(len: usize) -> Env {
+        Env {
+            kind: Kind::Eager,
+            flags: 0,
+            ctx: 1,
+            tag: 2,
+            len: len as u64,
+            sreq: 0,
+            key: 0,
+            addr: 0,
+        }
+    }
+
+    /// An unexpected eager message keeps its bytes inline up to
+    /// [`INLINE`], in a vector beyond; a rendezvous keeps none.
+    #[test]
+    fn unexpected_messages_keep_their_bytes() {
+        for len in [0, 1, INLINE - 1, INLINE, INLINE + 1, 4096] {
+            let data: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x5a).collect();
+            let m = Msg::new(3, eager(len), &data);
+            assert_eq!(m.body.eager(), Some(&data[..]), "{len} bytes");
+            assert_eq!(matches!(m.body, Body::Small { .. }), len <= INLINE);
+        }
+        let rts = Env {
+            kind: Kind::Rts,
+            ..eager(1 << 20)
+        };
+        let m = Msg::new(3, rts, &[]);
+        assert!(m.body.eager().is_none());
+    }
 }

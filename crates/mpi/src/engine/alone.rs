@@ -15,7 +15,7 @@
 //! sender's staged data or the clear-to-send all work by request), which
 //! the waiting call then waits for.
 
-use super::{matches, Arrived, Body, Dest, Engine, MpiErr, St};
+use super::{matches, Arrived, Dest, Engine, MpiErr, St};
 use crate::consts::{err, ANY_TAG, PROC_NULL};
 use crate::envelope::{Env, Kind, FLAG_SYNC};
 
@@ -119,7 +119,7 @@ impl Engine {
         let mut buf = buf;
         if let Some(m) = hit.and_then(|i| self.unexpected.remove(i)) {
             self.stats.received(m.env.len, false);
-            if let Body::Eager(d) = &m.body {
+            if let Some(d) = m.body.eager() {
                 let source = self.source_rank(comm, src, m.src);
                 let st = eager_into(&mut buf, source, &m.env, d);
                 self.sync_ack(m.src, &m.env);
