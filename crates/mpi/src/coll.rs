@@ -18,6 +18,7 @@ use crate::engine::{Comm, Dest, Engine, MpiErr};
 use crate::handles::UserOp;
 use crate::runtime::{wait_until, with};
 use crate::types::{reduce as apply, Num, Op};
+use std::cell::Cell;
 use std::sync::Arc;
 
 mod ctx;
@@ -43,30 +44,43 @@ struct Coll {
     group: Arc<Vec<u32>>,
     rank: u32,
     n: u32,
-    /// Every task of the communicator on this node.
-    one_node: bool,
+    /// Every task of the communicator on this node: looked up at the
+    /// first use (`Coll::one_node`), not by every collective.
+    one_node: Cell<Option<bool>>,
 }
 
 fn coll(comm: usize) -> Result<Coll, MpiErr> {
     crate::inter::no_collectives(comm)?;
     with(|e| {
         let c = e.comm(comm)?;
-        let one_node = c
-            .group
-            .iter()
-            .all(|&w| w == e.rank || e.task.transport_to(w) == Some(sss_mbcf::TransportKind::Shm));
         Ok(Coll {
             comm,
             ctx: c.ctx + 1,
             group: c.group.clone(),
             rank: c.rank,
             n: c.size(),
-            one_node,
+            one_node: Cell::new(None),
         })
     })
 }
 
 impl Coll {
+    /// Whether every task of the group is on this node (the same answer
+    /// in every task: being on one node is mutual). Under the library's
+    /// lock, so not from inside `with`.
+    fn one_node(&self) -> Result<bool, MpiErr> {
+        if let Some(b) = self.one_node.get() {
+            return Ok(b);
+        }
+        let b = with(|e| {
+            Ok(self.group.iter().all(|&w| {
+                w == e.rank || e.task.transport_to(w) == Some(sss_mbcf::TransportKind::Shm)
+            }))
+        })?;
+        self.one_node.set(Some(b));
+        Ok(b)
+    }
+
     /// Our partner in the step of recursive doubling that joins halves
     /// of `2 * mask` tasks, exchanging `len` bytes each way: any rank of
     /// the other half will do, as long as every task picks by the same
@@ -80,12 +94,12 @@ impl Coll {
     /// allreduce: median 6.6 us against 7.4). Larger exchanges keep the
     /// partner on the same CPU, whose caches hold what it sends (64 KiB
     /// allgather: 23-26 us against 32-33 across CPUs).
-    fn partner(&self, mask: u32, len: usize) -> u32 {
-        if self.one_node && len <= SMALL_EXCHANGE {
+    fn partner(&self, mask: u32, len: usize) -> Result<u32, MpiErr> {
+        Ok(if len <= SMALL_EXCHANGE && self.one_node()? {
             self.rank ^ (2 * mask - 1)
         } else {
             self.rank ^ mask
-        }
+        })
     }
 
     fn send(&self, to: u32, tag: i32, data: &[u8]) -> Result<usize, MpiErr> {
@@ -223,21 +237,6 @@ impl Coll {
         })
         .map(|_| ())
     }
-
-    /// `to` gets `data`, we get `cap` bytes from `from`.
-    fn exchange(
-        &self,
-        to: u32,
-        from: u32,
-        tag: i32,
-        data: &[u8],
-        cap: usize,
-    ) -> Result<Vec<u8>, MpiErr> {
-        let r = self.recv(from, tag, cap)?;
-        let s = self.send(to, tag, data)?;
-        let mut got = self.wait(&[r, s], Some(from))?;
-        Ok(got.swap_remove(0))
-    }
 }
 
 /// What ends the receives of a collective's [`Lent`] buffer that an
@@ -311,7 +310,7 @@ pub(crate) fn barrier(comm: usize) -> Result<(), MpiErr> {
     while k < c.n {
         let to = (c.rank + k) % c.n;
         let from = (c.rank + c.n - k) % c.n;
-        c.exchange(to, from, TAG_BARRIER, &[], 0)?;
+        c.exchange_in(to, &[], from, TAG_BARRIER, &mut [])?;
         k *= 2;
     }
     Ok(())
@@ -420,13 +419,15 @@ fn reduce_in(c: &Coll, acc: &mut [u8], red: &Reduction, root: u32) -> Result<(),
     let vr = (c.rank + c.n - root) % c.n;
     let real = |v: u32| (v + root) % c.n;
     let mut mask = 1;
-    let mut got = Scratch::take(acc.len());
+    // Taken at the first receive: a leaf of the tree only sends.
+    let mut got: Option<Scratch> = None;
     while mask < c.n {
         if vr & mask == 0 {
             let src = vr | mask;
             if src < c.n {
-                c.recv_in(real(src), TAG_REDUCE, &mut got)?;
-                combine(red, acc, &mut got, false)?;
+                let got = got.get_or_insert_with(|| Scratch::take(acc.len()));
+                c.recv_in(real(src), TAG_REDUCE, got)?;
+                combine(red, acc, got, false)?;
             }
         } else {
             let id = c.send(real(vr & !mask), TAG_REDUCE, acc)?;
@@ -468,7 +469,7 @@ pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<
     let mut got = Scratch::take(acc.len());
     let mut mask = 1;
     while mask < c.n {
-        let p = c.partner(mask, acc.len());
+        let p = c.partner(mask, acc.len())?;
         c.exchange_in(p, acc, p, TAG_REDUCE, &mut got)?;
         combine(red, acc, &mut got, p < c.rank)?;
         mask <<= 1;
@@ -500,15 +501,13 @@ fn gather_in(
     chunk: usize,
     root: u32,
 ) -> Result<(), MpiErr> {
-    if c.rank == root {
-        check_len(all, chunk, c.n)?;
+    if c.rank != root {
+        // Only the root places blocks.
+        return gatherv_in(c, mine, all, &[], root);
     }
-    let blocks = equal_blocks(chunk, c.n);
+    check_len(all, chunk, c.n)?;
+    let blocks: Vec<Block> = (0..c.n as usize).map(|p| (p * chunk, chunk)).collect();
     gatherv_in(c, mine, all, &blocks, root)
-}
-
-fn equal_blocks(chunk: usize, n: u32) -> Vec<Block> {
-    (0..n as usize).map(|p| (p * chunk, chunk)).collect()
 }
 
 fn check_len(buf: &[u8], chunk: usize, n: u32) -> Result<(), MpiErr> {
@@ -589,7 +588,7 @@ pub(crate) fn allgather(
         let mut mask = 1;
         while mask < n {
             let r = c.rank as usize;
-            let p = c.partner(mask as u32, mask * chunk) as usize;
+            let p = c.partner(mask as u32, mask * chunk)? as usize;
             let (send, recv) = disjoint(
                 all,
                 block(r & !(mask - 1), mask),
@@ -1031,8 +1030,7 @@ pub(crate) fn comm_create_group(comm: usize, group: &[u32]) -> Result<usize, Mpi
         group: Arc::new(group.to_vec()),
         rank: rank as u32,
         n: group.len() as u32,
-        // What every member computed from the same communicator.
-        one_node: c.one_node,
+        one_node: Cell::new(None),
     };
     let ctx = agree_ctx(&sub)?;
     new_comm(comm, ctx, group, me)
@@ -1041,6 +1039,7 @@ pub(crate) fn comm_create_group(comm: usize, group: &[u32]) -> Result<usize, Mpi
 #[cfg(test)]
 mod tests {
     use super::Coll;
+    use std::cell::Cell;
     use std::sync::Arc;
 
     fn at(rank: u32, n: u32, one_node: bool) -> Coll {
@@ -1050,7 +1049,7 @@ mod tests {
             group: Arc::new((0..n).collect()),
             rank,
             n,
-            one_node,
+            one_node: Cell::new(Some(one_node)),
         }
     }
 
@@ -1064,10 +1063,10 @@ mod tests {
                 let mut mask = 1;
                 while mask < n {
                     for r in 0..n {
-                        let p = at(r, n, one_node).partner(mask, 8);
+                        let p = at(r, n, one_node).partner(mask, 8).unwrap();
                         assert!(p < n, "n {n} mask {mask}: {r} -> {p}");
-                        assert_eq!(at(p, n, one_node).partner(mask, 8), r);
-                        assert_eq!(at(r, n, one_node).partner(mask, 1 << 20), r ^ mask);
+                        assert_eq!(at(p, n, one_node).partner(mask, 8).unwrap(), r);
+                        assert_eq!(at(r, n, one_node).partner(mask, 1 << 20).unwrap(), r ^ mask);
                         assert_eq!(r / (2 * mask), p / (2 * mask), "same group");
                         assert_ne!(r & mask, p & mask, "other half");
                         if one_node {
