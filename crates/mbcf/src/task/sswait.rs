@@ -127,6 +127,13 @@ impl Task {
     ///
     /// Policy constants: [`SsWaitTuning`] (`SSS_SSWAIT_*` variables).
     pub fn sswait(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
+        // What was held back for batching (a READ just issued) may be what
+        // the partner waits for, even when this wait is already over; the
+        // yield and block phases send nothing.
+        if self.inner.maybe_held.load(Ordering::Acquire) {
+            let mut net = self.inner.lock_net();
+            self.inner.flush(&mut net);
+        }
         let v = word.load(Ordering::Acquire);
         if pred(v) {
             return v;
@@ -140,12 +147,6 @@ impl Task {
             let done = || pred(word.load(Ordering::Acquire));
             self.inner.spin_then_block(done, self.inner.cfg.sswait.spin);
             return word.load(Ordering::Acquire);
-        }
-        // What was held back for batching (a READ just issued) may be what
-        // the partner waits for; the yield and block phases send nothing.
-        if self.inner.maybe_held.load(Ordering::Acquire) {
-            let mut net = self.inner.lock_net();
-            self.inner.flush(&mut net);
         }
         let c = self.inner.ctl.ctl();
         // Plain stores: a fence here would wait for the message just sent

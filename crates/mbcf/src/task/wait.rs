@@ -274,14 +274,16 @@ impl Inner {
         deadline: Option<Instant>,
         fixed: Option<Duration>,
     ) -> bool {
-        // Already true: nothing to wait for, nothing held back matters.
-        if cond() {
-            return true;
-        }
-        // Nothing held back for batching may wait on our waiting.
+        // Nothing held back for batching may wait on our waiting, even a
+        // wait already over: the peer may wait for what is held (a
+        // barrier's last arrival record, held behind the pages it pushed
+        // until their ack came, 200 µs later).
         if self.maybe_held.load(Ordering::Acquire) {
             let mut net = self.lock_net();
             self.flush(&mut net);
+        }
+        if cond() {
+            return true;
         }
         if self.on_progress_thread() {
             loop {
