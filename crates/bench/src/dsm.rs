@@ -7,10 +7,12 @@
 //! time=…` line from rank 0, and runs under `mpirun`), one node, each
 //! allocation policy given.
 //!
-//! Every run must print the sequential checksum. The table gives medians
-//! of `--reps`: the sweeps' time, the wall time of the whole job (launch
-//! and teardown included), and rank 0's counts (faults, datagrams, bytes
-//! of written data).
+//! Every run must print the sequential checksum. Each of `--reps`
+//! repetitions runs every row once, in rotated order. The table gives the
+//! sweeps' time (min / median / max), the median wall time of the whole
+//! job (launch and teardown included) and rank 0's counts (faults,
+//! datagrams, bytes of written data); then the targets of
+//! docs/dsm-performance.md judged on the medians.
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -90,6 +92,106 @@ const PLACES: &[(&str, &[&str])] = &[
     ("2 tasks one node", &["-n", "2"]),
     ("2 hosts", &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"]),
 ];
+
+/// One row's configuration.
+enum Spec<'a> {
+    /// The sequential program.
+    Seq,
+    /// Ours on the shared heap.
+    Sss {
+        proto: &'a str,
+        placement: &'a str,
+        writes: &'a str,
+        place: &'static str,
+        opts: &'static [&'static str],
+    },
+    /// The ArgoDSM program under `mpirun`; `hosts`: shared memory ruled
+    /// out (Open MPI's TCP transport, UCX over TCP), the stand-in for two
+    /// hosts, as ours talk udp over loopback between two addresses.
+    Argo { np: u32, hosts: bool, pol: u32 },
+}
+
+impl Spec<'_> {
+    fn name(&self, by_placement: bool) -> String {
+        match self {
+            Spec::Seq => "sequential (--seq)".into(),
+            Spec::Sss {
+                proto,
+                placement,
+                writes,
+                place,
+                ..
+            } => {
+                let by = if by_placement {
+                    format!(" ({placement})")
+                } else {
+                    String::new()
+                };
+                format!("SSS {proto}, {writes}, {place}{by}")
+            }
+            Spec::Argo { np, hosts, pol } => {
+                let place = if *hosts {
+                    "TCP over loopback only (as two hosts)"
+                } else {
+                    "one node"
+                };
+                format!("ArgoDSM, {np} rank(s) {place}, policy {pol}")
+            }
+        }
+    }
+
+    fn command(
+        &self,
+        args: &DsmArgs,
+        sss: &Path,
+        exe: &Path,
+        n: &str,
+        iters: &str,
+    ) -> Result<Command, String> {
+        Ok(match self {
+            Spec::Seq => {
+                let mut cmd = Command::new(exe);
+                cmd.args([n, iters, "--seq"]);
+                cmd
+            }
+            Spec::Sss {
+                proto,
+                placement,
+                writes,
+                opts,
+                ..
+            } => {
+                let mut cmd = Command::new(sss);
+                cmd.arg("run")
+                    .args(*opts)
+                    .args(["--timeout", &args.timeout.to_string()])
+                    .arg(exe)
+                    .args([n, iters])
+                    .env("SSS_DSM_PROTOCOL", proto)
+                    .env("SSS_DSM_WRITES", writes)
+                    .env("LAPLACE_PLACEMENT", placement)
+                    .env("SSS_STATS", "json");
+                cmd
+            }
+            Spec::Argo { np, hosts, pol } => {
+                let prog = args.argo.as_ref().ok_or("--argo is not given")?;
+                let mut launcher = args.mpirun.split_whitespace();
+                let mpirun = launcher.next().ok_or("--mpirun is empty")?;
+                let tcp_only = ["--mca", "btl", "self,tcp", "-x", "UCX_TLS=tcp,self"];
+                let mut cmd = Command::new(mpirun);
+                cmd.args(launcher)
+                    .args(if *hosts { &tcp_only[..] } else { &[][..] })
+                    .args(["-np", &np.to_string()])
+                    .arg(prog)
+                    .args([n, iters])
+                    .env("ARGO_ALLOCATION_POLICY", pol.to_string())
+                    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+                cmd
+            }
+        })
+    }
+}
 
 /// The value after `key=` in `line`.
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -187,129 +289,83 @@ pub fn run(args: &DsmArgs, sss: &Path, include: &Path, lib: &Path) -> Result<Str
         return Err(format!("{cc} failed to build laplace ({st})"));
     }
     let (n, iters) = (args.n.to_string(), args.iters.to_string());
-    let mut rows = Vec::new();
-    let mut want = String::new();
-    let mut seq = Row {
-        name: "sequential (--seq)".into(),
-        sweep: vec![],
-        wall: vec![],
-        faults: None,
-        packets: None,
-        bytes: None,
-    };
-    for _ in 0..args.reps {
-        let (_, sum, t, w) = run_one(
-            Command::new(&exe).args([&n, &iters, "--seq"]),
-            d,
-            args.timeout,
-        )?;
-        want = sum;
-        seq.sweep.push(t);
-        seq.wall.push(w);
-    }
-    rows.push(seq);
+    let mut specs = vec![Spec::Seq];
     for (proto, placement) in args
         .protocols
         .iter()
         .flat_map(|p| args.placements.iter().map(move |pl| (p, pl)))
     {
         for writes in &args.writes {
-            for (place, opts) in PLACES {
-                let by = if args.placements.len() > 1 {
-                    format!(" ({placement})")
-                } else {
-                    String::new()
-                };
-                let mut row = Row {
-                    name: format!("SSS {proto}, {writes}, {place}{by}"),
-                    sweep: vec![],
-                    wall: vec![],
-                    faults: None,
-                    packets: None,
-                    bytes: None,
-                };
-                for _ in 0..args.reps {
-                    let mut cmd = Command::new(sss);
-                    cmd.arg("run")
-                        .args(*opts)
-                        .args(["--timeout", &args.timeout.to_string()])
-                        .arg(&exe)
-                        .args([&n, &iters])
-                        .env("SSS_DSM_PROTOCOL", proto)
-                        .env("SSS_DSM_WRITES", writes)
-                        .env("LAPLACE_PLACEMENT", placement)
-                        .env("SSS_STATS", "json");
-                    let (text, sum, t, w) = run_one(&mut cmd, d, args.timeout + 10)?;
-                    if sum != want {
-                        return Err(format!(
-                            "{}: checksum {sum}, sequential {want}\n{text}",
-                            row.name
-                        ));
-                    }
-                    let json = text.lines().find(|l| l.contains("\"rank\":0,"));
-                    row.faults = json
-                        .and_then(|j| Some(count(j, "read_faults")? + count(j, "write_faults")?));
-                    row.packets = json.and_then(|j| count(j, "packets"));
-                    row.bytes = json.and_then(|j| count(j, "bytes_sent"));
-                    row.sweep.push(t);
-                    row.wall.push(w);
-                }
-                rows.push(row);
+            for &(place, opts) in PLACES {
+                specs.push(Spec::Sss {
+                    proto,
+                    placement,
+                    writes,
+                    place,
+                    opts,
+                });
             }
         }
     }
-    if let Some(prog) = &args.argo {
-        let mut launcher = args.mpirun.split_whitespace();
-        let mpirun = launcher.next().ok_or("--mpirun is empty")?;
-        let opts: Vec<&str> = launcher.collect();
-        // Two ranks once more with shared memory ruled out (Open MPI's TCP
-        // transport, UCX over TCP): the stand-in for two hosts, as ours
-        // talk udp over loopback between two addresses.
-        let tcp_only = ["--mca", "btl", "self,tcp", "-x", "UCX_TLS=tcp,self"];
+    if args.argo.is_some() {
         for (np, hosts) in [(1u32, false), (2, false), (2, true)] {
             for &pol in &args.argo_policies {
-                let place = if hosts {
-                    "TCP over loopback only (as two hosts)"
-                } else {
-                    "one node"
-                };
-                let mut row = Row {
-                    name: format!("ArgoDSM, {np} rank(s) {place}, policy {pol}"),
-                    sweep: vec![],
-                    wall: vec![],
-                    faults: None,
-                    packets: None,
-                    bytes: None,
-                };
-                for _ in 0..args.reps {
-                    let mut cmd = Command::new(mpirun);
-                    cmd.args(&opts)
-                        .args(if hosts { &tcp_only[..] } else { &[][..] })
-                        .args(["-np", &np.to_string()])
-                        .arg(prog)
-                        .args([&n, &iters])
-                        .env("ARGO_ALLOCATION_POLICY", pol.to_string())
-                        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-                    let (text, sum, t, w) = run_one(&mut cmd, d, args.timeout)?;
-                    if sum != want {
-                        return Err(format!(
-                            "{}: checksum {sum}, sequential {want}\n{text}",
-                            row.name
-                        ));
-                    }
-                    row.sweep.push(t);
-                    row.wall.push(w);
-                }
-                rows.push(row);
+                specs.push(Spec::Argo { np, hosts, pol });
             }
+        }
+    }
+    let mut rows: Vec<Row> = specs
+        .iter()
+        .map(|s| Row {
+            name: s.name(args.placements.len() > 1),
+            sweep: vec![],
+            wall: vec![],
+            faults: None,
+            packets: None,
+            bytes: None,
+        })
+        .collect();
+    // Every repetition runs every row once, starting one row further on
+    // each time: a slow spell of the machine hits all rows alike, not the
+    // repetitions of one.
+    let mut want = String::new();
+    for rep in 0..args.reps as usize {
+        // The sequential row first in every repetition: its checksum is
+        // the one every other run must print.
+        for k in std::iter::once(0)
+            .chain((0..specs.len() - 1).map(|i| 1 + (i + rep) % (specs.len() - 1)))
+        {
+            let row = &mut rows[k];
+            let mut cmd = specs[k].command(args, sss, &exe, &n, &iters)?;
+            let limit = match specs[k] {
+                Spec::Sss { .. } => args.timeout + 10,
+                _ => args.timeout,
+            };
+            let (text, sum, t, w) = run_one(&mut cmd, d, limit)?;
+            if k == 0 {
+                want = sum;
+            } else if sum != want {
+                return Err(format!(
+                    "{}: checksum {sum}, sequential {want}\n{text}",
+                    row.name
+                ));
+            }
+            if let Spec::Sss { .. } = specs[k] {
+                let json = text.lines().find(|l| l.contains("\"rank\":0,"));
+                row.faults =
+                    json.and_then(|j| Some(count(j, "read_faults")? + count(j, "write_faults")?));
+                row.packets = json.and_then(|j| count(j, "packets"));
+                row.bytes = json.and_then(|j| count(j, "bytes_sent"));
+            }
+            row.sweep.push(t);
+            row.wall.push(w);
         }
     }
     if let Some(path) = &args.json {
         let j = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
         std::fs::write(path, j).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    Ok(table(&rows, args))
+    Ok(table(&rows, args) + &targets(&specs, &rows))
 }
 
 /// The Markdown table of `rows` (medians; the first row is sequential).
@@ -317,8 +373,9 @@ pub fn table(rows: &[Row], args: &DsmArgs) -> String {
     let seq = rows.first().map_or(f64::NAN, |r| median(&r.sweep));
     let opt = |v: Option<u64>| v.map_or("—".to_string(), |x| x.to_string());
     let mut s = format!(
-        "Laplace {n} × {n} doubles, {it} sweeps, medians of {r} (rank 0's counts)\n\n\
-         | run | sweep s | wall s | sequential / sweep | faults | packets | bytes |\n\
+        "Laplace {n} × {n} doubles, {it} sweeps, {r} repetitions, each running every row \
+         once (rank 0's counts)\n\n\
+         | run | sweep s min / median / max | wall s (median) | sequential / sweep | faults | packets | bytes |\n\
          |---|---:|---:|---:|---:|---:|---:|\n",
         n = args.n,
         it = args.iters,
@@ -326,10 +383,11 @@ pub fn table(rows: &[Row], args: &DsmArgs) -> String {
     );
     for r in rows {
         let t = median(&r.sweep);
+        let lo = r.sweep.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.sweep.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         s += &format!(
-            "| {} | {:.3} | {:.3} | {:.2} | {} | {} | {} |\n",
+            "| {} | {lo:.3} / {t:.3} / {hi:.3} | {:.3} | {:.2} | {} | {} | {} |\n",
             r.name,
-            t,
             median(&r.wall),
             seq / t,
             opt(r.faults),
@@ -337,6 +395,59 @@ pub fn table(rows: &[Row], args: &DsmArgs) -> String {
             opt(r.bytes)
         );
     }
+    s
+}
+
+/// The targets of docs/dsm-performance.md, judged on the medians: one
+/// task against the sequential program, two tasks against ArgoDSM's best
+/// policy in the same place, and the time outside the sweeps.
+fn targets(specs: &[Spec<'_>], rows: &[Row]) -> String {
+    let med = |k: usize| median(&rows[k].sweep);
+    let seq = med(0);
+    let argo_best = |two_hosts: bool| {
+        specs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Spec::Argo { np: 2, hosts, .. } if *hosts == two_hosts))
+            .map(|(k, _)| med(k))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mut s = String::from(
+        "\nTargets (ratios of medians):\n\n| run | ratio | against | target |\n|---|---:|---|---:|\n",
+    );
+    let mut outside: f64 = 0.0;
+    for (k, spec) in specs.iter().enumerate() {
+        let Spec::Sss { writes, place, .. } = spec else {
+            continue;
+        };
+        outside = outside.max(median(&rows[k].wall) - med(k));
+        let trap = *writes == "trap";
+        let (against, base, target) = match *place {
+            "1 task" => ("sequential", seq, if trap { 1.5 } else { 1.2 }),
+            "2 tasks one node" => (
+                "ArgoDSM's best, 2 ranks one node",
+                argo_best(false),
+                if trap { 1.0 } else { 0.7 },
+            ),
+            _ => (
+                "ArgoDSM's best, 2 ranks TCP only",
+                argo_best(true),
+                if trap { 1.0 } else { 0.7 },
+            ),
+        };
+        if !base.is_finite() {
+            continue;
+        }
+        let ratio = med(k) / base;
+        let verdict = if ratio <= target { "met" } else { "missed" };
+        s += &format!(
+            "| {} | {ratio:.2} | {against} | ≤ {target} ({verdict}) |\n",
+            rows[k].name
+        );
+    }
+    let verdict = if outside <= 0.3 { "met" } else { "missed" };
+    s +=
+        &format!("| most wall − sweep of any SSS row | {outside:.3} s | | ≤ 0.3 s ({verdict}) |\n");
     s
 }
 
@@ -354,5 +465,68 @@ mod tests {
         assert_eq!(count(j, "read_faults"), Some(12));
         assert_eq!(count(j, "packets"), Some(7));
         assert_eq!(count(j, "bytes_sent"), None);
+    }
+
+    #[test]
+    fn targets_compare_with_argodsm_best_policy_in_the_same_place() {
+        let row = |name: &str, sweep: f64, wall: f64| Row {
+            name: name.into(),
+            sweep: vec![sweep],
+            wall: vec![wall],
+            faults: None,
+            packets: None,
+            bytes: None,
+        };
+        let sss = |writes, place| Spec::Sss {
+            proto: "ulrc",
+            placement: "block",
+            writes,
+            place,
+            opts: &[],
+        };
+        let specs = [
+            Spec::Seq,
+            sss("note", "1 task"),
+            sss("note", "2 hosts"),
+            sss("trap", "2 tasks one node"),
+            Spec::Argo {
+                np: 2,
+                hosts: true,
+                pol: 0,
+            },
+            Spec::Argo {
+                np: 2,
+                hosts: true,
+                pol: 4,
+            },
+            Spec::Argo {
+                np: 2,
+                hosts: false,
+                pol: 4,
+            },
+        ];
+        let rows = [
+            row("seq", 0.040, 0.05),
+            row("note 1", 0.044, 0.10),
+            row("note hosts", 0.030, 0.50),
+            row("trap node", 0.041, 0.09),
+            row("argo naive", 2.0, 2.5),
+            row("argo ft", 0.040, 0.8),
+            row("argo node", 0.040, 0.5),
+        ];
+        let t = targets(&specs, &rows);
+        assert!(
+            t.contains("| note 1 | 1.10 | sequential | ≤ 1.2 (met) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| note hosts | 0.75 | ArgoDSM's best, 2 ranks TCP only | ≤ 0.7 (missed) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| trap node | 1.02 | ArgoDSM's best, 2 ranks one node | ≤ 1 (missed) |"),
+            "{t}"
+        );
+        assert!(t.contains("| 0.470 s | | ≤ 0.3 s (missed) |"), "{t}");
     }
 }
