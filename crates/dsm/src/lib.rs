@@ -576,11 +576,17 @@ impl Dsm {
                 Protocol::Ulrc => lock(&s.out).noted.push((o, l)),
                 Protocol::Invalidate => {
                     let t0 = Instant::now();
-                    let data = s.view_read(o, l as usize)?;
-                    if s.guards(proto) || s.keeps(proto) {
-                        s.noted_into_twins(o, &data);
+                    if s.span_mapped(o, l) {
+                        // Mapped pages are this task's home pages: no
+                        // copy of them has a twin here.
+                        s.write_sc_mapped(o, l)?;
+                    } else {
+                        let data = s.view_read(o, l as usize)?;
+                        if s.guards(proto) || s.keeps(proto) {
+                            s.noted_into_twins(o, &data);
+                        }
+                        s.write_sc(o, data)?;
                     }
-                    s.write_sc(o, data)?;
                     bump(&s.stats.sync_ns, t0.elapsed().as_nanos() as u64);
                 }
                 Protocol::HomeUpdate | Protocol::HomeOnly => s.eager(o, l, Via::Home)?,

@@ -903,3 +903,27 @@ fn a_note_log_is_kept_in_one_go() {
         }
     }
 }
+
+/// Regression: an `invalidate` note of pages homed here and mapped read
+/// the noted bytes back and wrote them "home" through the release path
+/// (a copy, and lookups a page); the stores are at home already, so only
+/// the busy bits and other holders' copies are handled.
+#[test]
+fn an_invalidate_note_of_home_pages_copies_nothing() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    for placement in [
+        &["-n", "2"][..],
+        &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..],
+    ] {
+        let out = run(placement, "invalidate,note");
+        for rank in 0..2 {
+            // 1 900 before (a lookup a page a note more: 8 sweeps of 64
+            // pages), 1 388 after; the rest are the reads of the other
+            // block.
+            let lookups = count(&out, rank, "range_lookups");
+            assert!(lookups <= 1450, "{placement:?}: {lookups} lookups\n{out}");
+        }
+    }
+}

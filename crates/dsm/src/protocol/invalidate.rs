@@ -72,12 +72,31 @@ impl Shared {
     /// No task can read the new value while another still holds the old
     /// one, and writers of a page are serialized: sequential consistency.
     pub(crate) fn write_sc(&self, off: u64, data: Vec<u8>) -> Result<(), Error> {
-        if self.size == 1 || self.size > SC_MAX || data.is_empty() {
-            let pages = self.send_runs(vec![(off, data)])?;
-            return self.invalidate_others(&pages);
+        let len = data.len() as u64;
+        self.write_sc_with(off, len, Some(data))
+    }
+
+    /// [`Shared::write_sc`] of `len` bytes at `off` on pages homed here
+    /// and mapped in the view: the stores are at their home already, so
+    /// nothing is read back or copied (a stencil notes every row it
+    /// computes, and those reads and copies were most of a note's cost).
+    pub(crate) fn write_sc_mapped(&self, off: u64, len: u64) -> Result<(), Error> {
+        self.write_sc_with(off, len, None)
+    }
+
+    fn write_sc_with(&self, off: u64, len: u64, data: Option<Vec<u8>>) -> Result<(), Error> {
+        if len == 0 {
+            return Ok(());
         }
         let first = page_of(off);
-        let last = page_of(off + data.len() as u64 - 1);
+        let last = page_of(off + len - 1);
+        if self.size == 1 || self.size > SC_MAX {
+            let pages = match data {
+                Some(d) => self.send_runs(vec![(off, d)])?,
+                None => (first..=last).collect(),
+            };
+            return self.invalidate_others(&pages);
+        }
         let mut taken = Vec::new();
         for p in first..=last {
             let home = self.home_of(p)?;
@@ -94,7 +113,10 @@ impl Shared {
                 }
             }
             self.signal_invalidations(&per_rank)?;
-            self.send_runs(vec![(off, data)]).map(|_| ())
+            match data {
+                Some(d) => self.send_runs(vec![(off, d)]).map(|_| ()),
+                None => Ok(()),
+            }
         })();
         // Free the pages even after an error: a stuck bit would stop
         // every reader of them.
