@@ -206,11 +206,22 @@ impl Shared {
                 }
             }
         }
+        let sc = proto == Protocol::Invalidate && tracked && self.size > 1;
+        // Sequential consistency at a home elsewhere: the holder bits, a
+        // look at the busy bits and the READ leave together and the home
+        // applies them in that order, one round trip (three in turn
+        // before) when no writer holds the pages.
+        let remote_sc = sc && home != self.rank;
+        let mut registration = None;
         if tracked {
             // Before reading the pages: updates (invalidations) the home
             // (a writer) applies after this reach this task; earlier ones
             // are in the data.
-            self.register_run(page, n, home)?;
+            if remote_sc {
+                registration = Some(self.register_send(page, n, home)?);
+            } else {
+                self.register_run(page, n, home)?;
+            }
         }
         // Copy marks: the home of a lazy page notices (and, in trap mode,
         // write-protects) only pages some task copied.
@@ -219,27 +230,51 @@ impl Shared {
         } else {
             None
         };
-        let sc = proto == Protocol::Invalidate && tracked && self.size > 1;
+        let mut waits = 0u32;
         loop {
             let epoch = self.epoch.load(Ordering::Acquire);
-            if sc {
-                // Registered before this look: a writer that takes the
-                // page after it sees our bit and invalidates (the epoch
-                // then sends us round again).
-                self.wait_not_busy_run(page, n, home)?;
-            }
+            // Registered before this look: a writer that takes the page
+            // after it sees our bit and invalidates (the epoch then sends
+            // us round again).
+            let looks = if remote_sc {
+                Some(self.look_send(page, n, home)?)
+            } else {
+                if sc {
+                    self.wait_not_busy_run(page, n, home)?;
+                }
+                None
+            };
             let off = page * PAGE as u64;
             let len = n as usize * PAGE;
-            let data = if home == self.rank {
-                self.home_read(off, len)?
+            let read = if home == self.rank {
+                None
             } else {
                 let at = self
                     .homes
                     .get(home as usize)
                     .ok_or(Error::Invalid("no such home"))?
                     .at(off);
-                self.task.read(at, len, Options::default())?.wait_data()?
+                Some(self.task.read(at, len, Options::default()))
             };
+            // Recorded whatever became of the READ: a bit sent twice
+            // would carry into the next task's.
+            if let Some(r) = registration.take() {
+                self.register_done(r)?;
+            }
+            let data = match read {
+                None => self.home_read(off, len)?,
+                Some(r) => {
+                    bump(&self.stats.fetch_trips, 1);
+                    r?.wait_data()?
+                }
+            };
+            if let Some(looks) = looks {
+                if self.looks_busy(looks, &mut waits)? {
+                    // A writer held a page: the data may be its half-done
+                    // write; look (and read) again.
+                    continue;
+                }
+            }
             if data.len() != len {
                 return Err(Error::Invalid("short read from home"));
             }

@@ -843,6 +843,7 @@ impl Dsm {
             sync_requests: g(&c.sync_requests),
             sync_writes: g(&c.sync_writes),
             range_lookups: g(&c.range_lookups),
+            fetch_trips: g(&c.fetch_trips),
         }
     }
 

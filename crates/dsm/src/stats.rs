@@ -104,13 +104,16 @@ pub struct Stats {
     /// allocation table's lock): per allocation met, not per page or
     /// note, in a release and in a drained note log.
     pub range_lookups: u64,
+    /// Round trips the faults' fetches waited for (holder bits, looks at
+    /// busy bits, READs; those sent together count once).
+    pub fetch_trips: u64,
 }
 
 impl Stats {
     /// One JSON object on one line.
     pub fn to_json(&self, rank: u32) -> String {
         format!(
-            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"pages_overwritten\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"fault_signals\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{}}}}}",
+            "{{\"dsm\":{{\"rank\":{rank},\"read_faults\":{},\"write_faults\":{},\"pages_fetched\":{},\"pages_prefetched\":{},\"pages_refreshed\":{},\"pages_pushed\":{},\"pages_overwritten\":{},\"diffs\":{},\"twins\":{},\"mapped_pages\":{},\"writes\":{},\"bytes_sent\":{},\"packets\":{},\"notes\":{},\"notices\":{},\"notices_skipped\":{},\"copy_marks\":{},\"invalidations\":{},\"locks\":{},\"barriers\":{},\"fault_ns\":{},\"sync_ns\":{},\"updates\":{},\"home_reads\":{},\"missed_wakeups\":{},\"bad_messages\":{},\"fetches\":{},\"userfaultfd\":{},\"fault_errors\":{},\"fault_signals\":{},\"sync_requests\":{},\"sync_writes\":{},\"range_lookups\":{},\"fetch_trips\":{}}}}}",
             self.read_faults,
             self.write_faults,
             self.pages_fetched,
@@ -144,6 +147,7 @@ impl Stats {
             self.sync_requests,
             self.sync_writes,
             self.range_lookups,
+            self.fetch_trips,
         )
     }
 }
@@ -181,6 +185,7 @@ pub(crate) struct Counters {
     pub(crate) sync_requests: AtomicU64,
     pub(crate) sync_writes: AtomicU64,
     pub(crate) range_lookups: AtomicU64,
+    pub(crate) fetch_trips: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, n: u64) {

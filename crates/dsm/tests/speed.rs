@@ -927,3 +927,24 @@ fn an_invalidate_note_of_home_pages_copies_nothing() {
         }
     }
 }
+
+/// Regression: a fault on a page homed elsewhere under `invalidate`
+/// waited for three round trips in turn (its holder bit, a look at the
+/// busy bit, the READ); they leave together now, and the home applies
+/// them in that order.
+#[test]
+fn an_invalidate_fetch_is_one_round_trip() {
+    if LAUNCHER.is_part() {
+        return;
+    }
+    let placement = &["-n", "2", "--hosts", "127.0.0.2,127.0.0.3"][..];
+    for writes in ["note", "trap"] {
+        let scenario = format!("invalidate,{writes}");
+        let out = run(placement, &scenario);
+        for rank in 0..2 {
+            // 70–71 here, 126–128 with the round trips in turn.
+            let trips = count(&out, rank, "fetch_trips");
+            assert!(trips <= 90, "{scenario}: {trips} round trips\n{out}");
+        }
+    }
+}

@@ -7,7 +7,7 @@ use crate::shared::{lock, Shared};
 use crate::stats::bump;
 use crate::sys;
 use crate::Error;
-use sss_mbcf::Options;
+use sss_mbcf::{Options, Request};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The holder directory has one bit per task.
@@ -58,6 +58,7 @@ impl Shared {
             let moved =
                 self.task
                     .fetch_add(self.meta_at(home, L::MARKS)?, 1, Options::default())?;
+            bump(&self.stats.fetch_trips, 1);
             set.wait_value()?;
             moved.wait_value()?;
         }
@@ -75,6 +76,21 @@ impl Shared {
             }
             return Ok(());
         }
+        let r = self.register_send(first, n, home)?;
+        self.register_done(r)
+    }
+
+    /// Sends this task's holder bits for the pages of `n` from `first`
+    /// not registered yet, at `home` (another task), then a bump of its
+    /// `MARKS`, and returns without waiting: what the caller issues to
+    /// `home` next is applied after them (MBCF applies one task's
+    /// operations in issue order). [`Shared::register_done`] waits.
+    pub(crate) fn register_send(
+        &self,
+        first: u64,
+        n: u64,
+        home: u32,
+    ) -> Result<Registration, Error> {
         if self.rank >= MAX_HOLDERS {
             return Err(Error::Invalid(
                 "the update protocol supports at most 64 tasks",
@@ -102,12 +118,53 @@ impl Shared {
                     .fetch_add(self.meta_at(home, L::MARKS)?, 1, Options::default())?,
             );
         }
-        for r in reqs {
-            r.wait_value()?;
+        Ok(Registration { todo, reqs })
+    }
+
+    /// Waits for the holder bits of [`Shared::register_send`].
+    /// Recorded even when one failed: sent once, a bit must never be
+    /// sent again (a second FETCH_ADD would carry into the next task's).
+    pub(crate) fn register_done(&self, r: Registration) -> Result<(), Error> {
+        if !r.reqs.is_empty() {
+            bump(&self.stats.fetch_trips, 1);
+        }
+        let mut res = Ok(());
+        for q in r.reqs {
+            if let Err(e) = q.wait_value() {
+                res = Err(e.into());
+            }
         }
         std::sync::atomic::fence(Ordering::SeqCst);
-        lock(&self.state).registered.extend(todo);
-        Ok(())
+        lock(&self.state).registered.extend(r.todo);
+        res
+    }
+
+    /// Sends a look at the directory words of `n` pages from `first` at
+    /// `home` (another task), for the READ of the pages the caller issues
+    /// next: the home applies the looks, then the READ, so the data is of
+    /// a moment the looks describe. [`Shared::looks_busy`] tells.
+    pub(crate) fn look_send(&self, first: u64, n: u64, home: u32) -> Result<Vec<Request>, Error> {
+        let dir = self
+            .dirs
+            .get(home as usize)
+            .ok_or(Error::Invalid("no such home"))?;
+        (first..first + n)
+            .map(|p| self.task.fetch_add(dir.at(p * 8), 0, Options::default()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::from)
+    }
+
+    /// Whether a writer held any page the looks of [`Shared::look_send`]
+    /// saw (backing off when one did: the caller looks again).
+    pub(crate) fn looks_busy(&self, looks: Vec<Request>, waits: &mut u32) -> Result<bool, Error> {
+        let mut busy = false;
+        for r in looks {
+            busy |= r.wait_value()? & BUSY != 0;
+        }
+        if busy {
+            backoff(waits);
+        }
+        Ok(busy)
     }
 
     /// Copy marks for `n` pages of a lazy range from `first`, homed at
@@ -187,6 +244,7 @@ impl Shared {
             let reqs = (first..first + n)
                 .map(|p| self.task.fetch_add(dir.at(p * 8), 0, Options::default()))
                 .collect::<Result<Vec<_>, _>>()?;
+            bump(&self.stats.fetch_trips, 1);
             let mut busy = false;
             for r in reqs {
                 busy |= r.wait_value()? & BUSY != 0;
@@ -253,7 +311,13 @@ impl Shared {
     /// Waits until no writer holds `page`.
     pub(crate) fn wait_not_busy(&self, page: u64, home: u32) -> Result<(), Error> {
         let mut waits = 0u32;
-        while self.dir_add(page, home, 0)? & BUSY != 0 {
+        loop {
+            if home != self.rank {
+                bump(&self.stats.fetch_trips, 1);
+            }
+            if self.dir_add(page, home, 0)? & BUSY == 0 {
+                break;
+            }
             backoff(&mut waits);
         }
         Ok(())
@@ -299,4 +363,12 @@ fn backoff(waits: &mut u32) {
     } else {
         std::thread::sleep(std::time::Duration::from_micros(20));
     }
+}
+
+/// Holder bits in flight ([`Shared::register_send`]).
+pub(crate) struct Registration {
+    /// Pages whose bits were sent.
+    todo: Vec<u64>,
+    /// The FETCH_ADDs, the `MARKS` bump last.
+    reqs: Vec<Request>,
 }
