@@ -9,6 +9,13 @@
 #include <string.h>
 
 #define MAXBUF (1 << 20)
+/* Chunks of a round-trip item, as plan::CHUNKS in crates/bench. */
+#define CHUNKS 5
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 static int parse_sizes(const char *s, long *out, int max) {
     int n = 0;
@@ -40,18 +47,25 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nrtt; k++) {
         int n = (int)rtt[k];
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = 0;
-        for (long i = 0; i < warmup + iters; i++) {
-            if (i == warmup) t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(buf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        /* As the bench's own items: CHUNKS chunks, the median chunk's mean. */
+        long per = iters / CHUNKS > 0 ? iters / CHUNKS : 1;
+        double means[CHUNKS];
+        for (long c = -1; c < CHUNKS; c++) {
+            long rounds = c < 0 ? warmup : per;
+            double t0 = MPI_Wtime();
+            for (long i = 0; i < rounds; i++) {
+                if (rank == 0) {
+                    MPI_Send(buf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                    MPI_Recv(rbuf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(rbuf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                }
             }
+            if (c >= 0) means[c] = (MPI_Wtime() - t0) * 1e6 / per;
         }
-        if (rank == 0) printf("rtt %d %.4f\n", n, (MPI_Wtime() - t0) * 1e6 / iters);
+        qsort(means, CHUNKS, sizeof means[0], cmp_double);
+        if (rank == 0) printf("rtt %d %.4f\n", n, means[CHUNKS / 2]);
     }
     for (int k = 0; k < nbw; k++) {
         long n = bw[k] > MAXBUF ? MAXBUF : bw[k];

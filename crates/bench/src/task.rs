@@ -308,8 +308,11 @@ impl Ctx {
         })
     }
 
-    /// Warm-up then timed rounds of `once`; the mean round trip in µs
-    /// (meaningful at rank 0, which starts every round).
+    /// Warm-up then timed rounds of `once` in [`plan::CHUNKS`] chunks;
+    /// the median chunk's mean round trip in µs (meaningful at rank 0,
+    /// which starts every round). A stall of one process (a daemon's
+    /// time slice, a blocked wait) moves one chunk, not the item: a shm
+    /// item lasts about a millisecond.
     fn pingpong(
         &mut self,
         plan: &Plan,
@@ -318,11 +321,16 @@ impl Ctx {
         for _ in 0..plan.warmup {
             once(self)?;
         }
-        let start = Instant::now();
-        for _ in 0..plan.iters {
-            once(self)?;
+        let per = plan.chunk_rounds();
+        let mut means = Vec::with_capacity(plan::CHUNKS as usize);
+        for _ in 0..plan::CHUNKS {
+            let start = Instant::now();
+            for _ in 0..per {
+                once(self)?;
+            }
+            means.push(start.elapsed().as_secs_f64() * 1e6 / per as f64);
         }
-        Ok(start.elapsed().as_secs_f64() * 1e6 / plan.iters.max(1) as f64)
+        Ok(plan::median_of(&mut means))
     }
 
     fn flag(&self) -> Result<&AtomicU64, BenchError> {
