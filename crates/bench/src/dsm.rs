@@ -209,15 +209,6 @@ fn count(json: &str, name: &str) -> Option<u64> {
         .ok()
 }
 
-/// A directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Runs `cmd` with its output in `dir`, killed after `timeout` seconds;
 /// its stdout+stderr, the LAPLACE line's checksum and time, and the wall
 /// time.
@@ -268,7 +259,8 @@ fn median(v: &[f64]) -> f64 {
 /// Runs the matrix. `sss` is the sss binary; `include` and `lib` hold
 /// `sss.h` and libsss. Returns the Markdown report.
 pub fn run(args: &DsmArgs, sss: &Path, include: &Path, lib: &Path) -> Result<String, String> {
-    let dir = Scratch(std::env::temp_dir().join(format!("sss-bench-dsm-{}", std::process::id())));
+    let dir =
+        crate::Scratch(std::env::temp_dir().join(format!("sss-bench-dsm-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).map_err(|e| format!("{}: {e}", dir.0.display()))?;
     let d = dir.0.as_path();
     let src = d.join("laplace.c");

@@ -132,6 +132,15 @@ pub struct BenchArgs {
 /// Everything measured, as written to `--json`.
 pub type Figures = BTreeMap<String, Vec<f64>>;
 
+/// A directory removed on drop (the benches' scratch directories).
+pub(crate) struct Scratch(pub(crate) PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A temporary directory removed on drop.
 struct TempDir(PathBuf);
 

@@ -69,11 +69,14 @@ pub fn run(args: &SswaitArgs, exe: &Path) -> Result<String, String> {
         .ok_or("sss-sswait-bench not found beside sss (cargo build -p sss-idm)")?;
     let mut rows: Vec<Row> = Vec::new();
     let mut notes = Vec::new();
+    // Open MPI's ring program lives here until the table is done.
+    let scratch =
+        crate::Scratch(std::env::temp_dir().join(format!("sss-sswait-{}", std::process::id())));
     let mpi = if args.no_mpi {
         notes.push("Open MPI: skipped (--no-mpi)".to_string());
         None
     } else {
-        let dir = std::env::temp_dir().join(format!("sss-sswait-{}", std::process::id()));
+        let dir = scratch.0.clone();
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         match crate::mpi::setup(&dir) {
             Ok(_) => {

@@ -172,3 +172,33 @@ fn sswait_quick() {
         }
     }
 }
+
+/// Regression: `sss bench sswait` left its scratch directory (Open MPI's
+/// ring program) in the temporary directory.
+#[test]
+fn sswait_leaves_no_scratch_directory() {
+    let sss = std::path::Path::new(env!("CARGO_BIN_EXE_sss"));
+    let has_mpicc = Command::new("mpicc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !sss.with_file_name("sss-sswait-bench").is_file() || !has_mpicc {
+        eprintln!("skipped: needs sss-sswait-bench beside sss and Open MPI's mpicc");
+        return;
+    }
+    let child = Command::new(sss)
+        .args(["bench", "sswait", "--quick"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sss bench sswait");
+    let scratch = std::env::temp_dir().join(format!("sss-sswait-{}", child.id()));
+    let out = child.wait_with_output().expect("wait for sss bench sswait");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!scratch.exists(), "{} left behind", scratch.display());
+}
