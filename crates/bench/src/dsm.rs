@@ -251,9 +251,7 @@ fn run_one(
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
+    crate::plan::median_of(&mut v.to_vec())
 }
 
 /// Runs the matrix. `sss` is the sss binary; `include` and `lib` hold

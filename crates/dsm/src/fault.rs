@@ -237,7 +237,7 @@ impl Shared {
             // after it sees our bit and invalidates (the epoch then sends
             // us round again).
             let looks = if remote_sc {
-                Some(self.look_send(page, n, home)?)
+                Some(self.look_send(page, n, home))
             } else {
                 if sc {
                     self.wait_not_busy_run(page, n, home)?;
@@ -246,21 +246,20 @@ impl Shared {
             };
             let off = page * PAGE as u64;
             let len = n as usize * PAGE;
-            let read = if home == self.rank {
-                None
-            } else {
+            let read = (home != self.rank).then(|| {
                 let at = self
                     .homes
                     .get(home as usize)
                     .ok_or(Error::Invalid("no such home"))?
                     .at(off);
-                Some(self.task.read(at, len, Options::default()))
-            };
-            // Recorded whatever became of the READ: a bit sent twice
-            // would carry into the next task's.
+                Ok::<_, Error>(self.task.read(at, len, Options::default())?)
+            });
+            // Recorded whatever became of the looks and the READ: a bit
+            // sent twice would carry into the next task's.
             if let Some(r) = registration.take() {
                 self.register_done(r)?;
             }
+            let looks = looks.transpose()?;
             let data = match read {
                 None => self.home_read(off, len)?,
                 Some(r) => {

@@ -235,24 +235,13 @@ impl Shared {
             }
             return Ok(());
         }
-        let dir = self
-            .dirs
-            .get(home as usize)
-            .ok_or(Error::Invalid("no such home"))?;
         let mut waits = 0u32;
         loop {
-            let reqs = (first..first + n)
-                .map(|p| self.task.fetch_add(dir.at(p * 8), 0, Options::default()))
-                .collect::<Result<Vec<_>, _>>()?;
+            let looks = self.look_send(first, n, home)?;
             bump(&self.stats.fetch_trips, 1);
-            let mut busy = false;
-            for r in reqs {
-                busy |= r.wait_value()? & BUSY != 0;
-            }
-            if !busy {
+            if !self.looks_busy(looks, &mut waits)? {
                 return Ok(());
             }
-            backoff(&mut waits);
         }
     }
 
