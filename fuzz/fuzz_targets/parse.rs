@@ -1,4 +1,4 @@
-//! Fuzz target for `Packet::parse`.
+//! Fuzz target for `Packet::parse` and `datagram_len`.
 //!
 //! Any input must parse or fail without panicking. An accepted input must be
 //! the canonical encoding of its packet: emitting it gives the same bytes,
@@ -12,7 +12,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sss_wire::{encode_sack, Body, EmitError, Packet, HEADER_LEN};
+use sss_wire::{datagram_len, encode_sack, Body, EmitError, Packet, HEADER_LEN};
 
 fuzz_target!(|data: &[u8]| {
     check(data);
@@ -26,9 +26,11 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn check(data: &[u8]) {
+    let declared = datagram_len(data);
     let Ok(p) = Packet::parse(data) else {
         return;
     };
+    assert_eq!(declared, Some(data.len()), "a packet declares its length");
     assert_eq!(
         p.buffer_len(),
         data.len(),

@@ -746,47 +746,26 @@ fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
     }
 }
 
-/// Receives into `buf`; returns the bytes, the size of the datagrams they
-/// hold (less than the bytes when GRO coalesced several, all from one
-/// source), and the source address.
-pub fn recv_segments(
-    fd: RawFd,
-    buf: &mut [u8],
-) -> io::Result<(usize, usize, Option<std::net::SocketAddr>)> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let mut cbuf = [0u64; 8];
+/// Receives into `buf` without blocking; returns the bytes (several
+/// datagrams of one source when the kernel coalesced them, see
+/// [`crate::shm`]'s `split_received`) and the source address.
+pub fn recv_from(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<std::net::SocketAddr>)> {
     // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    // SAFETY: msghdr is plain old data; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut ss as *mut libc::sockaddr_storage).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cbuf);
-    // SAFETY: msg describes valid buffers; MSG_DONTWAIT never blocks.
-    let n = cvt_isize(unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) })?;
-    let mut seg = n;
-    // SAFETY: walking the control messages the kernel wrote into cbuf with
-    // the CMSG macros, which stay within msg_controllen.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
-                let s = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u16>()) as usize;
-                if s > 0 {
-                    seg = s;
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    let from = (msg.msg_namelen > 0).then(|| from_sockaddr(&ss)).flatten();
-    Ok((n, seg, from))
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `buf` and `ss` are valid for writes of the lengths given;
+    // MSG_DONTWAIT never blocks.
+    let n = cvt_isize(unsafe {
+        libc::recvfrom(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+            (&mut ss as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((n, (len > 0).then(|| from_sockaddr(&ss)).flatten()))
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ use thiserror::Error;
 use window::Window;
 
 /// Bytes of the tag after a sealed datagram.
-pub const TAG_LEN: usize = 16;
+pub const TAG_LEN: usize = sss_wire::SEAL_TAG_LEN;
 /// Bytes of a job secret.
 pub const SECRET_LEN: usize = 32;
 /// Bytes of a task's incarnation salt.

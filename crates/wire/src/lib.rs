@@ -174,6 +174,8 @@ impl Format {
 pub const CHECK_FIELD: usize = 60;
 /// Size of the fixed header.
 pub const HEADER_LEN: usize = 64;
+/// Length of the AEAD tag that follows a sealed datagram.
+pub const SEAL_TAG_LEN: usize = 16;
 /// Largest datagram this format describes (payload length is 16 bits).
 pub const MAX_PACKET_LEN: usize = HEADER_LEN + 24 + u16::MAX as usize;
 /// Most selective-ack blocks one ACK packet may carry.
@@ -684,15 +686,7 @@ impl<'a> Packet<'a> {
         }
         let status = Status::from_u8(buf[5]).ok_or(ParseError::BadStatus(buf[5]))?;
         let payload_len = be16(buf, 6) as usize;
-        let ext_len = match kind {
-            Kind::Write if flags & FLAG_NOTIFY != 0 => 24,
-            Kind::Write => 0,
-            Kind::Read | Kind::Swap | Kind::FetchAdd | Kind::AtomicReply | Kind::Signal => 8,
-            Kind::Cas => 16,
-            Kind::Multicast => 20,
-            Kind::McastAck => 24,
-            Kind::ReadReply | Kind::Fifo | Kind::Status | Kind::Ack => 0,
-        };
+        let ext_len = ext_len_of(kind, flags);
         let total = HEADER_LEN + ext_len + payload_len;
         if buf.len() < total {
             return Err(ParseError::Truncated);
@@ -941,6 +935,39 @@ impl<'a> Packet<'a> {
         };
         p.chunks_exact(8).map(|c| (be32(c, 0), be32(c, 4)))
     }
+}
+
+/// Length of the extension a packet of `kind` with `flags` carries.
+fn ext_len_of(kind: Kind, flags: u8) -> usize {
+    match kind {
+        Kind::Write if flags & FLAG_NOTIFY != 0 => 24,
+        Kind::Write => 0,
+        Kind::Read | Kind::Swap | Kind::FetchAdd | Kind::AtomicReply | Kind::Signal => 8,
+        Kind::Cas => 16,
+        Kind::Multicast => 20,
+        Kind::McastAck => 24,
+        Kind::ReadReply | Kind::Fifo | Kind::Status | Kind::Ack => 0,
+    }
+}
+
+/// The length the datagram at the front of `buf` declares in its header
+/// (header, extension, payload and, when sealed, the [`SEAL_TAG_LEN`]-byte
+/// tag), read without checking anything else; `None` when `buf` does not
+/// start with a header of ours. How a receiver cuts what one `recvfrom`
+/// returned, when the kernel coalesced several datagrams of one sender
+/// (GRO), into those datagrams: all as long as the first but the last.
+/// A lie only cuts the sender's own batch wrongly; every piece is then
+/// refused by the checks each datagram passes anyway.
+pub fn datagram_len(buf: &[u8]) -> Option<usize> {
+    if buf.len() < HEADER_LEN || be16(buf, 0) != MAGIC {
+        return None;
+    }
+    let tag = match Format::from_u8(buf[2])? {
+        Format::Checksummed => 0,
+        Format::Authenticated | Format::Encrypted => SEAL_TAG_LEN,
+    };
+    let kind = Kind::from_u8(buf[3])?;
+    Some(HEADER_LEN + ext_len_of(kind, buf[4]) + be16(buf, 6) as usize + tag)
 }
 
 /// Rewrites the piggybacked acknowledgement of an encoded packet in place

@@ -143,6 +143,26 @@ proptest! {
     #[test]
     fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = Packet::parse(&bytes);
+        let _ = datagram_len(&bytes);
+    }
+
+    /// A receiver cuts coalesced datagrams by the length the first one
+    /// declares: every packet declares its own, plus the tag when sealed.
+    #[test]
+    fn every_packet_declares_its_length(o in packet(), sealed in any::<bool>(), more in 0usize..100) {
+        let mut bytes = o.packet().to_vec().unwrap();
+        let len = bytes.len();
+        prop_assert_eq!(datagram_len(&bytes), Some(len));
+        if sealed {
+            bytes[2] = Format::Authenticated as u8;
+            prop_assert_eq!(datagram_len(&bytes), Some(len + SEAL_TAG_LEN));
+            bytes[2] = Format::Encrypted as u8;
+            prop_assert_eq!(datagram_len(&bytes), Some(len + SEAL_TAG_LEN));
+        }
+        // What follows the first datagram does not change its length.
+        bytes.resize(bytes.len() + more, 0xa5);
+        prop_assert!(datagram_len(&bytes).is_some());
+        prop_assert!(datagram_len(&bytes[..HEADER_LEN - 1]).is_none());
     }
 
     #[test]

@@ -208,10 +208,10 @@ impl Inner {
                 signals,
             };
             for _ in 0..256 {
-                match sys::recv_segments(self.sock.as_raw_fd(), buf) {
-                    Ok((n, seg, from)) => {
+                match sys::recv_from(self.sock.as_raw_fd(), buf) {
+                    Ok((n, from)) => {
                         let now = self.now();
-                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from, now);
+                        self.receive(&mut net, &mut applier, &mut buf[..n], from, now);
                     }
                     Err(_) => break,
                 }
@@ -408,12 +408,12 @@ impl Inner {
                 signals: &mut sig,
             };
             RECV_BUF.with_borrow_mut(|buf| {
-                if let Ok((n, seg, from)) = sys::recv_segments(self.sock.as_raw_fd(), buf) {
+                if let Ok((n, from)) = sys::recv_from(self.sock.as_raw_fd(), buf) {
                     got = true;
                     // A doorbell needs nothing more: the ring is drained
                     // below.
                     let (handled, _bell) =
-                        self.receive(&mut net, &mut applier, &mut buf[..n], seg, from, now);
+                        self.receive(&mut net, &mut applier, &mut buf[..n], from, now);
                     any |= handled;
                 }
             });
@@ -447,8 +447,8 @@ impl Inner {
         got
     }
 
-    /// Hands a received batch of datagrams (`seg` bytes each, from
-    /// `from`) to the endpoint, each with the rank its source address
+    /// Hands a received batch of datagrams (from `from`; see
+    /// `split_received` for how it is cut) to the endpoint, each with the rank its source address
     /// belongs to. A datagram from an address of no member creates no
     /// state and is counted; under sealing, one that does not open (forged,
     /// modified, replayed, another job's) is dropped and counted before
@@ -458,7 +458,6 @@ impl Inner {
         net: &mut Net,
         applier: &mut Applier<'_>,
         data: &mut [u8],
-        seg: usize,
         from: Option<SocketAddr>,
         now: u64,
     ) -> (bool, bool) {
@@ -469,7 +468,7 @@ impl Inner {
         let mut refused = 0;
         let sealed = net.ep.config().format != Format::Checksummed;
         let (ep, seals) = (&mut net.ep, &mut net.seals);
-        let r = crate::shm::split_received(data, seg, |d| match (src, seals.as_mut()) {
+        let r = crate::shm::split_received(data, |d| match (src, seals.as_mut()) {
             (None, _) => foreign += 1,
             (Some(_), Some(s)) => match s.open(d) {
                 Ok(n) => ep.handle_datagram_from(now, src, &d[..n], applier),
