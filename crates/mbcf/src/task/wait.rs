@@ -160,6 +160,13 @@ impl Task {
     }
 }
 
+/// How long a wait of an all-local job spins before it yields at each
+/// look (see `spin_phase`): far above a round trip on one node (0.2 µs),
+/// far below the spin budget (50 µs to a few hundred).
+/// Two ping-ponging tasks the kernel had put on one CPU spun the whole
+/// budget in turn, 0.26 ms a message for milliseconds on end.
+const YIELD_AFTER: Duration = Duration::from_micros(20);
+
 /// An application thread's claim on the task's socket while it spins in a
 /// wait, receiving and applying for itself: the progress thread stops
 /// polling the socket (see `progress.rs`), so a datagram wakes nobody.
@@ -423,7 +430,17 @@ impl Inner {
             } else if ring.ready() {
                 self.take_ring_signals();
             }
-            if yielding && !got {
+            // On one node, a spin that lasts has its partner off a CPU,
+            // maybe waiting for ours: the kernel placed both on one CPU
+            // (it wakes a thread where its waker runs, and keeps a thread
+            // that just ran where it is), and spinning there keeps the
+            // partner off for the whole budget at every message while the
+            // other CPU idles. Yielding hands it the CPU; alone, a yield
+            // returns at once. Not over udp, where a look receives: a
+            // yield at every empty look cost a 64 KiB WRITE stream a
+            // quarter of its bandwidth.
+            let lasts = self.all_local && now >= began + YIELD_AFTER;
+            if (yielding || lasts) && !got {
                 std::thread::yield_now();
             }
         }
