@@ -562,3 +562,44 @@ fn waiters_sharing_a_cpu_hand_it_over() {
         "blocked waits in {ROUNDS} round trips on one CPU: {blocked:?}"
     );
 }
+
+/// SS-Wait on one node spins while its partner is awake. With both
+/// tasks on one CPU the partner is awake but cannot run: each wait spun
+/// `SSS_SSWAIT_SPIN_US` (2 ms) at a time until the kernel preempted it,
+/// 8 ms a round trip. A wait that lasts now hands the CPU over.
+#[test]
+fn sswaiters_sharing_a_cpu_hand_it_over() {
+    const ROUNDS: u64 = 200;
+    let handed = on_both(&["127.0.0.1"], &TaskConfig::default(), |t| {
+        pin_to_first_cpu();
+        let seg = t.alloc(4096, Perm::ALL).unwrap();
+        let all = t.exchange(&seg).unwrap();
+        let peer = all[1 - t.rank() as usize];
+        let flag = seg.word(0).unwrap();
+        let other = 1 - t.rank();
+        t.barrier().unwrap();
+        let before = t.stats().handovers;
+        for i in 1..=ROUNDS {
+            let ping = || {
+                t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
+                    .unwrap()
+            };
+            if t.rank() == 0 {
+                ping();
+                t.sswait(flag, other, |v| v >= i);
+            } else {
+                t.sswait(flag, other, |v| v >= i);
+                ping();
+            }
+        }
+        let handed = t.stats().handovers - before;
+        t.barrier().unwrap();
+        handed
+    });
+    // On one CPU most waits find the answer only after handing over.
+    let all: u64 = handed.iter().sum();
+    assert!(
+        all >= ROUNDS,
+        "hand-overs in {ROUNDS} round trips: {handed:?}"
+    );
+}

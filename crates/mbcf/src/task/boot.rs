@@ -441,6 +441,7 @@ impl Task {
             signals_inline: AtomicU64::new(0),
             blocked_waits: AtomicU64::new(0),
             wait_timeouts: AtomicU64::new(0),
+            handovers: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
             has_deferred: AtomicBool::new(false),

@@ -181,6 +181,10 @@ pub struct TaskStats {
     /// (20 ms) rather than by a wake: an answer that slow, or a wake-up
     /// lost (a condition that ignored what woke it).
     pub wait_timeouts: u64,
+    /// Yields of waits on this node that lasted (20 µs) without their
+    /// answer: the partner may be waiting for this CPU, where the kernel
+    /// put both tasks (see `YIELD_AFTER` in the wait's module).
+    pub handovers: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -263,6 +267,8 @@ pub(crate) struct Inner {
     blocked_waits: AtomicU64,
     /// See [`TaskStats::wait_timeouts`].
     wait_timeouts: AtomicU64,
+    /// See [`TaskStats::handovers`].
+    handovers: AtomicU64,
     shutdown: AtomicBool,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
@@ -478,6 +484,7 @@ impl Task {
             signals_inline: self.inner.signals_inline.load(Ordering::Relaxed),
             blocked_waits: self.inner.blocked_waits.load(Ordering::Relaxed),
             wait_timeouts: self.inner.wait_timeouts.load(Ordering::Relaxed),
+            handovers: self.inner.handovers.load(Ordering::Relaxed),
         }
     }
 }

@@ -169,6 +169,9 @@ impl Task {
     fn sswait_loop(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
         let tune = self.inner.cfg.sswait;
         let done = || pred(word.load(Ordering::Acquire));
+        // When the first spin began: a clock read there, not here, as
+        // most waits of a ping-pong end before it.
+        let mut since = None;
         loop {
             let v = word.load(Ordering::Acquire);
             if pred(v) {
@@ -177,7 +180,7 @@ impl Task {
             let over = self.inner.oversubscribed();
             let next = sswait_next(over, self.inner.partner(partner));
             let hit = match next {
-                SsNext::Spin => self.inner.spin_while(partner, &done, tune),
+                SsNext::Spin => self.inner.spin_while(partner, &done, tune, &mut since),
                 SsNext::Yield => self.inner.yield_while(partner, &done, tune),
                 SsNext::BlockWhileIdle => {
                     self.inner.yield_while_idle(partner, &done, tune)
@@ -421,9 +424,17 @@ impl Inner {
     /// memory only (the socket, polled between turns, delayed the
     /// hand-over by half a microsecond); for a remote one it receives
     /// and applies packets as it goes.
-    fn spin_while(&self, partner: u32, done: &impl Fn() -> bool, tune: SsWaitTuning) -> bool {
+    fn spin_while(
+        &self,
+        partner: u32,
+        done: &impl Fn() -> bool,
+        tune: SsWaitTuning,
+        since: &mut Option<Instant>,
+    ) -> bool {
         // A partner across the network never gets here (see `Task::sswait`).
-        let end = Instant::now() + tune.spin;
+        let at = Instant::now();
+        let since = *since.get_or_insert(at);
+        let end = at + tune.spin;
         if self.maybe_held.load(Ordering::Acquire) {
             let mut net = self.lock_net();
             self.flush(&mut net);
@@ -434,8 +445,19 @@ impl Inner {
                 return true;
             }
             k = k.wrapping_add(1);
-            if k % 256 == 0 && (self.partner(partner) != Partner::Busy || Instant::now() >= end) {
-                return false;
+            if k % 256 == 0 {
+                let now = Instant::now();
+                // A partner that does not answer may be waiting for this
+                // very CPU (the kernel put both on one): hand it over, see
+                // `wait::YIELD_AFTER`. Two tasks pinned to one CPU took
+                // 8 ms a round trip.
+                if now >= since + super::wait::YIELD_AFTER {
+                    self.handovers.fetch_add(1, Ordering::Relaxed);
+                    std::thread::yield_now();
+                }
+                if self.partner(partner) != Partner::Busy || now >= end {
+                    return false;
+                }
             }
             std::hint::spin_loop();
         }

@@ -165,7 +165,7 @@ impl Task {
 /// far below the spin budget (50 µs to a few hundred).
 /// Two ping-ponging tasks the kernel had put on one CPU spun the whole
 /// budget in turn, 0.26 ms a message for milliseconds on end.
-const YIELD_AFTER: Duration = Duration::from_micros(20);
+pub(super) const YIELD_AFTER: Duration = Duration::from_micros(20);
 
 /// An application thread's claim on the task's socket while it spins in a
 /// wait, receiving and applying for itself: the progress thread stops
@@ -441,6 +441,9 @@ impl Inner {
             // quarter of its bandwidth.
             let lasts = self.all_local && now >= began + YIELD_AFTER;
             if (yielding || lasts) && !got {
+                if lasts {
+                    self.handovers.fetch_add(1, Ordering::Relaxed);
+                }
                 std::thread::yield_now();
             }
         }
