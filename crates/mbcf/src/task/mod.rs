@@ -181,9 +181,9 @@ pub struct TaskStats {
     /// (20 ms) rather than by a wake: an answer that slow, or a wake-up
     /// lost (a condition that ignored what woke it).
     pub wait_timeouts: u64,
-    /// Yields of waits on this node that lasted (20 µs) without their
-    /// answer: the partner may be waiting for this CPU, where the kernel
-    /// put both tasks (see `YIELD_AFTER` in the wait's module).
+    /// Yields of waits that lasted (20 µs) without their answer: the
+    /// partner may be waiting for this CPU, where the kernel put both
+    /// tasks (see `YIELD_AFTER` in the wait's module).
     pub handovers: u64,
 }
 

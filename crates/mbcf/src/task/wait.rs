@@ -160,12 +160,16 @@ impl Task {
     }
 }
 
-/// How long a wait of an all-local job spins before it yields at each
-/// look (see `spin_phase`): far above a round trip on one node (0.2 µs),
-/// far below the spin budget (50 µs to a few hundred).
+/// How long a wait spins before it yields at its looks (see
+/// `spin_phase`): far above a round trip on one node (0.2 µs) or over
+/// udp (10 µs), far below the spin budget (50 µs to a few hundred).
 /// Two ping-ponging tasks the kernel had put on one CPU spun the whole
 /// budget in turn, 0.26 ms a message for milliseconds on end.
 pub(super) const YIELD_AFTER: Duration = Duration::from_micros(20);
+
+/// Over udp a look receives: a lasting wait yields at every this many
+/// looks only (about every 5 µs).
+const UDP_YIELD_EVERY: u32 = 16;
 
 /// An application thread's claim on the task's socket while it spins in a
 /// wait, receiving and applying for itself: the progress thread stops
@@ -386,6 +390,7 @@ impl Inner {
         let first = 1;
         let ring = self.ctl.signal_ring();
         let mut start = None;
+        let mut looks: u32 = 0;
         loop {
             if cond() {
                 return Ok(true);
@@ -430,16 +435,18 @@ impl Inner {
             } else if ring.ready() {
                 self.take_ring_signals();
             }
-            // On one node, a spin that lasts has its partner off a CPU,
-            // maybe waiting for ours: the kernel placed both on one CPU
-            // (it wakes a thread where its waker runs, and keeps a thread
-            // that just ran where it is), and spinning there keeps the
-            // partner off for the whole budget at every message while the
-            // other CPU idles. Yielding hands it the CPU; alone, a yield
-            // returns at once. Not over udp, where a look receives: a
-            // yield at every empty look cost a 64 KiB WRITE stream a
-            // quarter of its bandwidth.
-            let lasts = self.all_local && now >= began + YIELD_AFTER;
+            // A spin that lasts may have its partner waiting for our CPU:
+            // the kernel placed both on one (it wakes a thread where its
+            // waker runs, and keeps a thread that just ran where it is),
+            // and spinning there keeps the partner off for the whole
+            // budget at every message while the other CPU idles. Yielding
+            // hands it the CPU; alone, a yield returns at once. Over udp
+            // at every 16th look only: a look receives, and a yield at
+            // every empty one cost a 64 KiB WRITE stream a quarter of its
+            // bandwidth.
+            looks = looks.wrapping_add(1);
+            let lasts =
+                now >= began + YIELD_AFTER && (self.all_local || looks % UDP_YIELD_EVERY == 0);
             if (yielding || lasts) && !got {
                 if lasts {
                     self.handovers.fetch_add(1, Ordering::Relaxed);
