@@ -522,6 +522,44 @@ fn pin_to_first_cpu() {
     }
 }
 
+/// Round trips between two tasks on `nodes` pinned to one CPU, each
+/// waiting with `wait` (given the flag, the value and the partner);
+/// returns what `count` grew by in each task.
+fn one_cpu_pingpong(
+    nodes: &[&str],
+    wait: fn(&Task, &std::sync::atomic::AtomicU64, u64, u32),
+    count: fn(&sss_mbcf::TaskStats) -> u64,
+) -> Vec<u64> {
+    on_both(nodes, &TaskConfig::default(), move |t| {
+        pin_to_first_cpu();
+        let seg = t.alloc(4096, Perm::ALL).unwrap();
+        let all = t.exchange(&seg).unwrap();
+        let peer = all[1 - t.rank() as usize];
+        let flag = seg.word(0).unwrap();
+        let other = 1 - t.rank();
+        t.barrier().unwrap();
+        let before = count(&t.stats());
+        for i in 1..=ONE_CPU_ROUNDS {
+            let ping = || {
+                t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
+                    .unwrap()
+            };
+            if t.rank() == 0 {
+                ping();
+                wait(&t, flag, i, other);
+            } else {
+                wait(&t, flag, i, other);
+                ping();
+            }
+        }
+        let grew = count(&t.stats()) - before;
+        t.barrier().unwrap();
+        grew
+    })
+}
+
+const ONE_CPU_ROUNDS: u64 = 200;
+
 /// Two tasks that ping-pong on one CPU (the kernel puts a woken thread
 /// where its waker runs, and left both there for milliseconds while the
 /// other CPU idled) hand the CPU over: a wait that lasts yields. Before,
@@ -530,42 +568,20 @@ fn pin_to_first_cpu() {
 /// node, 0.49 ms a round trip over udp.
 #[test]
 fn waiters_sharing_a_cpu_hand_it_over() {
-    waiters_sharing_a_cpu(&["127.0.0.1"]);
-    waiters_sharing_a_cpu(HOSTS);
-}
-
-fn waiters_sharing_a_cpu(nodes: &[&str]) {
-    const ROUNDS: u64 = 200;
-    let blocked = on_both(nodes, &TaskConfig::default(), |t| {
-        pin_to_first_cpu();
-        let seg = t.alloc(4096, Perm::ALL).unwrap();
-        let all = t.exchange(&seg).unwrap();
-        let peer = all[1 - t.rank() as usize];
-        let flag = seg.word(0).unwrap();
-        t.barrier().unwrap();
-        let before = t.stats().blocked_waits;
-        for i in 1..=ROUNDS {
-            let ping = || {
-                t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
-                    .unwrap()
-            };
-            if t.rank() == 0 {
-                ping();
+    for nodes in [&["127.0.0.1"][..], HOSTS] {
+        let blocked = one_cpu_pingpong(
+            nodes,
+            |t, flag, i, _| {
                 t.wait_word(flag, |v| v >= i);
-            } else {
-                t.wait_word(flag, |v| v >= i);
-                ping();
-            }
-        }
-        let blocked = t.stats().blocked_waits - before;
-        t.barrier().unwrap();
-        blocked
-    });
-    let all: u64 = blocked.iter().sum();
-    assert!(
-        all <= ROUNDS / 10,
-        "blocked waits in {ROUNDS} round trips on one CPU ({nodes:?}): {blocked:?}"
-    );
+            },
+            |s| s.blocked_waits,
+        );
+        let all: u64 = blocked.iter().sum();
+        assert!(
+            all <= ONE_CPU_ROUNDS / 10,
+            "blocked waits in {ONE_CPU_ROUNDS} round trips on one CPU ({nodes:?}): {blocked:?}"
+        );
+    }
 }
 
 /// SS-Wait on one node spins while its partner is awake. With both
@@ -574,37 +590,17 @@ fn waiters_sharing_a_cpu(nodes: &[&str]) {
 /// 8 ms a round trip. A wait that lasts now hands the CPU over.
 #[test]
 fn sswaiters_sharing_a_cpu_hand_it_over() {
-    const ROUNDS: u64 = 200;
-    let handed = on_both(&["127.0.0.1"], &TaskConfig::default(), |t| {
-        pin_to_first_cpu();
-        let seg = t.alloc(4096, Perm::ALL).unwrap();
-        let all = t.exchange(&seg).unwrap();
-        let peer = all[1 - t.rank() as usize];
-        let flag = seg.word(0).unwrap();
-        let other = 1 - t.rank();
-        t.barrier().unwrap();
-        let before = t.stats().handovers;
-        for i in 1..=ROUNDS {
-            let ping = || {
-                t.write(peer.at(64), &i.to_le_bytes(), Options::notify(peer.at(0)))
-                    .unwrap()
-            };
-            if t.rank() == 0 {
-                ping();
-                t.sswait(flag, other, |v| v >= i);
-            } else {
-                t.sswait(flag, other, |v| v >= i);
-                ping();
-            }
-        }
-        let handed = t.stats().handovers - before;
-        t.barrier().unwrap();
-        handed
-    });
+    let handed = one_cpu_pingpong(
+        &["127.0.0.1"],
+        |t, flag, i, other| {
+            t.sswait(flag, other, |v| v >= i);
+        },
+        |s| s.handovers,
+    );
     // On one CPU most waits find the answer only after handing over.
     let all: u64 = handed.iter().sum();
     assert!(
-        all >= ROUNDS,
-        "hand-overs in {ROUNDS} round trips: {handed:?}"
+        all >= ONE_CPU_ROUNDS,
+        "hand-overs in {ONE_CPU_ROUNDS} round trips: {handed:?}"
     );
 }
