@@ -386,7 +386,7 @@ pub(crate) fn report(
          \"retransmissions\":{},\"timeouts\":{},\"rack_lost\":{},\"timeout_lost\":{},\"spurious_timeouts\":{},\"dsacks\":{},\
          \"duplicates\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\"wait_timeouts\":{},\
          \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{},\
-         \"reorder_dropped\":{},\"applied\":{}}}}}",
+         \"reorder_dropped\":{},\"applied\":{},\"handovers\":{}}}}}",
         t.packets_sent,
         t.bytes_sent,
         t.packets_received,
@@ -406,6 +406,7 @@ pub(crate) fn report(
         t.prewakes,
         t.reorder_dropped,
         t.applied,
+        t.handovers,
     );
     Some(o)
 }

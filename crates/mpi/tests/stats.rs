@@ -93,7 +93,12 @@ fn json_statistics_count_what_the_program_sent() {
         // none of them refused or malformed.
         let tr = |t: &Value, k: &str| num(&t["transport"], k);
         for t in &tasks {
-            for k in ["packets_received", "retransmissions", "blocked_waits"] {
+            for k in [
+                "packets_received",
+                "retransmissions",
+                "blocked_waits",
+                "handovers",
+            ] {
                 tr(t, k);
             }
             assert_eq!(tr(t, "refused") + tr(t, "bad_packets"), 0, "{t}");
