@@ -447,12 +447,13 @@ impl Inner {
         got
     }
 
-    /// Hands a received batch of datagrams (from `from`; see
-    /// `split_received` for how it is cut) to the endpoint, each with the rank its source address
-    /// belongs to. A datagram from an address of no member creates no
-    /// state and is counted; under sealing, one that does not open (forged,
-    /// modified, replayed, another job's) is dropped and counted before
-    /// anything parses it. Returns (any datagram handled, a doorbell rang).
+    /// Hands a received batch of datagrams from `from` (cut as
+    /// `split_received` says) to the endpoint, each with the rank its
+    /// source address belongs to. A datagram from an address of no member
+    /// creates no state and is counted; under sealing, one that does not
+    /// open (forged, modified, replayed, another job's) is dropped and
+    /// counted before anything parses it. Returns (any datagram handled, a
+    /// doorbell rang).
     fn receive(
         &self,
         net: &mut Net,
