@@ -18,7 +18,13 @@
 # counts from the median run, averaged over the tasks). #CM is how often
 # the inserted consistency code ran (calls of sss_rcop_note and of the
 # diffed ranges' sss_rcop_twin_range / sss_rcop_cursor_twin), or for
-# hand notes how often the program noted. Every run holds
+# hand notes how often the program noted. Each program prints which id
+# every task took (PM_SHOW_ID): the ids decide which blocks or keys a
+# task owns, and so how much crosses between the hosts, and they are
+# taken under a lock in whatever order the tasks come. A second table
+# groups the runs by the ids on each host, so that builds are compared
+# on runs of one split (the first table's median run may be of another
+# split for each build). Every run holds
 # /tmp/bench.lock (flock), so that runs of other benchmarks on a shared
 # machine do not overlap them.
 #
@@ -54,15 +60,35 @@ build() { # prog variant
   esac
 }
 
-# One run: "time_us notes packets bytes checksum", the counts averaged
-# over the tasks.
+NHOSTS=$(tr ',' '\n' <<<"$HOSTS" | grep -c .)
+
+# Which ids the tasks of each host took, from the programs' "ID me=I
+# rank=R" lines (PM_SHOW_ID): `sss run` places the ranks on the hosts
+# in even blocks (earlier hosts take the remainder), and the ids, taken
+# under a lock in whatever order the tasks come, decide the blocks'
+# owners. Printed as the hosts' id sets, e.g.
+# "{0,1}{2,3}".
+split_of() { # program output
+  grep -E '^ID me=[0-9]+ rank=[0-9]+' <<<"$1" | sed -E 's/^ID me=([0-9]+) rank=([0-9]+).*/\1 \2/' |
+    awk -v nh="$NHOSTS" -v np="$P" 'BEGIN { for (k = 0; k < nh; k++) { c = int(np / nh) + (k < np % nh); for (i = 0; i < c; i++) host[r++] = k } }
+      { h[host[$2]] = h[host[$2]] $1 "," }
+      END { for (k in h) { n = split(h[k], a, ","); s = "";
+              for (i = 1; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+              for (i = 1; i < n; i++) s = s (i > 1 ? "," : "") a[i]; print "{" s "}" } }' |
+    sort | paste -sd ''
+}
+
+# One run: "time_us notes packets bytes checksum split", the counts
+# averaged over the tasks.
 run() { # prog variant args...
   local prog=$1 v=$2; shift 2
   local writes=note
   [ "$v" = trap ] && writes=trap
   local out
-  out=$(SSS_STATS=json SSS_DSM_WRITES=$writes SSS_DSM_PROTOCOL=ulrc \
+  out=$(PM_SHOW_ID=1 SSS_STATS=json SSS_DSM_WRITES=$writes SSS_DSM_PROTOCOL=ulrc \
     flock /tmp/bench.lock timeout 600 "$SSS" run -n "$P" --hosts "$HOSTS" "$work/$prog-$v" "$@" 2>&1)
+  local split
+  split=$(split_of "$out")
   local line
   line=$(grep -E '^(LU|RADIX) ' <<<"$out" | head -1)
   local t sum
@@ -74,7 +100,8 @@ run() { # prog variant args...
     '(map(select(.dsm)) | map(.dsm)) as $d | (map(select(.rcop)) | map(.rcop.notes)) as $r
      | [(if ($r|length) > 0 then ($r|add)/($d|length) else ($d|map(.notes)|add)/($d|length) end),
         ($d|map(.packets)|add/length), ($d|map(.bytes_sent)|add/length)] as $m
-     | "\($t) \($m[0]|floor) \($m[1]|floor) \($m[2]|floor) \($c)"'
+     | "\($t) \($m[0]|floor) \($m[1]|floor) \($m[2]|floor) \($c)"' |
+    sed "s/\$/ ${split:-?}/"
 }
 
 table() { # prog title seeds args...
@@ -102,12 +129,29 @@ table() { # prog title seeds args...
     # The median run by time.
     local med
     med=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(( (REPS + 1) / 2 ))p")
-    read -r t cm pk by sum <<<"$med"
+    read -r t cm pk by sum _ <<<"$med"
     local times
     times=$(printf '%s\n' "${runs[@]}" | awk '{printf "%s%.2f", (NR>1?" / ":""), $1/1e6}')
     printf '| %s | %.2f (%s) | %s | %s | %.2f | %s |\n' "$v" "$(echo "$t / 1000000" | bc -l)" \
       "$times" "$cm" "$pk" "$(echo "$by / 1000000" | bc -l)" "$sum"
   done
+  echo
+  # Like with like: the runs of each build grouped by how the ids fell
+  # on the hosts (medians within the group).
+  echo "By the hosts' ids (runs of one split compared):"
+  echo
+  echo "| ids on the hosts | build | runs | time (s), median (runs) | packets per task, median (runs) |"
+  echo "|---|---|---:|---|---|"
+  for v in $VARIANTS; do printf '%s' "${all[$v]}" | sed "s/^/$v /"; done |
+    awk '{ k = $7 " " $1; n[k]++; t[k, n[k]] = $2; p[k, n[k]] = $4; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+      function med(arr, k, c,   i, j, x, y) { for (i = 1; i <= c; i++) y[i] = arr[k, i]
+          for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (y[j] < y[i]) { x = y[i]; y[i] = y[j]; y[j] = x }
+          return y[int((c + 1) / 2)] }
+      function all(arr, k, c, f, d,   i, s) { s = ""; for (i = 1; i <= c; i++) s = s (i > 1 ? " / " : "") sprintf(f, arr[k, i] / d); return s }
+      END { for (i = 1; i <= m; i++) { k = order[i]; split(k, kk, " ")
+              printf "| %s | %s | %d | %.3f (%s) | %d (%s) |\n", kk[1], kk[2], n[k],
+                med(t, k, n[k]) / 1e6, all(t, k, n[k], "%.3f", 1e6), med(p, k, n[k]), all(p, k, n[k], "%d", 1) } }' |
+    sort -t'|' -k2,2 -s
   echo
   echo "Seed 000 (8 processors, SSS-CORE): $seeds"
   echo
