@@ -556,6 +556,25 @@ pub fn set_socket_buffers(fd: RawFd, bytes: i32) {
     }
 }
 
+/// The receive buffer the kernel gave the socket (`SO_RCVBUF`: twice
+/// what was asked, within `net.core.rmem_max`, the other half its
+/// bookkeeping); `None` when it cannot say.
+pub fn receive_buffer(fd: RawFd) -> Option<usize> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are a valid int and its size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v).and_then(|v| usize::try_from(v).ok())
+}
+
 /// Asks the kernel to coalesce received datagrams of one flow (UDP GRO);
 /// best effort — older kernels simply deliver them one by one.
 pub fn enable_gro(fd: RawFd) {
