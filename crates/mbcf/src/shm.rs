@@ -81,8 +81,13 @@ pub(crate) struct Ctl {
     /// changed (beside the counters that every same-node sender bumps,
     /// each look of an oversubscribed wait missed once per peer).
     pub blocked: AtomicU32,
+    /// One more than the CPU a thread of the task last yielded from in a
+    /// wait (0: not known yet). Owner: the task, which stores it only
+    /// when it changed; an SS-Wait partner on the node reads it before
+    /// it yields, to tell whether the kernel put both on one CPU.
+    pub cpu: AtomicU32,
     /// Padding.
-    pub _pad0: [u8; 16],
+    pub _pad0: [u8; 12],
     /// Bumped after anything lands in this task's memory; the task's
     /// waiters block on it (futex). Written by the progress thread and by
     /// same-node senders.

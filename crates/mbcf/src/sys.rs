@@ -349,6 +349,50 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// The CPU the calling thread runs on (a vDSO call), `None` when the
+/// kernel cannot say.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: no arguments; -1 when the kernel cannot say.
+    u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+/// Moves the calling thread off the CPU it runs on, to another CPU it may
+/// run on, and leaves its affinity as it was: with the mask less the
+/// current CPU for a moment the kernel migrates the thread at once, and
+/// with the mask back it has no reason to move it again. False when the
+/// thread may run on one CPU only or the kernel refused.
+pub fn move_off_cpu() -> bool {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: the kernel writes at most `size` bytes into `set`.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return false;
+    }
+    // SAFETY: no arguments; -1 when the kernel cannot say.
+    let cpu = unsafe { libc::sched_getcpu() };
+    let Ok(cpu) = usize::try_from(cpu) else {
+        return false;
+    };
+    // SAFETY: `set` is a valid set.
+    if cpu >= libc::CPU_SETSIZE as usize || unsafe { libc::CPU_COUNT(&set) } < 2 {
+        return false;
+    }
+    let mut others = set;
+    // SAFETY: `cpu` < CPU_SETSIZE was checked above.
+    unsafe { libc::CPU_CLR(cpu, &mut others) };
+    // SAFETY: the kernel reads `size` bytes of each set.
+    unsafe {
+        if libc::sched_setaffinity(0, size, &others) != 0 {
+            return false;
+        }
+        // Restoring cannot fail where narrowing did not (same thread,
+        // a superset); were it to, the thread keeps all CPUs but one.
+        libc::sched_setaffinity(0, size, &set);
+    }
+    true
+}
+
 /// Binds the calling thread to `cpu`; threads it starts later inherit it.
 pub fn bind_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
@@ -792,6 +836,40 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
+
+    /// A hand-over that keeps finding its CPU taken moves the thread:
+    /// somewhere else, with the affinity it had.
+    #[test]
+    fn a_thread_moves_off_its_cpu_and_keeps_its_affinity() {
+        let before = allowed_cpus().unwrap();
+        if before.len() < 2 {
+            return;
+        }
+        // Start on the first allowed CPU, free to run on all.
+        bind_to_cpu(before[0]).unwrap();
+        // SAFETY: the kernel reads size_of::<cpu_set_t>() bytes of `set`;
+        // CPU_SET gets indices below CPU_SETSIZE.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in &before {
+                libc::CPU_SET(c, &mut set);
+            }
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+        }
+        // SAFETY: no arguments.
+        let was = unsafe { libc::sched_getcpu() };
+        assert!(move_off_cpu());
+        // SAFETY: no arguments.
+        let now = unsafe { libc::sched_getcpu() };
+        assert_ne!(was, now, "still on CPU {was}");
+        assert_eq!(allowed_cpus().unwrap(), before);
+        // One CPU allowed: nowhere to go.
+        bind_to_cpu(before[0]).unwrap();
+        assert!(!move_off_cpu());
+    }
 
     /// Runs of different sizes and peers leave in one call and arrive as
     /// the datagrams they were cut into.

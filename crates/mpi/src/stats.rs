@@ -386,7 +386,7 @@ pub(crate) fn report(
          \"retransmissions\":{},\"timeouts\":{},\"rack_lost\":{},\"timeout_lost\":{},\"spurious_timeouts\":{},\"dsacks\":{},\
          \"duplicates\":{},\"refused\":{},\"bad_packets\":{},\"blocked_waits\":{},\"wait_timeouts\":{},\
          \"progress_wakeups\":{},\"sswait_idle_blocks\":{},\"prewakes\":{},\
-         \"reorder_dropped\":{},\"applied\":{},\"handovers\":{}}}}}",
+         \"reorder_dropped\":{},\"applied\":{},\"handovers\":{},\"moves\":{}}}}}",
         t.packets_sent,
         t.bytes_sent,
         t.packets_received,
@@ -407,6 +407,7 @@ pub(crate) fn report(
         t.reorder_dropped,
         t.applied,
         t.handovers,
+        t.moves,
     );
     Some(o)
 }

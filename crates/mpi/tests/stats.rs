@@ -98,6 +98,7 @@ fn json_statistics_count_what_the_program_sent() {
                 "retransmissions",
                 "blocked_waits",
                 "handovers",
+                "moves",
             ] {
                 tr(t, k);
             }

@@ -446,6 +446,7 @@ impl Task {
             blocked_waits: AtomicU64::new(0),
             wait_timeouts: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
+            moves: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             deferred: Mutex::new(Vec::new()),
             has_deferred: AtomicBool::new(false),

@@ -185,6 +185,11 @@ pub struct TaskStats {
     /// partner may be waiting for this CPU, where the kernel put both
     /// tasks (see `YIELD_AFTER` in the wait's module).
     pub handovers: u64,
+    /// Times a waiting thread moved itself to another CPU: its lasting
+    /// waits kept handing its CPU to another thread while the job's
+    /// tasks on the node did not outnumber the CPUs (the kernel had put
+    /// two ping-ponging tasks on one CPU and left them there).
+    pub moves: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -269,6 +274,8 @@ pub(crate) struct Inner {
     wait_timeouts: AtomicU64,
     /// See [`TaskStats::handovers`].
     handovers: AtomicU64,
+    /// See [`TaskStats::moves`].
+    moves: AtomicU64,
     shutdown: AtomicBool,
     /// Signals received and not yet run, in arrival order (queued under
     /// the net lock); see [`Inner::run_signals`].
@@ -485,6 +492,7 @@ impl Task {
             blocked_waits: self.inner.blocked_waits.load(Ordering::Relaxed),
             wait_timeouts: self.inner.wait_timeouts.load(Ordering::Relaxed),
             handovers: self.inner.handovers.load(Ordering::Relaxed),
+            moves: self.inner.moves.load(Ordering::Relaxed),
         }
     }
 }

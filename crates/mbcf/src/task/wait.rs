@@ -167,6 +167,29 @@ impl Task {
 /// budget in turn, 0.26 ms a message for milliseconds on end.
 pub(super) const YIELD_AFTER: Duration = Duration::from_micros(20);
 
+/// A hand-over's yield that took this long ran another thread on our
+/// CPU (a yield alone on its CPU returns in about a microsecond; a
+/// partner that got the CPU answers and starts a wait that spins
+/// [`YIELD_AFTER`] before it hands it back).
+const GAVE_CPU: Duration = Duration::from_micros(5);
+
+/// Hand-overs in a row that gave the CPU away before a thread moves to
+/// another CPU; doubled (up to [`MOVE_AFTER_MAX`]) when it has to move
+/// again soon after moving, so a node busier than it looks is not
+/// churned.
+const MOVE_AFTER: u32 = 4;
+const MOVE_AFTER_MAX: u32 = 1024;
+
+/// A move this long after the last one starts again from [`MOVE_AFTER`].
+const MOVES_FORGOTTEN: Duration = Duration::from_millis(50);
+
+thread_local! {
+    /// This thread's hand-overs in a row that gave the CPU away, the
+    /// number that makes it move, and when it last moved.
+    static SHARED: std::cell::Cell<(u32, u32, Option<Instant>)> =
+        const { std::cell::Cell::new((0, MOVE_AFTER, None)) };
+}
+
 /// Over udp a look receives: a lasting wait yields at every this many
 /// looks only (about every 5 µs).
 const UDP_YIELD_EVERY: u32 = 16;
@@ -363,6 +386,58 @@ impl Inner {
     /// start: while datagrams keep coming the partner runs and sends, and
     /// a long transfer into our memory (a large WRITE) is received here
     /// instead of by a progress thread woken for every burst.
+    /// A lasting wait's yield (see [`YIELD_AFTER`]). When such yields
+    /// keep running another thread on this CPU while the job's tasks on
+    /// the node do not outnumber its CPUs, the thread moves to another
+    /// CPU: the kernel had put two ping-ponging tasks on one and does
+    /// not move a thread that just ran, so they took turns for the
+    /// whole job (0.38 µs an MPI message one way against 0.15) while
+    /// the other CPU idled.
+    pub(super) fn hand_over(&self) {
+        self.handovers.fetch_add(1, Ordering::Relaxed);
+        let t = Instant::now();
+        std::thread::yield_now();
+        self.shared_cpu(t.elapsed() >= GAVE_CPU);
+    }
+
+    /// Counts a look that found this thread's CPU `shared` with another
+    /// runnable thread (or not, which ends the run of them); after
+    /// enough in a row, and unless the job's tasks on the node outnumber
+    /// its CPUs, moves the thread to another CPU.
+    pub(super) fn shared_cpu(&self, shared: bool) {
+        SHARED.with(|c| {
+            let (turns, need, last) = c.get();
+            let turns = if shared { turns + 1 } else { 0 };
+            if turns < need || self.crowded() {
+                c.set((turns.min(need), need, last));
+                return;
+            }
+            let now = Instant::now();
+            let need = match last {
+                Some(l) if now.saturating_duration_since(l) < MOVES_FORGOTTEN => {
+                    (need * 2).min(MOVE_AFTER_MAX)
+                }
+                _ => MOVE_AFTER,
+            };
+            c.set((0, need, Some(now)));
+            if sys::move_off_cpu() {
+                self.moves.fetch_add(1, Ordering::Relaxed);
+                self.publish_cpu();
+            }
+        });
+    }
+
+    /// Publishes the CPU this thread runs on (see `Ctl::cpu`); returns it
+    /// plus one (0: unknown).
+    pub(super) fn publish_cpu(&self) -> u32 {
+        let cpu = sys::current_cpu().map_or(0, |c| c.saturating_add(1));
+        let c = &self.ctl.ctl().cpu;
+        if c.load(Ordering::Relaxed) != cpu {
+            c.store(cpu, Ordering::Relaxed);
+        }
+        cpu
+    }
+
     fn spin_phase(
         &self,
         cond: &mut impl FnMut() -> bool,
@@ -449,9 +524,10 @@ impl Inner {
                 now >= began + YIELD_AFTER && (self.all_local || looks % UDP_YIELD_EVERY == 0);
             if (yielding || lasts) && !got {
                 if lasts {
-                    self.handovers.fetch_add(1, Ordering::Relaxed);
+                    self.hand_over();
+                } else {
+                    std::thread::yield_now();
                 }
-                std::thread::yield_now();
             }
         }
     }
