@@ -303,8 +303,13 @@ impl Plan {
                 items,
                 iters: 3000,
                 warmup: 200,
-                bw_bytes: 64 << 20,
-                bw_max_ops: 40_000,
+                // A quarter of a GiB: an MBCF stream lasts about 0.1 s,
+                // past its start and the noise of a shared machine (with
+                // 64 MiB, 30 ms, its items read 1.7–2.3 GB/s where
+                // longer streams held 2.6–3.3).
+                bw_bytes: 256 << 20,
+                // Small sizes too: 1 KiB WRITEs for 0.1 s.
+                bw_max_ops: 160_000,
                 cpu_ops: 200_000,
             }
         }
