@@ -40,6 +40,7 @@ mod segment;
 mod seqlock;
 mod settings;
 mod shm;
+mod spin;
 mod sys;
 mod task;
 

@@ -11,22 +11,23 @@
 use super::transport::{Carried, Lane, Submission, TransportKind};
 use super::{status_error, Inner};
 use crate::shm::{Direct, Peer, SignalWake};
+use crate::spin::SpinMutex;
 use crate::sys::Mapping;
 use crate::Error;
 use sss_proto::Op;
 use sss_wire::Status;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The `shm` lane to one peer: its control block and mapped segments.
 pub(super) struct ShmLane {
-    peer: Mutex<Peer>,
+    peer: SpinMutex<Peer>,
 }
 
 impl ShmLane {
     pub(super) fn new(peer: Peer) -> Self {
         Self {
-            peer: Mutex::new(peer),
+            peer: SpinMutex::new(peer),
         }
     }
 }
@@ -39,10 +40,7 @@ impl ShmLane {
         key: u64,
         need: crate::Perm,
     ) -> Result<Option<(Arc<Mapping>, u64)>, Status> {
-        self.peer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .map_segment(key, need)
+        self.peer.lock().map_segment(key, need)
     }
 
     /// The peer's FIFO queue at (`key`, `addr`), opened for pushes
@@ -52,10 +50,7 @@ impl ShmLane {
         key: u64,
         addr: u64,
     ) -> Result<Option<crate::shm::OpenFifo>, Status> {
-        self.peer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .open_fifo(key, addr)
+        self.peer.lock().open_fifo(key, addr)
     }
 }
 
@@ -73,7 +68,7 @@ impl Lane for ShmLane {
         {
             task.wait_until(|| task.lock_net().ep.in_flight(dst) == 0, None);
         }
-        let mut p = self.peer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = self.peer.lock();
         let Direct::Done(r) = p.apply(task.rank, &sub.op) else {
             return Ok(Carried::Declined);
         };
