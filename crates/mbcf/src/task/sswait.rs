@@ -427,16 +427,16 @@ impl Inner {
     /// and applies packets as it goes.
     /// Before an SS-Wait yields to a same-node `partner`: publishes this
     /// thread's CPU and counts whether the partner's last one is the
-    /// same (then the two take turns on one CPU through their yields,
-    /// 0.39 µs an MPI message one way against 0.15 on two, for whole
-    /// runs: see [`Inner::shared_cpu`], which moves this thread).
+    /// same (then the two take turns on one CPU through their yields:
+    /// see [`Inner::shared_cpu`], which moves this thread). Only the
+    /// higher rank of the two counts it, so that one of them moves.
     fn before_yield(&self, partner: u32) {
         let mine = self.publish_cpu();
         let theirs = match self.peer_ctls.get(partner as usize) {
             Some(Some(c)) => c.ctl().cpu.load(Ordering::Relaxed),
             _ => return,
         };
-        self.shared_cpu(mine != 0 && theirs == mine);
+        self.shared_cpu(mine != 0 && theirs == mine && self.rank > partner);
     }
 
     fn spin_while(

@@ -403,13 +403,16 @@ impl Inner {
     /// Counts a look that found this thread's CPU `shared` with another
     /// runnable thread (or not, which ends the run of them); after
     /// enough in a row, and unless the job's tasks on the node outnumber
-    /// its CPUs, moves the thread to another CPU.
+    /// its CPUs, moves the thread to another CPU. Odd ranks need twice
+    /// as many: two partners that both moved at once could land on one
+    /// CPU again (a ping-pong at job start chased itself through seven
+    /// moves a task).
     pub(super) fn shared_cpu(&self, shared: bool) {
         SHARED.with(|c| {
             let (turns, need, last) = c.get();
             let turns = if shared { turns + 1 } else { 0 };
-            if turns < need || self.crowded() {
-                c.set((turns.min(need), need, last));
+            if turns < need << (self.rank & 1) || self.crowded() {
+                c.set((turns.min(need << 1), need, last));
                 return;
             }
             let now = Instant::now();
