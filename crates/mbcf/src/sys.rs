@@ -369,9 +369,7 @@ pub fn move_off_cpu() -> bool {
     if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
         return false;
     }
-    // SAFETY: no arguments; -1 when the kernel cannot say.
-    let cpu = unsafe { libc::sched_getcpu() };
-    let Ok(cpu) = usize::try_from(cpu) else {
+    let Some(cpu) = current_cpu().map(|c| c as usize) else {
         return false;
     };
     // SAFETY: `set` is a valid set.

@@ -419,12 +419,6 @@ impl Inner {
         }
     }
 
-    /// SS-Wait with CPUs to spare and the partner awake: spins until
-    /// `done`, the partner blocks, or `tune.spin` passes. A partner on
-    /// this node writes straight into our memory, so the spin reads
-    /// memory only (the socket, polled between turns, delayed the
-    /// hand-over by half a microsecond); for a remote one it receives
-    /// and applies packets as it goes.
     /// Before an SS-Wait yields to a same-node `partner`: publishes this
     /// thread's CPU and counts whether the partner's last one is the
     /// same (then the two take turns on one CPU through their yields:
@@ -439,6 +433,12 @@ impl Inner {
         self.shared_cpu(mine != 0 && theirs == mine && self.rank > partner);
     }
 
+    /// SS-Wait with CPUs to spare and the partner awake: spins until
+    /// `done`, the partner blocks, or `tune.spin` passes. A partner on
+    /// this node writes straight into our memory, so the spin reads
+    /// memory only (the socket, polled between turns, delayed the
+    /// hand-over by half a microsecond); for a remote one it receives
+    /// and applies packets as it goes.
     fn spin_while(
         &self,
         partner: u32,

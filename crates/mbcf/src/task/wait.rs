@@ -371,21 +371,6 @@ impl Inner {
         }
     }
 
-    /// Spins (or yields, when `yielding`) for `budget`, until `cond` or
-    /// `deadline` (`Ok(false)`); `Err(start)` when the budget ran out
-    /// (block now). Memory is checked on every turn, and on one node the
-    /// signal ring too; the socket and the clock, which cost a system
-    /// call or a vDSO read, every 4th turn, in an all-local job every
-    /// 16th: there the answer lands in memory and every turn counts. The
-    /// budget starts at the first clock read, a few turns in: most waits
-    /// of a ping-pong end before it, and a read at the start of every
-    /// wait showed in the shm round trip.
-    ///
-    /// `renew` (SS-Wait's spin on a partner across the network): the
-    /// budget counts from the last datagram received, not from the
-    /// start: while datagrams keep coming the partner runs and sends, and
-    /// a long transfer into our memory (a large WRITE) is received here
-    /// instead of by a progress thread woken for every burst.
     /// A lasting wait's yield (see [`YIELD_AFTER`]). When such yields
     /// keep running another thread on this CPU while the job's tasks on
     /// the node do not outnumber its CPUs, the thread moves to another
@@ -441,6 +426,21 @@ impl Inner {
         cpu
     }
 
+    /// Spins (or yields, when `yielding`) for `budget`, until `cond` or
+    /// `deadline` (`Ok(false)`); `Err(start)` when the budget ran out
+    /// (block now). Memory is checked on every turn, and on one node the
+    /// signal ring too; the socket and the clock, which cost a system
+    /// call or a vDSO read, every 4th turn, in an all-local job every
+    /// 16th: there the answer lands in memory and every turn counts. The
+    /// budget starts at the first clock read, a few turns in: most waits
+    /// of a ping-pong end before it, and a read at the start of every
+    /// wait showed in the shm round trip.
+    ///
+    /// `renew` (SS-Wait's spin on a partner across the network): the
+    /// budget counts from the last datagram received, not from the
+    /// start: while datagrams keep coming the partner runs and sends, and
+    /// a long transfer into our memory (a large WRITE) is received here
+    /// instead of by a progress thread woken for every burst.
     fn spin_phase(
         &self,
         cond: &mut impl FnMut() -> bool,
