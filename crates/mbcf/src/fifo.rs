@@ -354,6 +354,15 @@ impl Ring {
         self.seq(pos).load(Ordering::Acquire) == pos.wrapping_add(1)
     }
 
+    /// Whether a message was claimed and not taken, its claim read in
+    /// sequential consistency: after a SeqCst store of its own, the
+    /// reader sees every claim (a SeqCst compare-and-swap of `tail`)
+    /// made before a sender's SeqCst load saw that store undone.
+    pub fn claimed_seqcst(&self) -> bool {
+        let h = self.header();
+        h.tail.load(Ordering::SeqCst) != h.head.load(Ordering::Relaxed)
+    }
+
     /// Messages waiting (at most the slot count, whatever the indices say).
     pub fn len(&self) -> usize {
         let h = self.header();

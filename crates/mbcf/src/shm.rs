@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// Magic of a control block ("SSCT").
 pub const CTL_MAGIC: u32 = 0x5353_4354;
 /// Layout version of [`Ctl`]: a peer's block of another layout is refused.
-pub const CTL_VERSION: u32 = 4;
+pub const CTL_VERSION: u32 = 5;
 /// Segments a control block publishes.
 pub const CTL_SEGMENTS: usize = 256;
 /// Slots of the inbound signal ring.
@@ -116,7 +116,10 @@ pub(crate) struct Ctl {
     pub progress_asleep: AtomicU32,
     /// While a thread of the task is in an SS-Wait: one more than the
     /// partner's rank; 0 otherwise. Owner: the task. Same-node senders
-    /// read it to wake the tasks waiting on the task they just wrote to.
+    /// read it to wake the tasks waiting on the task they just wrote to,
+    /// and a sender of a SIGNAL rings nobody while it is set: the wait
+    /// looks at the signal ring on every turn, and once more after it
+    /// cleared this.
     pub waiting_for: AtomicU32,
     /// Set to 1 by the first same-node sender whose operation lands
     /// while the task is in an SS-Wait; the task clears it when a wait
@@ -146,8 +149,18 @@ pub(crate) struct Ctl {
     /// Datagrams the task's udp receive path refused unopened: not sealed
     /// with the job's keys, replayed, or of an older incarnation.
     pub refused: AtomicU64,
+    /// Threads of the task in a lasting spin of the default wait, which
+    /// looks at the signal ring on every turn (see `Inner::look_at_ring`):
+    /// while non-zero (and no waiter sleeps, see `ring_waiters`) a
+    /// same-node sender of a SIGNAL rings nobody. On the line senders of
+    /// a SIGNAL read anyway (`handlers`).
+    pub ring_lookers: AtomicU32,
+    /// A word the application publishes to the tasks of its node
+    /// (`Task::publish_word`), e.g. MPI's "nonblocking collectives run
+    /// here". Owner: the task; peers read it as a hint.
+    pub app_word: AtomicU32,
     /// Padding.
-    pub _pad4: [u8; 24],
+    pub _pad4: [u8; 16],
     /// Published segments. Owner: the task.
     pub segs: [SegEntry; CTL_SEGMENTS],
 }
@@ -842,18 +855,26 @@ impl Peer {
 
     /// After a SIGNAL was pushed on the peer's ring: who must be woken
     /// to run it. A blocked waiter that runs the ring itself is woken on
-    /// its futex; else the progress thread, if it sleeps, gets a
-    /// doorbell. The push's SeqCst claim of the slot (the CAS on the
-    /// ring's `tail`) and these SeqCst loads pair with the waiter's
-    /// SeqCst decrement of `ring_waiters` followed by its look at the
-    /// ring, and with the progress loop's store of its flag, its fence
-    /// and its read of `tail`: either we see them or they see the message.
+    /// its futex; else nobody while a thread of the peer is in an
+    /// SS-Wait (`waiting_for`) or a lasting spin (`ring_lookers`), which
+    /// look at the ring on every turn; else the progress thread, if it
+    /// sleeps, gets a doorbell. The push's SeqCst claim of the slot (the
+    /// CAS on the ring's `tail`) and these SeqCst loads pair with the
+    /// waiter's SeqCst decrement of `ring_waiters` or `ring_lookers`, or
+    /// clearing of `waiting_for`, followed by its look at the ring, and with the progress loop's store of its flag, its
+    /// fence and its read of `tail`: either we see them or they see the
+    /// message.
     pub fn signal_wake(&self) -> SignalWake {
         let c = self.ctl.ctl();
         if c.ring_waiters.load(Ordering::SeqCst) != 0 {
             c.events.fetch_add(1, Ordering::SeqCst);
             sys::futex_wake_all(&c.events);
             SignalWake::Waiter
+        } else if c.waiting_for.load(Ordering::SeqCst) != 0
+            || c.ring_lookers.load(Ordering::SeqCst) != 0
+        {
+            // In an SS-Wait or a lasting spin: it looks every turn.
+            SignalWake::None
         } else if c.progress_asleep.load(Ordering::SeqCst) != 0 {
             SignalWake::Doorbell
         } else {

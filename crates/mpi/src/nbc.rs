@@ -238,6 +238,64 @@ pub(crate) fn signal_peers() -> bool {
     COUNT.load(Ordering::Relaxed) > 0 && SIGNALS.load(Ordering::Relaxed)
 }
 
+/// Bits of the word a task publishes to its node's tasks
+/// (`Task::publish_word`): schedules run here ...
+const RUNNING: u32 = 1;
+/// ... and a thread of ours is inside MPI where it advances them
+/// (starting a collective, or waiting).
+const IN_MPI: u32 = 2;
+
+/// The task our word is published through (set at the first schedule).
+static PUBLISHER: std::sync::OnceLock<sss_mbcf::Task> = std::sync::OnceLock::new();
+/// Threads inside MPI where they advance the schedules (see [`IN_MPI`]).
+static INSIDE: AtomicUsize = AtomicUsize::new(0);
+
+/// Publishes [`RUNNING`] and [`IN_MPI`] as they are now. Threads race to
+/// publish: the word is a hint, and a stale one costs a signal too many
+/// or a collective's progress between calls.
+fn publish() {
+    if let Some(t) = PUBLISHER.get() {
+        let mut w = 0;
+        if active() {
+            w |= RUNNING;
+        }
+        if INSIDE.load(Ordering::SeqCst) > 0 {
+            w |= IN_MPI;
+        }
+        t.publish_word(w);
+    }
+}
+
+/// A thread counted in [`INSIDE`] until it drops.
+struct Inside(());
+
+impl Inside {
+    fn enter() -> Inside {
+        INSIDE.fetch_add(1, Ordering::SeqCst);
+        publish();
+        Inside(())
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.fetch_sub(1, Ordering::SeqCst);
+        publish();
+    }
+}
+
+/// Whether a message just pushed to `to` should be followed by a
+/// signal: schedules run here, and, on this node, `to` runs some too and
+/// no thread of it is inside MPI advancing them or waiting in MBCF
+/// (either sees the message itself). Hints: a receiver that just left
+/// MPI advances its schedules at its next call.
+pub(crate) fn signal_to(task: &sss_mbcf::Task, to: u32) -> bool {
+    signal_peers()
+        && task
+            .peer_word(to)
+            .is_none_or(|w| w & RUNNING != 0 && w & IN_MPI == 0 && !task.peer_waiting(to))
+}
+
 /// Whether a signal's pass is owed: a waiting thread stops waiting.
 pub(crate) fn wanted() -> bool {
     COUNT.load(Ordering::Relaxed) > 0 && PENDING.load(Ordering::Relaxed)
@@ -261,11 +319,11 @@ pub(crate) fn after_release() {
 /// the handler then leaves the schedules to it.
 pub(crate) fn waiting() -> Waiting {
     WAITING.fetch_add(1, Ordering::SeqCst);
-    Waiting(())
+    Waiting(Inside::enter())
 }
 
 /// See [`waiting`].
-pub(crate) struct Waiting(());
+pub(crate) struct Waiting(Inside);
 
 impl Drop for Waiting {
     fn drop(&mut self) {
@@ -350,8 +408,12 @@ pub(crate) fn start(comm: usize, sched: Sched, finish: Finish) -> Result<usize, 
             None => c.group.clone(),
         };
         let ctx = c.ctx + 1;
+        let _ = PUBLISHER.set(e.task.clone());
         Ok((e.nbc_request(comm), ctx, group))
     })?;
+    // Same-node peers signal us only while schedules run here and no
+    // thread of ours is in this call or a wait (see `signal_to`).
+    let _inside = Inside::enter();
     let seq = {
         let mut g = SEQ.lock().unwrap_or_else(|e| e.into_inner());
         let n = g.get_or_insert_with(HashMap::new).entry(ctx).or_insert(0);
@@ -420,6 +482,9 @@ fn pass(list: &mut Vec<Running>, eng: &mut Eng<'_>) -> bool {
         if done {
             let r = list.remove(i);
             COUNT.fetch_sub(1, Ordering::AcqRel);
+            if !active() {
+                publish();
+            }
             let _ = eng.run(|e| {
                 e.nbc_complete(r.req, r.error);
                 Ok(())

@@ -86,8 +86,15 @@ fn json_statistics_count_what_the_program_sent() {
             );
             // A signal follows a message only while a nonblocking
             // collective runs: the Ibarrier's one message, none of the
-            // point-to-point and blocking collectives before it.
-            assert_eq!(num(t, "nbc_signals"), 1, "{what}: task {r}: {t}");
+            // point-to-point and blocking collectives before it. On one
+            // node not even that one when the receiver was inside MPI
+            // (starting its own Ibarrier, or waiting) as it was sent.
+            let signals = num(t, "nbc_signals");
+            if what.contains("one node") {
+                assert!(signals <= 1, "{what}: task {r}: {t}");
+            } else {
+                assert_eq!(signals, 1, "{what}: task {r}: {t}");
+            }
         }
         // MBCF's own counters: across nodes the data went in datagrams,
         // none of them refused or malformed.

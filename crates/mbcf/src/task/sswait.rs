@@ -158,6 +158,17 @@ impl Task {
             .store(partner.saturating_add(1), Ordering::Release);
         let v = self.sswait_loop(word, partner, pred);
         c.waiting_for.store(0, Ordering::SeqCst);
+        // Senders rang nobody for signals while `waiting_for` was set:
+        // one queued since our last look runs here (the SeqCst store and
+        // load pair with the sender's claim and look, see
+        // `Peer::signal_wake`), or goes to the progress thread.
+        let ring = self.inner.ctl.signal_ring();
+        if ring.claimed_seqcst() {
+            self.inner.take_ring_signals();
+            if ring.len() != 0 {
+                self.inner.wake.notify();
+            }
+        }
         // Nobody on this node saw us about to run (the value came over
         // udp, or was there already): wake our own waiters now.
         if c.hit.load(Ordering::SeqCst) == 0 && c.dependents.load(Ordering::SeqCst) > 0 {
@@ -168,7 +179,16 @@ impl Task {
 
     fn sswait_loop(&self, word: &AtomicU64, partner: u32, pred: impl Fn(u64) -> bool) -> u64 {
         let tune = self.inner.cfg.sswait;
-        let done = || pred(word.load(Ordering::Acquire));
+        // Every turn of every phase runs the signals same-node senders
+        // queued (a load of the ring's oldest slot when none): they rang
+        // nobody, seeing us in this wait.
+        let ring = self.inner.ctl.signal_ring();
+        let done = || {
+            if ring.ready() {
+                self.inner.take_ring_signals();
+            }
+            pred(word.load(Ordering::Acquire))
+        };
         // When the first spin began: a clock read there, not here, as
         // most waits of a ping-pong end before it.
         let mut since = None;

@@ -190,6 +190,12 @@ thread_local! {
         const { std::cell::Cell::new((0, MOVE_AFTER, None)) };
 }
 
+/// How long a wait spins before it counts itself among the threads that
+/// run the signal ring (`Ctl::ring_lookers`), so that same-node senders
+/// of a SIGNAL ring nobody: an answer within it (a ping-pong's) costs
+/// the wait no locked instruction more.
+const LOOK_AT_RING_AFTER: Duration = Duration::from_micros(1);
+
 /// Over udp a look receives: a lasting wait yields at every this many
 /// looks only (about every 5 µs).
 const UDP_YIELD_EVERY: u32 = 16;
@@ -469,6 +475,7 @@ impl Inner {
         let ring = self.ctl.signal_ring();
         let mut start = None;
         let mut looks: u32 = 0;
+        let mut looking = None;
         loop {
             if cond() {
                 return Ok(true);
@@ -501,6 +508,9 @@ impl Inner {
             if now >= began + budget {
                 claim.hand_back();
                 return Err(began);
+            }
+            if looking.is_none() && now >= began + LOOK_AT_RING_AFTER {
+                looking = Some(self.look_at_ring());
             }
             if !self.all_local {
                 let at = now.saturating_duration_since(self.start).as_nanos() as u64;
@@ -655,6 +665,16 @@ impl Inner {
         self.ctl.signal_ring().len() != 0
     }
 
+    /// Counts the calling thread, spinning in a wait that looks at the
+    /// signal ring on every turn (or receives, which runs it), among those
+    /// that run it (`Ctl::ring_lookers`): a same-node sender of a SIGNAL
+    /// then rings nobody. Ended when the guard drops, which looks at the
+    /// ring once more, as [`Inner::unwatch_ring`] does.
+    pub(super) fn look_at_ring(&self) -> RingLook<'_> {
+        self.ctl.ctl().ring_lookers.fetch_add(1, Ordering::SeqCst);
+        RingLook(self)
+    }
+
     /// Ends [`Inner::watch_ring`], then runs what the ring holds: a
     /// sender that saw this thread counted woke only it. What cannot run
     /// here (a slot not filled yet, the net lock or the handler runner
@@ -664,6 +684,15 @@ impl Inner {
     /// progress thread itself, or we see its message.
     pub(super) fn unwatch_ring(&self) {
         self.ctl.ctl().ring_waiters.fetch_sub(1, Ordering::SeqCst);
+        self.after_ring_count();
+    }
+
+    /// After this thread stopped counting itself among those that run
+    /// the signal ring: the fence pairs the decrement with the senders'
+    /// claim of a slot then look at the counts (see `Peer::signal_wake`),
+    /// so either the sender saw us gone and rang the progress thread
+    /// itself, or we see its message and run it, or hand it on.
+    fn after_ring_count(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
         let ring = self.ctl.signal_ring();
         if ring.len() == 0 {
@@ -673,5 +702,17 @@ impl Inner {
         if ring.len() != 0 {
             self.wake.notify();
         }
+    }
+}
+
+/// A thread counted in its task's `Ctl::ring_lookers` (see
+/// [`Inner::look_at_ring`]).
+pub(super) struct RingLook<'a>(&'a Inner);
+
+impl Drop for RingLook<'_> {
+    fn drop(&mut self) {
+        let inner = self.0;
+        inner.ctl.ctl().ring_lookers.fetch_sub(1, Ordering::SeqCst);
+        inner.after_ring_count();
     }
 }
