@@ -281,19 +281,29 @@ impl Drop for Inside {
     fn drop(&mut self) {
         INSIDE.fetch_sub(1, Ordering::SeqCst);
         publish();
+        // A sender that saw us inside sent no signal: what it pushed
+        // before its look (see `signal_to`) is in the FIFO now, and one
+        // more pass takes it, or the schedules would wait for our next
+        // call (the SeqCst store in `publish` orders it before the look).
+        if active() {
+            progress();
+        }
     }
 }
 
 /// Whether a message just pushed to `to` should be followed by a
 /// signal: schedules run here, and, on this node, `to` runs some too and
-/// no thread of it is inside MPI advancing them or waiting in MBCF
-/// (either sees the message itself). Hints: a receiver that just left
-/// MPI advances its schedules at its next call.
+/// no thread of it is inside MPI where it advances them (which sees the
+/// message itself). The fence orders the push before the look at `to`'s
+/// word, against `to`'s store of it and its pass after (`Inside`):
+/// either we see it gone from MPI and signal, or its pass sees the
+/// message.
 pub(crate) fn signal_to(task: &sss_mbcf::Task, to: u32) -> bool {
-    signal_peers()
-        && task
-            .peer_word(to)
-            .is_none_or(|w| w & RUNNING != 0 && w & IN_MPI == 0 && !task.peer_waiting(to))
+    signal_peers() && {
+        fence(Ordering::SeqCst);
+        task.peer_word(to)
+            .is_none_or(|w| w & RUNNING != 0 && w & IN_MPI == 0)
+    }
 }
 
 /// Whether a signal's pass is owed: a waiting thread stops waiting.

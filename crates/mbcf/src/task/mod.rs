@@ -453,22 +453,6 @@ impl Task {
         self.inner.routes.get(rank as usize).map(Route::kind)
     }
 
-    /// Whether a thread of same-node task `rank` sits in a wait of this
-    /// library right now (an SS-Wait, a spin that has lasted, or a
-    /// block), so that what lands in its memory or FIFO is seen without a
-    /// SIGNAL to announce it. `false` for a task on another node (not
-    /// known) and for `rank` outside the job. A hint only: the thread may
-    /// leave its wait at any moment.
-    pub fn peer_waiting(&self, rank: u32) -> bool {
-        let Some(Some(c)) = self.inner.peer_ctls.get(rank as usize) else {
-            return false;
-        };
-        let c = c.ctl();
-        c.waiting_for.load(Ordering::Relaxed) != 0
-            || c.ring_lookers.load(Ordering::Relaxed) != 0
-            || c.blocked.load(Ordering::Relaxed) != 0
-    }
-
     /// Publishes `word` to the tasks of this node (in this task's
     /// control block), for hints between the tasks of a library built on
     /// MBCF; they read it with [`Task::peer_word`].
