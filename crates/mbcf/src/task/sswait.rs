@@ -162,12 +162,8 @@ impl Task {
         // one queued since our last look runs here (the SeqCst store and
         // load pair with the sender's claim and look, see
         // `Peer::signal_wake`), or goes to the progress thread.
-        let ring = self.inner.ctl.signal_ring();
-        if ring.claimed_seqcst() {
-            self.inner.take_ring_signals();
-            if ring.len() != 0 {
-                self.inner.wake.notify();
-            }
+        if self.inner.ctl.signal_ring().claimed_seqcst() {
+            self.inner.run_ring_or_hand_on();
         }
         // Nobody on this node saw us about to run (the value came over
         // udp, or was there already): wake our own waiters now.

@@ -694,6 +694,12 @@ impl Inner {
     /// itself, or we see its message and run it, or hand it on.
     fn after_ring_count(&self) {
         std::sync::atomic::fence(Ordering::SeqCst);
+        self.run_ring_or_hand_on();
+    }
+
+    /// Runs what the signal ring holds here; what cannot run here goes
+    /// to the progress thread.
+    pub(super) fn run_ring_or_hand_on(&self) {
         let ring = self.ctl.signal_ring();
         if ring.len() == 0 {
             return;
