@@ -164,6 +164,162 @@ impl Drop for Lent<'_> {
     }
 }
 
+/// Buffers a nonblocking collective owns from its start to its end,
+/// whose blocks it lends to its receives across MPI calls (no copy of
+/// the library's own in between). While a loan is out nothing hands out
+/// a reference to the buffers: [`Lender::bufs`] refuses, sends read
+/// through [`Lender::bytes`] only blocks apart from every loan, and a
+/// lender dropped with loans out leaks its buffers rather than free
+/// memory a delivery may still write.
+pub(crate) struct Lender {
+    bufs: Vec<Vec<u8>>,
+    /// The caller's memory standing for one buffer (its index; the
+    /// vector there stays empty): receives land in it and sends read
+    /// from it, no local step touches it.
+    caller: Option<(usize, &'static mut [u8])>,
+    /// Start and length of each buffer, taken when the first loan of a
+    /// round went out (no `&mut` of `bufs` exists until the last returns).
+    bases: Vec<(usize, usize)>,
+    /// Blocks out on loan (buffer, offset, length) and their receives.
+    lent: Vec<((usize, usize, usize), usize)>,
+}
+
+impl Lender {
+    /// A lender of `bufs`, and of `caller` (MPI lends the library a
+    /// receive buffer until the collective completes) as one of them.
+    pub(crate) fn new(bufs: Vec<Vec<u8>>, caller: Option<(usize, &'static mut [u8])>) -> Lender {
+        Lender {
+            bufs,
+            caller,
+            bases: Vec::new(),
+            lent: Vec::new(),
+        }
+    }
+
+    /// The buffers, when no block is out on loan.
+    pub(crate) fn bufs(&mut self) -> Option<&mut Vec<Vec<u8>>> {
+        self.lent.is_empty().then_some(&mut self.bufs)
+    }
+
+    /// Lends `len` bytes at `at` of buffer `buf` to the receive `post`
+    /// makes (it returns the receive's request); `Ok(false)` when the
+    /// block is not inside the buffer or overlaps one out on loan (the
+    /// caller receives into memory of its own then).
+    pub(crate) fn lend<E>(
+        &mut self,
+        (buf, at, len): (usize, usize, usize),
+        post: impl FnOnce(UserBuf) -> Result<usize, E>,
+    ) -> Result<bool, E> {
+        if self.lent.is_empty() {
+            self.bases = self
+                .bufs
+                .iter_mut()
+                .map(|b| (b.as_mut_ptr() as usize, b.len()))
+                .collect();
+            if let Some((i, m)) = &mut self.caller {
+                if let Some(b) = self.bases.get_mut(*i) {
+                    *b = (m.as_mut_ptr() as usize, m.len());
+                }
+            }
+        }
+        let inside = self
+            .bases
+            .get(buf)
+            .is_some_and(|&(_, l)| at.checked_add(len).is_some_and(|e| e <= l));
+        if !inside || len == 0 || self.overlaps((buf, at, len)) {
+            return Ok(false);
+        }
+        let base = self.bases[buf].0 as *mut u8;
+        // SAFETY: inside buffer `buf` (checked above), which this lender
+        // owns and keeps alive, unresized and unreferenced, until the
+        // receive returns the loan (`returned`) or forever (`drop`); no
+        // other loan covers these bytes.
+        let u = unsafe { UserBuf::new(base.wrapping_add(at), len) };
+        let id = post(u)?;
+        self.lent.push(((buf, at, len), id));
+        Ok(true)
+    }
+
+    fn overlaps(&self, (buf, at, len): (usize, usize, usize)) -> bool {
+        self.lent
+            .iter()
+            .any(|&((b, a, l), _)| b == buf && a < at + len && at < a + l)
+    }
+
+    /// `len` bytes at `at` of buffer `buf`, to send; `None` when outside
+    /// the buffer or overlapping a block out on loan.
+    pub(crate) fn bytes(&self, buf: usize, at: usize, len: usize) -> Option<&[u8]> {
+        let end = at.checked_add(len)?;
+        if self.lent.is_empty() {
+            return match &self.caller {
+                Some((i, m)) if *i == buf => m.get(at..end),
+                _ => self.bufs.get(buf)?.get(at..end),
+            };
+        }
+        let &(base, l) = self.bases.get(buf)?;
+        if end > l || self.overlaps((buf, at, len)) {
+            return None;
+        }
+        if len == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: inside buffer `buf`, alive while `self` is borrowed;
+        // no loan covers these bytes, so no delivery writes them.
+        Some(unsafe { std::slice::from_raw_parts((base as *const u8).wrapping_add(at), len) })
+    }
+
+    /// Takes the loans back once every receive holding one completed
+    /// (the engine writes nothing into its block after, and frees its
+    /// registration first); whether it did.
+    pub(crate) fn returned(&mut self, e: &crate::engine::Engine) -> bool {
+        if self
+            .lent
+            .iter()
+            .all(|(_, id)| e.reqs.get(id).is_none_or(|q| q.done))
+        {
+            self.lent.clear();
+            return true;
+        }
+        false
+    }
+}
+
+impl Lender {
+    /// Copies `data` to `at` of buffer `buf` (a receive that landed in
+    /// memory of its own); false when no block may be written now (one
+    /// is out on loan) or it does not fit.
+    pub(crate) fn put(&mut self, buf: usize, at: usize, data: &[u8]) -> bool {
+        if !self.lent.is_empty() {
+            return false;
+        }
+        let dst = match &mut self.caller {
+            Some((i, m)) if *i == buf => Some(&mut **m),
+            _ => self.bufs.get_mut(buf).map(Vec::as_mut_slice),
+        };
+        match dst.and_then(|d| d.get_mut(at..at.checked_add(data.len())?)) {
+            Some(d) => {
+                d.copy_from_slice(data);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The buffers, when no block is out on loan (dropped otherwise).
+    pub(crate) fn into_bufs(mut self) -> Option<Vec<Vec<u8>>> {
+        self.lent.is_empty().then(|| std::mem::take(&mut self.bufs))
+    }
+}
+
+impl Drop for Lender {
+    fn drop(&mut self) {
+        if !self.lent.is_empty() {
+            // A receive may still write into them.
+            std::mem::forget(std::mem::take(&mut self.bufs));
+        }
+    }
+}
+
 /// Appends `count` elements of layout `l` at `base` to `out`, packed.
 ///
 /// # Safety
@@ -436,5 +592,44 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// A schedule's buffers lent to its receives: no reference to them
+    /// while a block is out, sends read only blocks apart from every
+    /// loan, overlapping or outside blocks are refused (the receive then
+    /// lands in memory of its own), the caller's memory stands for its
+    /// buffer, and a lender dropped with loans out frees nothing.
+    #[test]
+    fn a_lender_keeps_loaned_blocks_apart_from_everything_else() {
+        use super::Lender;
+        let mem: &'static mut [u8] = Box::leak(vec![5u8; 32].into_boxed_slice());
+        let mut l = Lender::new(vec![vec![1u8; 64], Vec::new()], Some((1, mem)));
+        assert!(l.bufs().is_some());
+        assert_eq!(l.bytes(1, 30, 2), Some(&[5u8, 5][..]));
+        let mut ids = 0;
+        let mut post = |u: super::UserBuf| {
+            ids += 1;
+            assert_eq!(u.len(), 16);
+            Ok::<_, ()>(ids)
+        };
+        assert_eq!(l.lend((0, 16, 16), &mut post), Ok(true));
+        assert_eq!(l.lend((1, 0, 16), &mut post), Ok(true));
+        assert!(l.bufs().is_none(), "no reference while lent");
+        assert!(!l.put(0, 0, &[9]), "no copy in while lent");
+        // Overlapping a loan, outside the buffer, empty: refused.
+        assert_eq!(l.lend((0, 31, 16), |_| Ok::<_, ()>(9)), Ok(false));
+        assert_eq!(l.lend((0, 60, 16), |_| Ok::<_, ()>(9)), Ok(false));
+        assert_eq!(l.lend((2, 0, 16), |_| Ok::<_, ()>(9)), Ok(false));
+        assert_eq!(l.lend((0, 0, 0), |_| Ok::<_, ()>(9)), Ok(false));
+        assert_eq!(l.bytes(0, 0, 16), Some(&[1u8; 16][..]));
+        assert_eq!(l.bytes(0, 8, 16), None, "overlaps a loan");
+        assert_eq!(l.bytes(1, 8, 16), None, "overlaps a loan");
+        assert_eq!(l.bytes(1, 16, 16), Some(&[5u8; 16][..]));
+        assert_eq!(l.bytes(0, 60, 16), None, "outside");
+        // Dropped with loans out: the buffers are left alone.
+        drop(l);
+        let mut l = Lender::new(vec![vec![0u8; 8]], None);
+        assert!(l.put(0, 4, &[7, 7]) && !l.put(0, 7, &[1, 1]));
+        assert_eq!(l.into_bufs(), Some(vec![vec![0, 0, 0, 0, 7, 7, 0, 0]]));
     }
 }

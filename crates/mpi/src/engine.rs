@@ -287,6 +287,12 @@ pub(crate) struct Engine {
     awaiting: std::collections::HashMap<u64, (usize, u32, Segment)>,
     /// Eager messages over udp above the FIFO's slot.
     rings: ring::Rings,
+    /// Set while a nonblocking collective's receive is posted: its
+    /// sender gets no notice, so nothing is written straight into it.
+    /// A WRITE straight in completes the sender's send by MBCF's
+    /// acknowledgement, which no signal follows, and a schedule that
+    /// waits for that send then stood still between MPI calls.
+    pub(crate) unnoticed: bool,
     /// Receives posted first, written straight into (`engine/direct.rs`).
     direct: direct::Direct,
     /// A ring message's bytes on their way to a receive.
@@ -444,6 +450,7 @@ impl Engine {
             awaiting: Default::default(),
             rings: ring::Rings::new(ring_seg, ring_to),
             direct: direct::Direct::new(remote_peers),
+            unnoticed: false,
             ring_buf: Vec::new(),
             bad_msgs: 0,
             closing: false,

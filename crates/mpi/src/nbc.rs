@@ -24,6 +24,7 @@
 //! it), so the handler leaves them to it. Schedules with a user-defined
 //! operation move only inside MPI calls: a handler runs no program code.
 
+use crate::buf::Lender;
 use crate::coll::Reduction;
 use crate::consts::err;
 use crate::engine::{Dest, Engine, MpiErr};
@@ -33,6 +34,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 pub(crate) mod algo;
+pub(crate) mod pool;
 
 /// The MBCF handler index of the signal that follows a message while
 /// schedules run (below 256: same-node senders check it in the
@@ -106,6 +108,9 @@ pub(crate) struct Sched {
     pub(crate) bufs: Vec<Vec<u8>>,
     rounds: VecDeque<Vec<Act>>,
     red: Option<Reduction>,
+    /// The caller's memory standing for one buffer (see
+    /// [`Sched::on_caller_memory`]).
+    caller: Option<(usize, &'static mut [u8])>,
 }
 
 impl Sched {
@@ -114,7 +119,39 @@ impl Sched {
             bufs,
             rounds: VecDeque::new(),
             red,
+            caller: None,
         }
+    }
+
+    /// Buffer `buf` is `mem`, the caller's receive buffer (MPI lends it
+    /// until the collective completes): messages land in it and leave
+    /// from it, with no copy in at the start and none out at the end.
+    /// The buffer must be one only messages use (no local step).
+    pub(crate) fn on_caller_memory(&mut self, buf: usize, mem: &'static mut [u8]) {
+        if let Some(b) = self.bufs.get_mut(buf) {
+            *b = Vec::new();
+            self.caller = Some((buf, mem));
+        }
+    }
+
+    /// Length of buffer `buf`.
+    pub(crate) fn len(&self, buf: usize) -> usize {
+        match &self.caller {
+            Some((i, m)) if *i == buf => m.len(),
+            _ => self.bufs.get(buf).map_or(0, Vec::len),
+        }
+    }
+
+    /// Whether a local step names the buffer in the caller's memory.
+    fn steps_on_caller(&self) -> bool {
+        let Some((c, _)) = self.caller else {
+            return false;
+        };
+        self.rounds.iter().flatten().any(|a| match *a {
+            Act::Fold { inv, inout } | Act::FoldBack { inv, inout } => inv == c || inout == c,
+            Act::Copy { from, to, .. } => from == c || to == c,
+            Act::Send { .. } | Act::Recv { .. } => false,
+        })
     }
 
     /// Appends a round (nothing for an empty one).
@@ -124,23 +161,34 @@ impl Sched {
         }
     }
 
-    /// Runs the local actions of a round whose messages completed.
+    /// Runs the local actions of a round whose messages completed, on
+    /// the schedule's own buffers (tests).
+    #[cfg(test)]
     fn local(&mut self, acts: &[Act]) -> Result<(), MpiErr> {
+        let mut bufs = std::mem::take(&mut self.bufs);
+        let r = self.steps(&mut bufs, acts);
+        self.bufs = bufs;
+        r
+    }
+
+    /// Runs the local actions of a round whose messages completed, on
+    /// `bufs` (the schedule's buffers, lent out while it runs).
+    fn steps(&self, bufs: &mut [Vec<u8>], acts: &[Act]) -> Result<(), MpiErr> {
         for a in acts {
             match *a {
                 Act::Fold { inv, inout } => {
-                    let mut io = std::mem::take(&mut self.bufs[inout]);
-                    let r = self.reduction()?.apply(&self.bufs[inv], &mut io);
-                    self.bufs[inout] = io;
+                    let mut io = std::mem::take(&mut bufs[inout]);
+                    let r = self.reduction()?.apply(&bufs[inv], &mut io);
+                    bufs[inout] = io;
                     r?;
                 }
                 Act::FoldBack { inv, inout } => {
                     // inv := inout (op) inv, then the buffers trade places.
-                    let mut io = std::mem::take(&mut self.bufs[inv]);
-                    let r = self.reduction()?.apply(&self.bufs[inout], &mut io);
-                    self.bufs[inv] = io;
+                    let mut io = std::mem::take(&mut bufs[inv]);
+                    let r = self.reduction()?.apply(&bufs[inout], &mut io);
+                    bufs[inv] = io;
                     r?;
-                    self.bufs.swap(inv, inout);
+                    bufs.swap(inv, inout);
                 }
                 Act::Copy {
                     from,
@@ -149,8 +197,13 @@ impl Sched {
                     to_at,
                     len,
                 } => {
-                    let src = self.bufs[from][at..at + len].to_vec();
-                    self.bufs[to][to_at..to_at + len].copy_from_slice(&src);
+                    if from == to {
+                        bufs[to].copy_within(at..at + len, to_at);
+                    } else {
+                        let src = std::mem::take(&mut bufs[from]);
+                        bufs[to][to_at..to_at + len].copy_from_slice(&src[at..at + len]);
+                        bufs[from] = src;
+                    }
                 }
                 Act::Send { .. } | Act::Recv { .. } => {}
             }
@@ -186,9 +239,13 @@ struct Running {
     ctx: u32,
     tag: i32,
     group: Arc<Vec<u32>>,
+    /// The rounds still to come (its buffers moved to `bufs`).
     sched: Sched,
+    /// The schedule's buffers, whose blocks its receives land in.
+    bufs: Lender,
     /// Messages of the current round in flight: request, and for a
-    /// receive where its bytes go (buffer, offset, length).
+    /// receive that landed in memory of its own (not lent a block of
+    /// `bufs`), where its bytes go (buffer, offset, length).
     inflight: Vec<(usize, Option<Landing>)>,
     /// The current round's local actions, run once `inflight` is done.
     after: Vec<Act>,
@@ -405,7 +462,13 @@ fn list() -> MutexGuard<'static, Vec<Running>> {
 /// when it finished and `finish` ran. On an intercommunicator the
 /// schedule's ranks are the local group's, then the remote group's
 /// (`algo::Inter`), all on the intercommunicator's collective context.
-pub(crate) fn start(comm: usize, sched: Sched, finish: Finish) -> Result<usize, MpiErr> {
+pub(crate) fn start(comm: usize, mut sched: Sched, finish: Finish) -> Result<usize, MpiErr> {
+    if sched.steps_on_caller() {
+        return Err(MpiErr::new(
+            err::INTERN,
+            "a schedule's local step names the caller's memory",
+        ));
+    }
     let local = if crate::inter::is_inter(comm) {
         Some(crate::inter::local_group(comm)?)
     } else {
@@ -437,6 +500,7 @@ pub(crate) fn start(comm: usize, sched: Sched, finish: Finish) -> Result<usize, 
         ctx,
         tag: TAG_BASE + seq as i32,
         group,
+        bufs: Lender::new(std::mem::take(&mut sched.bufs), sched.caller.take()),
         sched,
         inflight: Vec::new(),
         after: Vec::new(),
@@ -499,6 +563,9 @@ fn pass(list: &mut Vec<Running>, eng: &mut Eng<'_>) -> bool {
                 e.nbc_complete(r.req, r.error);
                 Ok(())
             });
+            for b in r.bufs.into_bufs().unwrap_or_default() {
+                crate::nbc::pool::give(b);
+            }
         } else {
             i += 1;
         }
@@ -528,7 +595,14 @@ fn advance(r: &mut Running, eng: &mut Eng<'_>) -> (bool, bool) {
         }
         if r.error == 0 {
             let after = std::mem::take(&mut r.after);
-            if let Err(e) = r.sched.local(&after) {
+            let done = match r.bufs.bufs() {
+                Some(b) => r.sched.steps(b, &after),
+                None => Err(MpiErr::new(
+                    err::INTERN,
+                    "a schedule's buffers are out on loan",
+                )),
+            };
+            if let Err(e) = done {
                 r.error = e.class;
             }
         }
@@ -539,8 +613,8 @@ fn advance(r: &mut Running, eng: &mut Eng<'_>) -> (bool, bool) {
         };
         let Some(round) = next else {
             if r.error == 0 {
-                if let Some(f) = r.finish.take() {
-                    f(&mut r.sched.bufs);
+                if let (Some(f), Some(b)) = (r.finish.take(), r.bufs.bufs()) {
+                    f(b);
                 }
             }
             return (true, true);
@@ -555,29 +629,51 @@ fn advance(r: &mut Running, eng: &mut Eng<'_>) -> (bool, bool) {
 }
 
 /// Posts a round's messages: receives first, so a message to ourselves
-/// finds its receive.
+/// finds its receive. A receive lands in its block of the schedule's
+/// buffers (lent to it), or, where the block overlaps another receive's
+/// or a send's of the round, in memory of its own, copied after.
 fn post(r: &mut Running, msgs: &[Act], eng: &mut Eng<'_>) -> Result<(), MpiErr> {
     let (comm, ctx, tag) = (r.comm, r.ctx, r.tag);
     let group = r.group.clone();
-    let bufs = &r.sched.bufs;
+    let bufs = &mut r.bufs;
     let inflight = &mut r.inflight;
+    let sent = |b: usize, a: usize, l: usize| {
+        msgs.iter().any(|m| {
+            matches!(*m, Act::Send { buf, at, len, .. }
+                if buf == b && at < a + l && a < at + len)
+        })
+    };
     eng.run(|e| {
         for a in msgs.iter().filter(|a| matches!(a, Act::Recv { .. })) {
             if let Act::Recv { from, buf, at, len } = *a {
                 let id = e.handle();
-                let dest = Dest::Own {
-                    cap: len,
-                    data: Vec::new(),
-                };
                 let w = world(&group, from)?;
-                e.recv_ctx(comm, ctx, group.clone(), Some(w), Some(tag), dest, id);
-                inflight.push((id, Some((buf, at, len))));
+                let mut post = |dest| {
+                    // See `Engine::unnoticed`.
+                    e.unnoticed = true;
+                    e.recv_ctx(comm, ctx, group.clone(), Some(w), Some(tag), dest, id);
+                    e.unnoticed = false;
+                    Ok::<_, MpiErr>(id)
+                };
+                let lent =
+                    !sent(buf, at, len) && bufs.lend((buf, at, len), |u| post(Dest::User(u)))?;
+                if lent {
+                    inflight.push((id, None));
+                } else {
+                    post(Dest::Own {
+                        cap: len,
+                        data: Vec::new(),
+                    })?;
+                    inflight.push((id, Some((buf, at, len))));
+                }
             }
         }
         for a in msgs {
             if let Act::Send { to, buf, at, len } = *a {
                 let id = e.handle();
-                let data = &bufs[buf][at..at + len];
+                let data = bufs.bytes(buf, at, len).ok_or_else(|| {
+                    MpiErr::new(err::INTERN, "a schedule sends bytes outside its buffers")
+                })?;
                 e.send_ctx(comm, ctx, world(&group, to)?, tag, data, false, id)?;
                 e.stats.coll_msgs += 1;
                 e.stats.coll_bytes += len as u64;
@@ -598,12 +694,13 @@ fn world(group: &[u32], rank: u32) -> Result<u32, MpiErr> {
 /// Whether the round's messages completed (their bytes then in place).
 fn collect(r: &mut Running, eng: &mut Eng<'_>) -> Result<bool, MpiErr> {
     let inflight = std::mem::take(&mut r.inflight);
-    let bufs = &mut r.sched.bufs;
+    let lender = &mut r.bufs;
     let out = eng.run(|e: &mut Engine| {
         e.progress();
         if !inflight
             .iter()
             .all(|(id, _)| e.reqs.get(id).is_none_or(|q| q.done))
+            || !lender.returned(e)
         {
             return Ok(None);
         }
@@ -616,7 +713,9 @@ fn collect(r: &mut Running, eng: &mut Eng<'_>) -> Result<bool, MpiErr> {
             }
             if let Some((buf, at, len)) = to {
                 let n = data.len().min(len);
-                bufs[buf][at..at + n].copy_from_slice(&data[..n]);
+                if !lender.put(buf, at, &data[..n]) && first == 0 {
+                    first = err::INTERN;
+                }
             }
         }
         Ok(Some(first))
@@ -628,7 +727,12 @@ fn collect(r: &mut Running, eng: &mut Eng<'_>) -> Result<bool, MpiErr> {
         }
         Ok(Some(0)) => Ok(true),
         Ok(Some(c)) => Err(MpiErr::new(c, "a message of the collective failed")),
-        Err(e) => Err(e),
+        Err(e) => {
+            // Receives may still hold blocks of the buffers: the schedule
+            // ends with them (see `Lender`'s drop).
+            r.inflight = inflight;
+            Err(e)
+        }
     }
 }
 

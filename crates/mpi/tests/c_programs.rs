@@ -153,6 +153,19 @@ fn nonblocking_collectives_progress_between_calls() {
     });
 }
 
+/// Large nonblocking collectives fault no fresh memory in from call to
+/// call (`tests/c/nbcreuse.c`: fewer than 5 page faults a round of
+/// three 64 KiB collectives on one node; 20–310 before their buffers
+/// were recycled and received in place).
+#[test]
+fn nonblocking_collectives_reuse_their_memory() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbcreuse.c", false);
+    run_everywhere(&exe, &[], &PLACEMENTS[1..3], |n| {
+        format!("nbcreuse: ok {n} tasks, ")
+    });
+}
+
 /// With `SSS_MPI_NBC_SIGNAL=off` no signal follows a message and
 /// schedules move only inside MPI calls: the same program, which then
 /// does not poll, still completes with the right results.

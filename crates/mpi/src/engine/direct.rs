@@ -325,7 +325,8 @@ impl Engine {
     pub(super) fn could_notice(&self, src: Option<u32>, buf: &Dest) -> bool {
         let Some(s) = src else { return false };
         let i = s as usize;
-        self.direct.remote(s)
+        !self.unnoticed
+            && self.direct.remote(s)
             && !self.direct.off[i]
             && matches!(buf, Dest::User(u) if u.len() > self.eager[i])
             && self.direct.score[i] > 0

@@ -236,10 +236,14 @@ pub(super) unsafe fn contribution(
 ) -> Result<Vec<u8>, MpiErr> {
     if sh.in_place(sendbuf)? {
         // SAFETY: the caller's contract.
-        return Ok(unsafe { recv_area(recvbuf, count, dt) }?.bytes().to_vec());
+        return Ok(crate::nbc::pool::copied(
+            unsafe { recv_area(recvbuf, count, dt) }?.bytes(),
+        ));
     }
     // SAFETY: the caller's contract.
-    Ok(unsafe { send_data(sendbuf, count, dt) }?.into_owned())
+    Ok(crate::nbc::pool::copied(&unsafe {
+        send_data(sendbuf, count, dt)
+    }?))
 }
 
 /// What a reduction to a root starts from here, as `role`: the root's
@@ -257,10 +261,12 @@ pub(super) unsafe fn reduce_input(
     dt: Handle,
 ) -> Result<Vec<u8>, MpiErr> {
     match role {
-        Role::Root if sh.remote.is_some() => Ok(vec![0; nbytes(count, dt)?]),
+        Role::Root if sh.remote.is_some() => Ok(crate::nbc::pool::zeroed(nbytes(count, dt)?)),
         // SAFETY: the caller's contract.
         Role::Root => unsafe { contribution(sh, sendbuf, recvbuf, count, dt) },
         // SAFETY: the caller's contract.
-        Role::Leaf(_) | Role::Idle => Ok(unsafe { send_data(sendbuf, count, dt) }?.into_owned()),
+        Role::Leaf(_) | Role::Idle => Ok(crate::nbc::pool::copied(&unsafe {
+            send_data(sendbuf, count, dt)
+        }?)),
     }
 }

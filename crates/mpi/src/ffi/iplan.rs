@@ -15,7 +15,8 @@ use super::{blocks_w, lay, nbytes, recv_area, recv_v, send_data, send_v, Area, H
 use crate::coll::{Block, Reduction};
 use crate::engine::MpiErr;
 use crate::nbc::algo::{self, Role};
-use crate::nbc::{Finish, Sched};
+use crate::nbc::{pool, Finish, Sched};
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 /// A schedule and what its completion writes.
@@ -70,25 +71,26 @@ fn place(dst: &mut [u8], (at, len): Block, src: &[u8]) {
 /// MPI's contract for the buffer.
 unsafe fn owned(p: *const c_void, count: c_int, dt: Handle) -> Result<Vec<u8>, MpiErr> {
     // SAFETY: the caller's contract.
-    Ok(unsafe { send_data(p, count, dt) }?.into_owned())
+    Ok(pool::copied(&unsafe { send_data(p, count, dt) }?))
 }
 
-/// What we send: `sendbuf`, or None for `MPI_IN_PLACE` where `sh`
-/// allows it.
+/// What we send, read where it is (copied only when its type is not
+/// contiguous), for a plan that copies it before it returns; None for
+/// `MPI_IN_PLACE` where `sh` allows it.
 ///
 /// # Safety
-/// MPI's contract for the buffer.
-unsafe fn sent(
+/// MPI's contract for the buffer, valid for `'a`.
+unsafe fn sent_bytes<'a>(
     sh: &Shape,
     sendbuf: *const c_void,
     count: c_int,
     dt: Handle,
-) -> Result<Option<Vec<u8>>, MpiErr> {
+) -> Result<Option<Cow<'a, [u8]>>, MpiErr> {
     if sh.in_place(sendbuf)? {
         return Ok(None);
     }
     // SAFETY: the caller's contract.
-    unsafe { owned(sendbuf, count, dt) }.map(Some)
+    unsafe { send_data(sendbuf, count, dt) }.map(Some)
 }
 
 pub(super) fn ibarrier(comm: Handle) -> Result<Plan, MpiErr> {
@@ -114,17 +116,28 @@ pub(super) unsafe fn ibcast(
         return Ok(idle());
     };
     // SAFETY: the caller's contract.
-    let mut area = unsafe { recv_area(buf, count, dt) }?;
-    let mut s = Sched::new(vec![area.bytes().to_vec()], None);
+    let area = unsafe { recv_area(buf, count, dt) }?;
+    let mut s = Sched::new(vec![Vec::new()], None);
+    // Messages leave from and land in the caller's buffer itself when
+    // its type is contiguous.
+    let fin = match area {
+        Area::Direct(mem) => {
+            s.on_caller_memory(0, mem);
+            nothing()
+        }
+        mut packed => {
+            s.bufs[0] = pool::copied(packed.bytes());
+            if role == Role::Root {
+                nothing()
+            } else {
+                write_back(packed, 0)
+            }
+        }
+    };
     match sh.inter() {
         Some(x) => algo::inter_bcast(&mut s, x, 0, role),
         None => algo::bcast(&mut s, sh.local, sh.rank, 0, sh.root_rank(role)),
     }
-    let fin = if role == Role::Root {
-        nothing()
-    } else {
-        write_back(area, 0)
-    };
     Ok((s, fin))
 }
 
@@ -147,7 +160,7 @@ pub(super) unsafe fn ireduce(
     let commute = red.commute();
     // SAFETY: the caller's contract.
     let acc = unsafe { reduce_input(&sh, role, sendbuf, recvbuf, count, dt) }?;
-    let tmp = vec![0; acc.len()];
+    let tmp = pool::zeroed(acc.len());
     let mut s = Sched::new(vec![acc, tmp], Some(red));
     match sh.inter() {
         Some(x) => algo::inter_reduce(&mut s, x, role, commute),
@@ -187,7 +200,7 @@ pub(super) unsafe fn iallreduce(
 fn allreduce_sched(sh: &Shape, acc: Vec<u8>, red: Reduction) -> (Sched, usize) {
     let commute = red.commute();
     let len = acc.len();
-    let mut s = Sched::new(vec![acc, vec![0; len], vec![0; len]], Some(red));
+    let mut s = Sched::new(vec![acc, pool::zeroed(len), pool::zeroed(len)], Some(red));
     match sh.inter() {
         Some(x) => {
             algo::inter_allreduce(&mut s, x, commute);
@@ -211,7 +224,7 @@ fn gather_plan(
 ) -> Result<Plan, MpiErr> {
     let (all, blocks, fin) = match (area, sh.inter()) {
         (Some((mut a, b)), _) => {
-            let all = a.bytes().to_vec();
+            let all = pool::copied(a.bytes());
             check_blocks(all.len(), &b)?;
             (all, b, write_back(a, 1))
         }
@@ -219,7 +232,7 @@ fn gather_plan(
         (None, Some(x)) if x.rank == 0 && !v => {
             let chunk = mine.as_ref().map_or(0, Vec::len);
             let b = equal_blocks(chunk, sh.local);
-            (vec![0; chunk * sh.local as usize], b, nothing())
+            (pool::zeroed(chunk * sh.local as usize), b, nothing())
         }
         (None, _) => (Vec::new(), Vec::new(), nothing()),
     };
@@ -326,7 +339,7 @@ fn scatter_plan(
 ) -> Result<Plan, MpiErr> {
     let mut out = out;
     let len = out.as_mut().map_or(0, |a| a.bytes().len());
-    let mut mine = vec![0; len];
+    let mut mine = pool::zeroed(len);
     let (mut all, mut blocks) = all.unwrap_or_default();
     match (role, sh.inter()) {
         (Role::Root, None) => {
@@ -339,7 +352,7 @@ fn scatter_plan(
         (_, Some(x)) if !v => {
             blocks = equal_blocks(len, sh.local);
             if x.rank == 0 {
-                all = vec![0; len * sh.local as usize];
+                all = pool::zeroed(len * sh.local as usize);
             }
         }
         _ => {}
@@ -425,7 +438,7 @@ pub(super) unsafe fn iscatterv(
     let all = if role == Role::Root {
         // SAFETY: the caller's contract: one int per task.
         let (a, b) = unsafe { send_v(sendbuf, sendcounts, displs, sh.peers(), sendtype) }?;
-        Some((a.into_owned(), b))
+        Some((pool::copied(&a), b))
     } else {
         None
     };
@@ -438,29 +451,51 @@ pub(super) unsafe fn iscatterv(
 /// None in place.
 fn allgather_plan(
     sh: &Shape,
-    mine: Option<Vec<u8>>,
+    mine: Option<Cow<'_, [u8]>>,
     mut area: Area<'static>,
     blocks: Vec<Block>,
     v: bool,
 ) -> Result<Plan, MpiErr> {
-    let mut all = area.bytes().to_vec();
-    check_blocks(all.len(), &blocks)?;
+    check_blocks(area.bytes().len(), &blocks)?;
     let Some(x) = sh.inter() else {
         let (at, len) = blocks[sh.rank as usize];
-        let mine = match mine {
-            Some(m) => {
-                place(&mut all, (at, len), &m);
-                m
+        let mine = mine.map(|m| area.apart(m));
+        // The caller's buffer itself when its type is contiguous.
+        let area = match area {
+            Area::Direct(mem) => {
+                if let Some(m) = mine {
+                    place(mem, (at, len), &m);
+                }
+                let mut s = Sched::new(vec![Vec::new()], None);
+                s.on_caller_memory(0, mem);
+                algo::allgatherv(&mut s, sh.local, sh.rank, 0, &blocks);
+                return Ok((s, nothing()));
             }
-            None => all[at..at + len].to_vec(),
+            packed => packed,
         };
-        let packed = vec![0; blocks.iter().map(|b| b.1).sum()];
-        let mut s = Sched::new(vec![mine, all, packed], None);
-        algo::allgatherv(&mut s, sh.local, sh.rank, &blocks);
-        return Ok((s, write_back(area, 1)));
+        let mut area = area;
+        // Equal blocks back to back cover the area: each of its bytes is
+        // ours or received, and nothing of the caller's is copied in
+        // first; blocks of allgatherv may leave bytes between them.
+        let mut all = if v {
+            pool::copied(area.bytes())
+        } else {
+            let mut all = pool::overwritten(area.bytes().len());
+            if mine.is_none() {
+                all[at..at + len].copy_from_slice(&area.bytes()[at..at + len]);
+            }
+            all
+        };
+        if let Some(m) = mine {
+            place(&mut all, (at, len), &m);
+        }
+        let mut s = Sched::new(vec![all], None);
+        algo::allgatherv(&mut s, sh.local, sh.rank, 0, &blocks);
+        return Ok((s, write_back(area, 0)));
     };
+    let all = pool::copied(area.bytes());
     // An intercommunicator refused MPI_IN_PLACE.
-    let mine = mine.unwrap_or_default();
+    let mine = pool::copied(&mine.unwrap_or_default());
     let chunk = mine.len();
     if v {
         let mut s = Sched::new(vec![mine, all], None);
@@ -500,7 +535,7 @@ pub(super) unsafe fn iallgather(
     let n = sh.peers();
     let chunk = nbytes(recvcount, recvtype)?;
     // SAFETY: the caller's contract.
-    let mine = unsafe { sent(&sh, sendbuf, sendcount, sendtype) }?;
+    let mine = unsafe { sent_bytes(&sh, sendbuf, sendcount, sendtype) }?;
     // SAFETY: the caller's contract: `n * recvcount` elements.
     let area = unsafe { recv_area(recvbuf, times(recvcount, n)?, recvtype) }?;
     allgather_plan(&sh, mine, area, equal_blocks(chunk, n), false)
@@ -521,7 +556,7 @@ pub(super) unsafe fn iallgatherv(
 ) -> Result<Plan, MpiErr> {
     let sh = Shape::of(comm)?;
     // SAFETY: the caller's contract.
-    let mine = unsafe { sent(&sh, sendbuf, sendcount, sendtype) }?;
+    let mine = unsafe { sent_bytes(&sh, sendbuf, sendcount, sendtype) }?;
     // SAFETY: the caller's contract: one int per task.
     let (area, blocks) = unsafe { recv_v(recvbuf, recvcounts, displs, sh.peers(), recvtype) }?;
     allgather_plan(&sh, mine, area, blocks, true)
@@ -535,21 +570,36 @@ fn alltoall_plan(
     mut area: Area<'static>,
     rblocks: Vec<Block>,
 ) -> Result<Plan, MpiErr> {
-    let mut recv = area.bytes().to_vec();
-    check_blocks(recv.len(), &rblocks)?;
-    let (send, sblocks) = send.unwrap_or_else(|| (recv.clone(), rblocks.clone()));
+    check_blocks(area.bytes().len(), &rblocks)?;
+    // In place: the blocks leave from a copy of the receive buffer.
+    let (send, sblocks) = match send {
+        Some(s) => s,
+        None => (pool::copied(area.bytes()), rblocks.clone()),
+    };
     check_blocks(send.len(), &sblocks)?;
     let x = sh.inter();
     if x.is_none() {
         let (so, sl) = sblocks[sh.rank as usize];
-        place(&mut recv, rblocks[sh.rank as usize], &send[so..so + sl]);
+        place(area.bytes(), rblocks[sh.rank as usize], &send[so..so + sl]);
     }
-    let mut s = Sched::new(vec![send, recv], None);
+    let mut s = Sched::new(vec![send, Vec::new()], None);
+    // Blocks land in the caller's buffer itself when its type is
+    // contiguous (bytes between them stay as they are).
+    let fin = match area {
+        Area::Direct(mem) => {
+            s.on_caller_memory(1, mem);
+            nothing()
+        }
+        mut packed => {
+            s.bufs[1] = pool::copied(packed.bytes());
+            write_back(packed, 1)
+        }
+    };
     match x {
         Some(x) => algo::inter_pairwise(&mut s, x, &sblocks, &rblocks),
         None => algo::alltoallv(&mut s, sh.local, sh.rank, &sblocks, &rblocks),
     }
-    Ok((s, write_back(area, 1)))
+    Ok((s, fin))
 }
 
 /// # Safety
@@ -601,7 +651,7 @@ pub(super) unsafe fn ialltoallv(
     } else {
         // SAFETY: the caller's contract: one int per task.
         let (s, b) = unsafe { send_v(sendbuf, sendcounts, sdispls, n, sendtype) }?;
-        Some((s.into_owned(), b))
+        Some((pool::copied(&s), b))
     };
     // SAFETY: the caller's contract: one int per task.
     let (area, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
@@ -631,7 +681,7 @@ pub(super) unsafe fn ialltoallw(
         // SAFETY: the caller's contract; the send blocks are only read.
         let (mut s, b) =
             unsafe { blocks_w(sendbuf.cast_mut(), sendcounts, sdispls, sendtypes, n) }?;
-        Some((s.bytes().to_vec(), b))
+        Some((pool::copied(s.bytes()), b))
     };
     // SAFETY: the caller's contract.
     let (area, rb) = unsafe { blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;
@@ -705,8 +755,8 @@ unsafe fn reduce_scatter(
         return Ok((s, write_from(area, result, at)));
     }
     let commute = red.commute();
-    let tmp = vec![0; acc.len()];
-    let mut s = Sched::new(vec![acc, tmp, vec![0; len]], Some(red));
+    let tmp = pool::zeroed(acc.len());
+    let mut s = Sched::new(vec![acc, tmp, pool::zeroed(len)], Some(red));
     algo::reduce_scatter(&mut s, sh.local, sh.rank, blocks, commute);
     Ok((s, write_back(area, 2)))
 }
@@ -728,7 +778,7 @@ pub(super) unsafe fn iscan(
     // SAFETY: the caller's contract.
     let acc = unsafe { contribution(&sh, sendbuf, recvbuf, count, dt) }?;
     let len = acc.len();
-    let mut s = Sched::new(vec![acc, vec![0; len], vec![0; len]], Some(red));
+    let mut s = Sched::new(vec![acc, pool::zeroed(len), pool::zeroed(len)], Some(red));
     algo::scan(&mut s, sh.local, sh.rank, exclusive);
     // Exscan leaves task 0's receive buffer as it was.
     let fin = if exclusive && sh.rank == 0 {

@@ -19,7 +19,7 @@ pub(crate) fn barrier(s: &mut Sched, n: u32, rank: u32) {
 
 /// Binomial broadcast of buffer `buf` from `root`.
 pub(crate) fn bcast(s: &mut Sched, n: u32, rank: u32, buf: usize, root: u32) {
-    let len = s.bufs[buf].len();
+    let len = s.len(buf);
     let vr = (rank + n - root) % n;
     let real = |v: u32| (v + root) % n;
     let mut mask = 1;
@@ -45,7 +45,7 @@ pub(crate) fn bcast(s: &mut Sched, n: u32, rank: u32, buf: usize, root: u32) {
 /// what arrives); combines in rank order only from root 0 when the
 /// operation does not commute.
 fn reduce_tree(s: &mut Sched, n: u32, rank: u32, acc: usize, tmp: usize, root: u32, commute: bool) {
-    let len = s.bufs[acc].len();
+    let len = s.len(acc);
     let vr = (rank + n - root) % n;
     let real = |v: u32| (v + root) % n;
     let mut mask = 1;
@@ -83,7 +83,7 @@ pub(crate) fn reduce(s: &mut Sched, n: u32, rank: u32, root: u32, commute: bool)
     // The tree keeps rank order only from task 0: reduce there, then
     // move the result to the root.
     reduce_tree(s, n, rank, 0, 1, 0, commute);
-    let len = s.bufs[0].len();
+    let len = s.len(0);
     if rank == 0 {
         s.add(vec![Act::msg(true, root, 0, 0, len)]);
     } else if rank == root {
@@ -137,7 +137,7 @@ fn linear(
     gather: bool,
 ) {
     if rank != root {
-        let len = s.bufs[mine].len();
+        let len = s.len(mine);
         s.add(vec![Act::msg(gather, root, mine, 0, len)]);
         return;
     }
@@ -163,38 +163,42 @@ fn blocks_with(
         .collect()
 }
 
-/// Allgather(v): every task's buffer 0 into its block of buffer 1
-/// everywhere, gathered at task 0, packed into buffer 2 (as long as the
-/// blocks together), broadcast and unpacked, so bytes between the
-/// blocks stay as they were.
-pub(crate) fn allgatherv(s: &mut Sched, n: u32, rank: u32, blocks: &[Block]) {
-    gatherv(s, n, rank, 0, 1, blocks, 0);
-    let mut at = 0;
-    let mut pack = Vec::new();
-    let mut unpack = Vec::new();
-    for &(o, l) in blocks {
-        pack.push(Act::Copy {
-            from: 1,
-            at: o,
-            to: 2,
-            to_at: at,
-            len: l,
-        });
-        unpack.push(Act::Copy {
-            from: 2,
-            at,
-            to: 1,
-            to_at: o,
-            len: l,
-        });
-        at += l;
+/// Allgather(v) in place: every task's block of buffer `all` (its own
+/// already there) into the same block everywhere, bytes between the
+/// blocks untouched, each block received straight where it belongs.
+/// Recursive doubling when `n` is a power of two and the blocks lie back
+/// to back in rank order (log n rounds, each one message each way, as
+/// the blocking allgather), otherwise a ring (n - 1 rounds).
+pub(crate) fn allgatherv(s: &mut Sched, n: u32, rank: u32, all: usize, blocks: &[Block]) {
+    let packed = blocks.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0);
+    if n.is_power_of_two() && packed {
+        let span = |first: u32, count: u32| {
+            let (at, _) = blocks[first as usize];
+            let (o, l) = blocks[(first + count - 1) as usize];
+            (at, o + l - at)
+        };
+        let mut mask = 1;
+        while mask < n {
+            let p = rank ^ mask;
+            let (sa, sl) = span(rank & !(mask - 1), mask);
+            let (ra, rl) = span(p & !(mask - 1), mask);
+            s.add(vec![
+                Act::msg(false, p, all, ra, rl),
+                Act::msg(true, p, all, sa, sl),
+            ]);
+            mask <<= 1;
+        }
+        return;
     }
-    if rank == 0 {
-        s.add(pack);
-    }
-    bcast(s, n, rank, 2, 0);
-    if rank != 0 {
-        s.add(unpack);
+    let (right, left) = ((rank + 1) % n, (rank + n - 1) % n);
+    for k in 0..n.saturating_sub(1) {
+        let (out, inc) = ((rank + n - k) % n, (rank + 2 * n - k - 1) % n);
+        let (sa, sl) = blocks[out as usize];
+        let (ra, rl) = blocks[inc as usize];
+        s.add(vec![
+            Act::msg(false, left, all, ra, rl),
+            Act::msg(true, right, all, sa, sl),
+        ]);
     }
 }
 
@@ -211,7 +215,7 @@ pub(crate) fn alltoallv(s: &mut Sched, n: u32, rank: u32, sblocks: &[Block], rbl
 /// task passing its inclusive prefix on; buffer 0 ends with the
 /// inclusive (or, `exclusive`, the exclusive) prefix, unchanged at task 0.
 pub(crate) fn scan(s: &mut Sched, n: u32, rank: u32, exclusive: bool) {
-    let len = s.bufs[0].len();
+    let len = s.len(0);
     let copy = |from, to| Act::Copy {
         from,
         at: 0,
@@ -249,7 +253,7 @@ pub(crate) fn reduce_scatter(s: &mut Sched, n: u32, rank: u32, blocks: &[Block],
 /// start of buffer `to` (as much as it holds), the root's own part of
 /// a scatter.
 fn own_block(s: &mut Sched, from: usize, (at, len): Block, to: usize) {
-    let len = len.min(s.bufs[to].len());
+    let len = len.min(s.len(to));
     s.add(vec![Act::Copy {
         from,
         at,
@@ -293,7 +297,7 @@ impl Inter {
     /// buffer `recv` (as long as it is).
     fn swap(self, s: &mut Sched, send: usize, recv: usize) {
         if self.leader() {
-            let (sl, rl) = (s.bufs[send].len(), s.bufs[recv].len());
+            let (sl, rl) = (s.len(send), s.len(recv));
             s.add(vec![
                 Act::msg(true, self.remote(0), send, 0, sl),
                 Act::msg(false, self.remote(0), recv, 0, rl),
@@ -303,7 +307,7 @@ impl Inter {
 
     /// One round: whole buffer `buf` to (`send`) or from remote task `q`.
     fn one(self, s: &mut Sched, q: u32, buf: usize, send: bool) {
-        let len = s.bufs[buf].len();
+        let len = s.len(buf);
         s.add(vec![Act::msg(send, self.remote(q), buf, 0, len)]);
     }
 
@@ -483,6 +487,22 @@ mod tests {
                 let me = me as u32;
                 while let Some(round) = sc.rounds.front().cloned() {
                     if !sent[me as usize] {
+                        // Receives land in place (`Lender`): no block of
+                        // a round's receive is another message's.
+                        let blocks: Vec<(bool, usize, usize, usize)> = round
+                            .iter()
+                            .filter_map(|a| match *a {
+                                Act::Send { buf, at, len, .. } => Some((false, buf, at, len)),
+                                Act::Recv { buf, at, len, .. } => Some((true, buf, at, len)),
+                                _ => None,
+                            })
+                            .collect();
+                        for (i, x) in blocks.iter().enumerate() {
+                            for y in &blocks[i + 1..] {
+                                let overlap = x.1 == y.1 && x.2 < y.2 + y.3 && y.2 < x.2 + x.3;
+                                assert!(!(overlap && (x.0 || y.0)), "round {round:?} overlaps");
+                            }
+                        }
                         for a in &round {
                             if let Act::Send { to, buf, at, len } = *a {
                                 let d = sc.bufs[buf][at..at + len].to_vec();
@@ -583,25 +603,38 @@ mod tests {
                 .map(|p| (8 * (p * (p + 1) / 2 + p), 8 * (p + 1)))
                 .collect();
             let total = blocks.last().map_or(0, |b| b.0 + b.1);
-            let packed = blocks.iter().map(|b| b.1).sum::<usize>();
             let mut v = Vec::new();
             for r in 0..n {
                 let mine = words(&vec![r as i64; r as usize + 1]);
                 let mut all = vec![0xee; total];
                 let (o, l) = blocks[r as usize];
                 all[o..o + l].copy_from_slice(&mine);
-                let mut s = Sched::new(vec![mine, all, vec![0; packed]], None);
-                allgatherv(&mut s, n, r, &blocks);
+                let mut s = Sched::new(vec![all], None);
+                allgatherv(&mut s, n, r, 0, &blocks);
                 v.push(s);
             }
             for s in run(v) {
                 for (p, &(o, l)) in blocks.iter().enumerate() {
-                    assert_eq!(ints(&s.bufs[1][o..o + l]), vec![p as i64; p + 1]);
+                    assert_eq!(ints(&s.bufs[0][o..o + l]), vec![p as i64; p + 1]);
                 }
                 // Bytes between the blocks stay.
                 assert!(blocks
                     .iter()
-                    .all(|&(o, _)| o == 0 || s.bufs[1][o - 1] == 0xee));
+                    .all(|&(o, _)| o == 0 || s.bufs[0][o - 1] == 0xee));
+            }
+            // Equal blocks back to back: recursive doubling on 1, 2, 4 tasks.
+            let mut v = Vec::new();
+            for r in 0..n {
+                let mut all = vec![0xee; 16 * n as usize];
+                all[16 * r as usize..16 * r as usize + 16].copy_from_slice(&words(&[r.into(), 7]));
+                let mut s = Sched::new(vec![all], None);
+                let eq: Vec<Block> = (0..n as usize).map(|p| (16 * p, 16)).collect();
+                allgatherv(&mut s, n, r, 0, &eq);
+                v.push(s);
+            }
+            for s in run(v) {
+                let want: Vec<i64> = (0..n).flat_map(|p| [i64::from(p), 7]).collect();
+                assert_eq!(ints(&s.bufs[0]), want);
             }
             // All-to-all: task r sends r * 100 + p to task p.
             let eq: Vec<(usize, usize)> = (0..n as usize).map(|p| (8 * p, 8)).collect();
