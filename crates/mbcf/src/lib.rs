@@ -45,6 +45,7 @@ mod sys;
 mod task;
 
 pub use fifo::{fifo_bytes, FifoHeader, FIFO_HEADER, FIFO_MAGIC};
+pub use mem::{copy_bytes, copy_raw};
 pub use segment::{Perm, Segment, SegmentInfo};
 pub use seqlock::Stale;
 pub use settings::{parse_choice, parse_in, raw as env_value, SettingError};

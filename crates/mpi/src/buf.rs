@@ -40,7 +40,7 @@ impl UserBuf {
             // SAFETY: `new`'s contract: `n <= len` writable bytes at ptr,
             // ours until the operation completes; `data` is our own
             // memory, so the ranges do not overlap.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr as *mut u8, n) };
+            unsafe { sss_mbcf::copy_raw(data.as_ptr(), self.ptr as *mut u8, n) };
         }
         n
     }
@@ -298,7 +298,7 @@ impl Lender {
         };
         match dst.and_then(|d| d.get_mut(at..at.checked_add(data.len())?)) {
             Some(d) => {
-                d.copy_from_slice(data);
+                sss_mbcf::copy_bytes(d, data);
                 true
             }
             None => false,
@@ -412,7 +412,7 @@ pub(crate) fn copy_from_peer(map: &sss_mbcf::PeerMap, off: u64, out: &mut [u8]) 
         // meanwhile (its data, then), but the range is never unmapped,
         // and `out` is our own memory, disjoint from a shared mapping.
         unsafe {
-            std::ptr::copy_nonoverlapping(
+            sss_mbcf::copy_raw(
                 map.as_ptr().add(off as usize).cast_const(),
                 out.as_mut_ptr(),
                 out.len(),

@@ -1362,7 +1362,7 @@ impl Engine {
                     Ok(d) => {
                         let end = (off + d.len()).min(out.len());
                         if off < end {
-                            out[off..end].copy_from_slice(&d[..end - off]);
+                            sss_mbcf::copy_bytes(&mut out[off..end], &d[..end - off]);
                         }
                     }
                     Err(e) => status.error = mbcf_err(e).class,

@@ -36,7 +36,7 @@ impl Out {
         let mut a = self.0;
         let b = a.bytes();
         let n = b.len().min(bufs[buf].len().saturating_sub(at));
-        b[..n].copy_from_slice(&bufs[buf][at..at + n]);
+        sss_mbcf::copy_bytes(&mut b[..n], &bufs[buf][at..at + n]);
         a.finish();
     }
 }
@@ -62,7 +62,7 @@ fn idle() -> Plan {
 /// `dst[at..]` gets as much of `src` as fits in `len`.
 fn place(dst: &mut [u8], (at, len): Block, src: &[u8]) {
     let n = len.min(src.len());
-    dst[at..at + n].copy_from_slice(&src[..n]);
+    sss_mbcf::copy_bytes(&mut dst[at..at + n], &src[..n]);
 }
 
 /// `count` elements of `dt` at `p`, packed into a buffer of ours.

@@ -65,9 +65,11 @@ pub(crate) fn overwritten(n: usize) -> Vec<u8> {
 
 /// A copy of `d`.
 pub(crate) fn copied(d: &[u8]) -> Vec<u8> {
+    // Old bytes stay until overwritten: only new room is zeroed first.
     let mut v = room(d.len());
-    v.clear();
-    v.extend_from_slice(d);
+    v.truncate(d.len());
+    v.resize(d.len(), 0);
+    sss_mbcf::copy_bytes(&mut v, d);
     v
 }
 
