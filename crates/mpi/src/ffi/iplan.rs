@@ -50,6 +50,27 @@ fn write_from(area: Area<'static>, buf: usize, at: usize) -> Finish {
     Box::new(move |bufs| o.write(bufs, buf, at))
 }
 
+/// Makes buffer `buf` of `s` the caller's receive area: its memory
+/// itself when its type is contiguous (messages leave from and land in
+/// it, no copy in, none out, bytes between blocks untouched), otherwise
+/// a packed copy, written back at the end when `back`.
+fn area_buffer(s: &mut Sched, buf: usize, area: Area<'static>, back: bool) -> Finish {
+    match area {
+        Area::Direct(mem) => {
+            s.on_caller_memory(buf, mem);
+            nothing()
+        }
+        mut packed => {
+            s.bufs[buf] = pool::copied(packed.bytes());
+            if back {
+                write_back(packed, buf)
+            } else {
+                nothing()
+            }
+        }
+    }
+}
+
 fn nothing() -> Finish {
     Box::new(|_| {})
 }
@@ -118,22 +139,7 @@ pub(super) unsafe fn ibcast(
     // SAFETY: the caller's contract.
     let area = unsafe { recv_area(buf, count, dt) }?;
     let mut s = Sched::new(vec![Vec::new()], None);
-    // Messages leave from and land in the caller's buffer itself when
-    // its type is contiguous.
-    let fin = match area {
-        Area::Direct(mem) => {
-            s.on_caller_memory(0, mem);
-            nothing()
-        }
-        mut packed => {
-            s.bufs[0] = pool::copied(packed.bytes());
-            if role == Role::Root {
-                nothing()
-            } else {
-                write_back(packed, 0)
-            }
-        }
-    };
+    let fin = area_buffer(&mut s, 0, area, role != Role::Root);
     match sh.inter() {
         Some(x) => algo::inter_bcast(&mut s, x, 0, role),
         None => algo::bcast(&mut s, sh.local, sh.rank, 0, sh.root_rank(role)),
@@ -583,18 +589,7 @@ fn alltoall_plan(
         place(area.bytes(), rblocks[sh.rank as usize], &send[so..so + sl]);
     }
     let mut s = Sched::new(vec![send, Vec::new()], None);
-    // Blocks land in the caller's buffer itself when its type is
-    // contiguous (bytes between them stay as they are).
-    let fin = match area {
-        Area::Direct(mem) => {
-            s.on_caller_memory(1, mem);
-            nothing()
-        }
-        mut packed => {
-            s.bufs[1] = pool::copied(packed.bytes());
-            write_back(packed, 1)
-        }
-    };
+    let fin = area_buffer(&mut s, 1, area, true);
     match x {
         Some(x) => algo::inter_pairwise(&mut s, x, &sblocks, &rblocks),
         None => algo::alltoallv(&mut s, sh.local, sh.rank, &sblocks, &rblocks),
