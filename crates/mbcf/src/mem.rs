@@ -22,7 +22,10 @@ const PIECE: usize = 2048;
 /// See [`PIECE`].
 const PIECES_BELOW: usize = 1 << 20;
 
-/// `std::ptr::copy_nonoverlapping` without the slow distance of [`PIECE`].
+/// `std::ptr::copy_nonoverlapping`, except that a block from 2 KiB to
+/// 1 MiB whose destination lies 1–63 bytes past its source modulo 4 KiB
+/// goes in 2 KiB pieces: glibc's `memcpy` (2.36, AMD EPYC) copies it
+/// with `rep movsb`, 20 times slower there (1.8 GB/s against 40).
 ///
 /// # Safety
 /// That of `std::ptr::copy_nonoverlapping`: `n` readable bytes at `src`,
@@ -43,8 +46,7 @@ pub unsafe fn copy_raw(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
-/// `dst.copy_from_slice(src)` (lengths equal) without the slow distance
-/// of [`PIECE`].
+/// `dst.copy_from_slice(src)` (lengths equal) through [`copy_raw`].
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy_bytes: lengths differ");
     // SAFETY: two live slices of `src.len()` bytes; `&mut` and `&`
