@@ -681,7 +681,7 @@ impl Ctx {
     fn cpu(&mut self, plan: &Plan, proto: Proto) -> Result<(f64, f64), BenchError> {
         let ops = plan.cpu_ops;
         self.t.barrier().map_err(mbcf)?;
-        let c0 = cpu_ns();
+        let c0 = thread_cpu_ns();
         let mut done = ops;
         match proto {
             Proto::Mbcf => {
@@ -749,7 +749,7 @@ impl Ctx {
                 }
             }
         }
-        let per_op = (cpu_ns().saturating_sub(c0)) as f64 / done.max(1) as f64;
+        let per_op = cpu_ns_since(&c0) as f64 / done.max(1) as f64;
         let all = self.t.allgather(&per_op.to_le_bytes()).map_err(mbcf)?;
         let get = |r: usize| {
             all.get(r)
@@ -761,20 +761,60 @@ impl Ctx {
     }
 }
 
-/// CPU time of every thread of this process in ns: the sum of the first
-/// field of `/proc/self/task/*/schedstat` (ns resolution, unlike rusage
-/// ticks on some kernels).
-pub fn cpu_ns() -> u64 {
+/// CPU time of each thread of this process in ns, by thread id: the
+/// first field of `/proc/self/task/*/schedstat` (ns resolution, unlike
+/// rusage ticks on some kernels).
+pub fn thread_cpu_ns() -> std::collections::HashMap<u64, u64> {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
+        return Default::default();
     };
     dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .filter_map(|e| {
+            let tid = e.file_name().to_str()?.parse::<u64>().ok()?;
+            let s = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
+            Some((tid, s.split_whitespace().next()?.parse::<u64>().ok()?))
+        })
+        .collect()
+}
+
+/// CPU time this process's threads used since `before`
+/// ([`thread_cpu_ns`]): each live thread's growth, a new thread's whole
+/// time. A sum over the live threads dropped when a thread that had run
+/// exited in between, which left a figure of 0.
+pub fn cpu_ns_since(before: &std::collections::HashMap<u64, u64>) -> u64 {
+    thread_cpu_ns()
+        .iter()
+        .map(|(tid, &t)| t.saturating_sub(before.get(tid).copied().unwrap_or(0)))
         .sum()
 }
 
 /// True when `path` names a results file rank 0 finished.
 pub fn results_ready(path: &Path) -> bool {
     path.metadata().is_ok_and(|m| m.len() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cpu_ns_since, thread_cpu_ns};
+
+    fn burn(ms: u64) {
+        let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+        let mut x = 0u64;
+        while std::time::Instant::now() < end {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    }
+
+    /// A thread that ran and exited between the two looks takes its time
+    /// away from no one: the figure is what the live threads used.
+    #[test]
+    fn cpu_time_survives_a_thread_that_exits_in_between() {
+        let t = std::thread::spawn(|| burn(30));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let before = thread_cpu_ns();
+        t.join().unwrap();
+        burn(5);
+        let used = cpu_ns_since(&before);
+        assert!(used >= 1_000_000, "{used} ns");
+    }
 }
