@@ -282,9 +282,7 @@ impl Lender {
         }
         false
     }
-}
 
-impl Lender {
     /// Copies `data` to `at` of buffer `buf` (a receive that landed in
     /// memory of its own); false when no block may be written now (one
     /// is out on loan) or it does not fit.

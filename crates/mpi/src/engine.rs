@@ -292,7 +292,7 @@ pub(crate) struct Engine {
     /// A WRITE straight in completes the sender's send by MBCF's
     /// acknowledgement, which no signal follows, and a schedule that
     /// waits for that send then stood still between MPI calls.
-    pub(crate) unnoticed: bool,
+    unnoticed: bool,
     /// Receives posted first, written straight into (`engine/direct.rs`).
     direct: direct::Direct,
     /// A ring message's bytes on their way to a receive.
@@ -903,6 +903,24 @@ impl Engine {
             }
             None => self.post(id, ctx, src, tag),
         }
+    }
+
+    /// [`Engine::recv_ctx`] for a nonblocking collective's receive: its
+    /// sender gets no notice (see `unnoticed`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn recv_ctx_unnoticed(
+        &mut self,
+        comm: usize,
+        ctx: u32,
+        group: Arc<Vec<u32>>,
+        src: Option<u32>,
+        tag: Option<i32>,
+        buf: Dest,
+        id: usize,
+    ) {
+        self.unnoticed = true;
+        self.recv_ctx(comm, ctx, group, src, tag, buf, id);
+        self.unnoticed = false;
     }
 
     /// The status of the first unexpected message `probe` would match.

@@ -649,10 +649,7 @@ fn post(r: &mut Running, msgs: &[Act], eng: &mut Eng<'_>) -> Result<(), MpiErr> 
                 let id = e.handle();
                 let w = world(&group, from)?;
                 let mut post = |dest| {
-                    // See `Engine::unnoticed`.
-                    e.unnoticed = true;
-                    e.recv_ctx(comm, ctx, group.clone(), Some(w), Some(tag), dest, id);
-                    e.unnoticed = false;
+                    e.recv_ctx_unnoticed(comm, ctx, group.clone(), Some(w), Some(tag), dest, id);
                     Ok::<_, MpiErr>(id)
                 };
                 let lent =

@@ -61,6 +61,7 @@ pub unsafe extern "C" fn MPI_Reduce(
             r.bytes().copy_from_slice(&acc);
             r.finish();
         }
+        crate::nbc::pool::give(acc);
         Ok(())
     })
 }
@@ -105,6 +106,7 @@ pub(super) unsafe fn reduce_area<'a>(
     // SAFETY: the caller's contract.
     let mut acc = unsafe { recv_area(recvbuf, count, dt) }?;
     acc.bytes().copy_from_slice(&mine);
+    crate::nbc::pool::give(mine);
     Ok(acc)
 }
 

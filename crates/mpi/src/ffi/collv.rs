@@ -229,7 +229,9 @@ pub unsafe extern "C" fn MPI_Exscan(
             let red = reduction(dt, o)?;
             // SAFETY: MPI's contract for the buffers.
             let mut acc = unsafe { contribution(&Shape::of(comm)?, sendbuf, recvbuf, count, dt) }?;
-            coll::scan(hv(comm), &mut acc, &red, true)
+            let r = coll::scan(hv(comm), &mut acc, &red, true);
+            crate::nbc::pool::give(acc);
+            r
         });
     }
     // SAFETY: the caller's contract.
@@ -275,6 +277,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
             coll::reduce(hv(comm), &mut acc, &red, 0)?;
             coll::scatterv(hv(comm), &acc, &b, Some(out.bytes()), 0)?;
         }
+        crate::nbc::pool::give(acc);
         out.finish();
         Ok(())
     })

@@ -467,7 +467,7 @@ fn allgather_plan(
         let (at, len) = blocks[sh.rank as usize];
         let mine = mine.map(|m| area.apart(m));
         // The caller's buffer itself when its type is contiguous.
-        let area = match area {
+        let mut area = match area {
             Area::Direct(mem) => {
                 if let Some(m) = mine {
                     place(mem, (at, len), &m);
@@ -479,7 +479,6 @@ fn allgather_plan(
             }
             packed => packed,
         };
-        let mut area = area;
         // Equal blocks back to back cover the area: each of its bytes is
         // ours or received, and nothing of the caller's is copied in
         // first; blocks of allgatherv may leave bytes between them.

@@ -1,5 +1,7 @@
 //! Byte buffers of the nonblocking collectives, recycled between them
-//! (in any thread: a schedule may finish in the signal handler's).
+//! (in any thread: a schedule may finish in the signal handler's). The
+//! blocking collectives' copies of their arguments (`ffi/collarg.rs`)
+//! come from here too and go back after the call.
 //!
 //! A collective of 64 KiB blocks allocates and frees a few hundred KiB
 //! per call. Freed, they sit at the top of malloc's heap, which it
