@@ -1030,7 +1030,7 @@ void sss_rcop_backoff_threshold(uint64_t retransmissions);
  * For loops `dst[p[d]++] = v` that `sss cc` notes by bucket: a copy of
  * the @p n cursors of @p width bytes (4 or 8) at @p p, taken at loop
  * entry, or NULL when nothing needs noting (trap mode, no heap) or @p n
- * is 0 or above 2^24; then each store is noted by itself.
+ * is 0 or above 2^24; then each store is noted by itself. One #CM.
  */
 void *sss_rcop_cursor_begin(const void *p, uint64_t n, uint64_t width);
 
@@ -1038,7 +1038,8 @@ void *sss_rcop_cursor_begin(const void *p, uint64_t n, uint64_t width);
  * At loop exit: for each cursor that moved since @p snap, notes the
  * elements of @p elem bytes of @p dst it moved over (and the cursor, if
  * it is in the heap), then frees @p snap. Nothing when @p snap is NULL
- * or SSS_RCOP_DIFFED.
+ * or SSS_RCOP_DIFFED. One #CM, however many ranges it notes (counted as
+ * `cursor_ranges` on the `{"rcop":...}` line of SSS_STATS=json).
  */
 void sss_rcop_cursor_end(void *snap, const void *p, uint64_t n, uint64_t width,
                          const void *dst, uint64_t elem);
@@ -1071,9 +1072,11 @@ int sss_rcop_twin_range(const void *lo, const void *hi, uint64_t written);
  * edge at most @p backs times, each iteration moving one of the @p n
  * cursors by one: its stores lie in [@p dst + min * @p elem, @p dst +
  * (max + @p backs + 1) * @p elem) for the least and greatest cursors at
- * entry. Returns SSS_RCOP_DIFFED when the heap diffs that range and the
- * cursors (as sss_rcop_twin_range()), else what sss_rcop_cursor_begin()
- * returns. One #CM.
+ * entry. With more than 64 cursors a page of that range, returns
+ * SSS_RCOP_DIFFED when the heap diffs the range and the cursors (as
+ * sss_rcop_twin_range()); otherwise, and when the heap refuses, what
+ * sss_rcop_cursor_begin() returns (the exit then notes by bucket, which
+ * costs less than a twin a page). One #CM.
  */
 void *sss_rcop_cursor_twin(const void *p, uint64_t n, uint64_t width, const void *dst,
                            uint64_t elem, uint64_t backs);

@@ -78,8 +78,9 @@ split_of() { # program output
     sort | paste -sd ''
 }
 
-# One run: "time_us notes packets bytes checksum split", the counts
-# averaged over the tasks.
+# One run: "time_us notes packets bytes checksum ranges split", the
+# counts averaged over the tasks (ranges: what cursor loops noted at
+# their exits, two #CM a loop).
 run() { # prog variant args...
   local prog=$1 v=$2; shift 2
   local writes=note
@@ -98,9 +99,11 @@ run() { # prog variant args...
   # notes the heap counted (hand-placed notes, each a call).
   grep -E '^\{"(dsm|rcop)"' <<<"$out" | jq -rs --arg t "$t" --arg c "$sum" \
     '(map(select(.dsm)) | map(.dsm)) as $d | (map(select(.rcop)) | map(.rcop.notes)) as $r
+     | (map(select(.rcop)) | map(.rcop.cursor_ranges // 0)) as $cr
      | [(if ($r|length) > 0 then ($r|add)/($d|length) else ($d|map(.notes)|add)/($d|length) end),
-        ($d|map(.packets)|add/length), ($d|map(.bytes_sent)|add/length)] as $m
-     | "\($t) \($m[0]|floor) \($m[1]|floor) \($m[2]|floor) \($c)"' |
+        ($d|map(.packets)|add/length), ($d|map(.bytes_sent)|add/length),
+        (if ($cr|length) > 0 then ($cr|add)/($d|length) else 0 end)] as $m
+     | "\($t) \($m[0]|floor) \($m[1]|floor) \($m[2]|floor) \($c) \($m[3]|floor)"' |
     sed "s/\$/ ${split:-?}/"
 }
 
@@ -108,8 +111,8 @@ table() { # prog title seeds args...
   local prog=$1 title=$2 seeds=$3; shift 3
   echo "### $title, $P tasks on $HOSTS"
   echo
-  echo "| build | time (s) | #CM per task | packets per task | MB per task | checksum |"
-  echo "|---|---:|---:|---:|---:|---|"
+  echo "| build | time (s) | #CM per task | cursor ranges per task | packets per task | MB per task | checksum |"
+  echo "|---|---:|---:|---:|---:|---:|---|"
   local v
   for v in $VARIANTS; do
     build "$prog" "$v" > "$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
@@ -129,11 +132,11 @@ table() { # prog title seeds args...
     # The median run by time.
     local med
     med=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(( (REPS + 1) / 2 ))p")
-    read -r t cm pk by sum _ <<<"$med"
+    read -r t cm pk by sum cr _ <<<"$med"
     local times
     times=$(printf '%s\n' "${runs[@]}" | awk '{printf "%s%.2f", (NR>1?" / ":""), $1/1e6}')
-    printf '| %s | %.2f (%s) | %s | %s | %.2f | %s |\n' "$v" "$(echo "$t / 1000000" | bc -l)" \
-      "$times" "$cm" "$pk" "$(echo "$by / 1000000" | bc -l)" "$sum"
+    printf '| %s | %.2f (%s) | %s | %s | %s | %.2f | %s |\n' "$v" "$(echo "$t / 1000000" | bc -l)" \
+      "$times" "$cm" "$cr" "$pk" "$(echo "$by / 1000000" | bc -l)" "$sum"
   done
   echo
   # Like with like: the runs of each build grouped by how the ids fell
@@ -143,7 +146,7 @@ table() { # prog title seeds args...
   echo "| ids on the hosts | build | runs | time (s), median (runs) | packets per task, median (runs) |"
   echo "|---|---|---:|---|---|"
   for v in $VARIANTS; do printf '%s' "${all[$v]}" | sed "s/^/$v /"; done |
-    awk '{ k = $7 " " $1; n[k]++; t[k, n[k]] = $2; p[k, n[k]] = $4; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+    awk '{ k = $8 " " $1; n[k]++; t[k, n[k]] = $2; p[k, n[k]] = $4; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
       function med(arr, k, c,   i, j, x, y) { for (i = 1; i <= c; i++) y[i] = arr[k, i]
           for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (y[j] < y[i]) { x = y[i]; y[i] = y[j]; y[j] = x }
           return y[int((c + 1) / 2)] }

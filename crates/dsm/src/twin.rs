@@ -134,7 +134,11 @@ impl Shared {
         // home pages are present). The others are twinned when they are
         // installed (`twin_installed`, `twin_mapped`).
         let mapped = self.mapped_runs(first, end);
-        let is_mapped = |p: u64| mapped.iter().any(|&(s, e)| s <= p && p < e);
+        // Sorted and disjoint; a diffed range spans thousands of pages.
+        let is_mapped = |p: u64| {
+            let i = mapped.partition_point(|&(_, e)| e <= p);
+            mapped.get(i).is_some_and(|&(s, _)| s <= p)
+        };
         let mut copy = Vec::new();
         for p in first..end {
             if st.twin_spans.holds(p) || st.dirty.contains_key(&p) || st.own_twins.contains_key(&p)

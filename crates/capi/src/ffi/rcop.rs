@@ -120,11 +120,17 @@ pub(crate) fn unregister(dsm: *mut DsmObj) {
 /// right only where they are not 0.
 static RETRANSMISSIONS: AtomicU64 = AtomicU64::new(0);
 
-/// Calls of [`sss_rcop_note`], [`sss_rcop_twin_range`] and
-/// [`sss_rcop_cursor_twin`]: how often the consistency code `sss cc`
+/// Calls of [`sss_rcop_note`], [`sss_rcop_twin_range`],
+/// [`sss_rcop_cursor_twin`], [`sss_rcop_cursor_begin`] and
+/// [`sss_rcop_cursor_end`]: how often the consistency code `sss cc`
 /// inserted ran (the #CM of seed Tables 7-8), whatever the note log then
-/// merged.
+/// merged and however many ranges one call noted.
 static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Ranges [`sss_rcop_cursor_end`] noted (`cursor_ranges` in the
+/// `{"rcop":...}` line): a cursor loop's calls are two #CM, its notes one
+/// a cursor that moved, which this counts.
+static CURSOR_RANGES: AtomicU64 = AtomicU64::new(0);
 
 /// Calls of [`sss_rcop_twin_range`] and [`sss_rcop_cursor_twin`] (part
 /// of [`CALLS`]), and of those the ones the heap diffs (`twin_ranges`,
@@ -141,9 +147,10 @@ pub(crate) fn report(rank: u32) {
     let t = TWIN_RANGES.swap(0, Ordering::Relaxed);
     let td = TWIN_DIFFED.swap(0, Ordering::Relaxed);
     let r = RETRANSMISSIONS.swap(0, Ordering::Relaxed);
+    let cr = CURSOR_RANGES.swap(0, Ordering::Relaxed);
     if (n > 0 || b > 0 || f > 0) && std::env::var("SSS_STATS").is_ok_and(|v| v == "json") {
         eprintln!(
-            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"retransmissions\":{r},\"fetches\":{f},\"twin_ranges\":{t},\"diffed\":{td}}}}}"
+            "{{\"rcop\":{{\"rank\":{rank},\"notes\":{n},\"backoffs\":{b},\"retransmissions\":{r},\"fetches\":{f},\"twin_ranges\":{t},\"diffed\":{td},\"cursor_ranges\":{cr}}}}}"
         );
     }
 }
@@ -243,6 +250,12 @@ pub extern "C" fn sss_rcop_backoff_threshold(retransmissions: u64) {
 #[no_mangle]
 pub unsafe extern "C" fn sss_rcop_note(addr: *const c_void, len: usize) {
     CALLS.fetch_add(1, Ordering::Relaxed);
+    note(addr as u64, len);
+}
+
+/// [`sss_rcop_note`] for the runtime's own notes (not a #CM of their own).
+fn note(addr: u64, len: usize) {
+    let addr = addr as *const c_void;
     let d = CURRENT.load(Ordering::Acquire);
     if !d.is_null() && !super::notelog::fast(d, addr as u64, len as u64) {
         // SAFETY: `d` is a live handle until `unregister` (called by
@@ -377,7 +390,7 @@ unsafe fn cursors_present(p: *const c_void, n: u64, width: u64) -> Option<usize>
 }
 
 /// A copy of the `n` cursors of `width` bytes at `p` (see `sss.h`), or
-/// null: then the loop notes each store itself.
+/// null: then the loop notes each store itself. One #CM.
 ///
 /// # Safety
 /// `p` is valid for reads of `n * width` bytes (the pass's bound of the
@@ -388,6 +401,16 @@ pub unsafe extern "C" fn sss_rcop_cursor_begin(
     n: u64,
     width: u64,
 ) -> *mut c_void {
+    CALLS.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the caller's contract is this function's.
+    unsafe { snapshot(p, n, width) }
+}
+
+/// [`sss_rcop_cursor_begin`] without its #CM.
+///
+/// # Safety
+/// As [`sss_rcop_cursor_begin`].
+unsafe fn snapshot(p: *const c_void, n: u64, width: u64) -> *mut c_void {
     // SAFETY: the caller's contract is this function's.
     let Some(len) = (unsafe { cursors_present(p, n, width) }) else {
         return std::ptr::null_mut();
@@ -402,7 +425,8 @@ pub unsafe extern "C" fn sss_rcop_cursor_begin(
 }
 
 /// Notes what the cursors at `p` moved over since `snap` (see `sss.h`)
-/// and frees `snap`; adjacent ranges go as one note.
+/// and frees `snap`; adjacent ranges go as one note. One #CM, whatever
+/// it notes (counted in [`CURSOR_RANGES`]).
 ///
 /// # Safety
 /// `snap` is null or what [`sss_rcop_cursor_begin`] returned for the
@@ -419,6 +443,7 @@ pub unsafe extern "C" fn sss_rcop_cursor_end(
     if snap.is_null() || snap == DIFFED {
         return;
     }
+    CALLS.fetch_add(1, Ordering::Relaxed);
     let len = (n * width) as usize;
     // SAFETY: `snap` is the boxed slice of `len` bytes made by
     // sss_rcop_cursor_begin for these arguments, freed only here.
@@ -428,8 +453,8 @@ pub unsafe extern "C" fn sss_rcop_cursor_end(
     let flush = |run: &mut Option<(u64, u64)>| {
         if let Some((a, l)) = run.take() {
             if l > 0 && in_heap(a, l) {
-                // SAFETY: only compared with the heap, as for any note.
-                unsafe { sss_rcop_note(a as *const c_void, l as usize) };
+                CURSOR_RANGES.fetch_add(1, Ordering::Relaxed);
+                note(a, l as usize);
             }
         }
     };
@@ -530,9 +555,11 @@ pub const DIFFED: *mut c_void = 1 as *mut c_void;
 /// (see `sss.h`): each of its `backs + 1` iterations at most moves one
 /// cursor below `n` by one, so the stores through them lie in
 /// `[dst + min * elem, dst + (max + backs + 1) * elem)` for the least and
-/// greatest cursors at entry. When the heap diffs that range
-/// (and the cursors, if they are in the heap) returns [`DIFFED`];
-/// otherwise what [`sss_rcop_cursor_begin`] returns. One #CM.
+/// greatest cursors at entry. With more than [`CURSORS_PER_PAGE`]
+/// cursors a page of that range, when the heap diffs it (and the
+/// cursors, if they are in the heap), returns [`DIFFED`]; otherwise what
+/// [`sss_rcop_cursor_begin`] returns, and the loop's exit notes what each
+/// cursor moved over. One #CM.
 ///
 /// # Safety
 /// As [`sss_rcop_cursor_begin`].
@@ -561,6 +588,14 @@ pub unsafe extern "C" fn sss_rcop_cursor_twin(
     let (d, e, trips) = (dst as u64 as i128, elem as i128, backs as i128 + 1);
     let (a, b) = (d + lo as i128 * e, d + (hi as i128 + trips) * e);
     let written = (trips * e).min(u64::MAX as i128) as u64;
+    // Fewer cursors than that: a note each at the exit costs less than
+    // twinning and diffing the range's pages (a twin is a fresh page:
+    // Radix's permutation took 25 % longer on one node diffed).
+    let pages = ((b - a).max(0) / PAGE as i128).max(1);
+    if (n as i128) <= CURSORS_PER_PAGE as i128 * pages {
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { snapshot(p, n, width) };
+    }
     // The increments of cursors in the heap are stores too: diffed only
     // when they are whole words (see `Dsm::twin_range`).
     let cursors_in_heap = {
@@ -580,5 +615,9 @@ pub unsafe extern "C" fn sss_rcop_cursor_twin(
         return DIFFED;
     }
     // SAFETY: the caller's contract, passed on.
-    unsafe { sss_rcop_cursor_begin(p, n, width) }
+    unsafe { snapshot(p, n, width) }
 }
+
+/// Cursors a page of a cursor loop's range above which the heap diffs
+/// the range instead of noting at the exit what each cursor moved over.
+const CURSORS_PER_PAGE: u64 = 64;

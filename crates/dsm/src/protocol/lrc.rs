@@ -85,6 +85,9 @@ impl Shared {
                 })
                 .collect()
         };
+        // Runs of diffed ranges (all `Ulrc`: one protocol, so they may
+        // join across pages).
+        let mut diffed: Vec<Run> = Vec::new();
         let mut i = 0;
         while i < pages.len() {
             // A run of contiguous pages, protected in one ioctl.
@@ -156,7 +159,12 @@ impl Shared {
                 if exact && !trapped {
                     let noted_iv = noted_iv.get_or_insert_with(|| merged(&noted));
                     for (lo, hi) in diffed_runs(cur, &twin, off0, noted_iv) {
-                        runs.push((off0 + lo as u64, cur[lo..hi].to_vec()));
+                        let at = off0 + lo as u64;
+                        if self.cfg.combine {
+                            push_run(&mut diffed, at, &cur[lo..hi]);
+                        } else {
+                            diffed.push((at, cur[lo..hi].to_vec()));
+                        }
                     }
                 } else {
                     exact_diff(first + k as u64, cur, &twin, &mut runs, &mut page_diffs);
@@ -164,6 +172,7 @@ impl Shared {
             }
             i = j;
         }
+        runs.append(&mut diffed);
         // Note mode: copies invalidated under stores not yet noted, not
         // fetched again (taken after the dirty pages: one dropped while
         // they were collected is here).
@@ -701,6 +710,16 @@ fn changed_word_runs(cur: &[u8], twin: &[u8]) -> Vec<(usize, usize)> {
         out.push((s * 8, words * 8));
     }
     out
+}
+
+/// Adds the run of `bytes` at `at` to `runs`, into the last run when it
+/// ends there: the pages of a diffed range changed throughout are then
+/// one run, not a run a page copied again when runs merge.
+fn push_run(runs: &mut Vec<Run>, at: u64, bytes: &[u8]) {
+    match runs.last_mut() {
+        Some((o, d)) if *o + d.len() as u64 == at => d.extend_from_slice(bytes),
+        _ => runs.push((at, bytes.to_vec())),
+    }
 }
 
 /// Heap offset and the bytes written there.
