@@ -1072,7 +1072,9 @@ int sss_rcop_twin_range(const void *lo, const void *hi, uint64_t written);
  * edge at most @p backs times, each iteration moving one of the @p n
  * cursors by one: its stores lie in [@p dst + min * @p elem, @p dst +
  * (max + @p backs + 1) * @p elem) for the least and greatest cursors at
- * entry. With more than 64 cursors a page of that range, returns
+ * entry, cut to the heap allocation holding the first (C's pointer
+ * arithmetic keeps them there). With more than 64 cursors a page of that
+ * range, returns
  * SSS_RCOP_DIFFED when the heap diffs the range and the cursors (as
  * sss_rcop_twin_range()); otherwise, and when the heap refuses, what
  * sss_rcop_cursor_begin() returns (the exit then notes by bucket, which

@@ -639,6 +639,15 @@ impl Dsm {
         s.twin_range(off, len as u64, written as u64)
     }
 
+    /// The allocation (G_MALLOC) holding `addr`: its first byte and its
+    /// length in bytes (whole pages); None outside every allocation.
+    pub fn allocation(&self, addr: *const u8) -> Result<Option<(*mut u8, usize)>, Error> {
+        let s = &self.shared;
+        let off = s.offset(addr as usize, 1)?;
+        Ok(s.range_of(page_of(off))?
+            .map(|r| (self.at(r.start * PAGE as u64), r.pages as usize * PAGE)))
+    }
+
     /// Notes of several ranges at once (a caller's log of notes, see
     /// [`Dsm::note_policy`]), in order; stops at the first bad range.
     pub fn note_writes(&self, ranges: &[(usize, usize)]) -> Result<(), Error> {

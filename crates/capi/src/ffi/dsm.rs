@@ -472,6 +472,18 @@ pub(crate) unsafe fn twin_range(
     with(d, |h| h.twin_range(addr.cast::<u8>(), len, written)).unwrap_or(false)
 }
 
+/// The allocation holding `addr` ([`Dsm::allocation`]) as `[lo, hi)`;
+/// None outside every allocation or on an error.
+///
+/// # Safety
+/// `dsm` is a live handle.
+pub(crate) unsafe fn allocation(dsm: *const DsmObj, addr: *const c_void) -> Option<(u64, u64)> {
+    // SAFETY: the caller's contract.
+    let d = unsafe { obj(dsm, "dsm") }.ok()?;
+    let (p, len) = with(d, |h| h.allocation(addr.cast::<u8>())).ok()??;
+    Some((p as u64, p as u64 + len as u64))
+}
+
 /// See `sss_dsm_lock` in `include/sss.h`.
 ///
 /// # Safety

@@ -586,7 +586,21 @@ pub unsafe extern "C" fn sss_rcop_cursor_twin(
         hi = hi.max(c);
     }
     let (d, e, trips) = (dst as u64 as i128, elem as i128, backs as i128 + 1);
-    let (a, b) = (d + lo as i128 * e, d + (hi as i128 + trips) * e);
+    let (mut a, mut b) = (d + lo as i128 * e, d + (hi as i128 + trips) * e);
+    // Every cursor may move by all the trips: the bound reaches far past
+    // the array (Radix's last bucket starts near its end). Stores through
+    // `dst` stay in the allocation that holds their first one (C's
+    // pointer arithmetic), which cuts the range to the array.
+    if a >= 0 && a <= u64::MAX as i128 {
+        let h = CURRENT.load(Ordering::Acquire);
+        if in_heap(a as u64, 1) && !h.is_null() {
+            // SAFETY: `h` is a live handle until `unregister`.
+            if let Some((s, t)) = unsafe { super::dsm::allocation(h, a as u64 as *const c_void) } {
+                a = a.max(s as i128);
+                b = b.min(t as i128);
+            }
+        }
+    }
     let written = (trips * e).min(u64::MAX as i128) as u64;
     // Fewer cursors than that: a note each at the exit costs less than
     // twinning and diffing the range's pages (a twin is a fresh page:
