@@ -229,6 +229,21 @@ fn gather_plan(
     v: bool,
 ) -> Result<Plan, MpiErr> {
     let (all, blocks, fin) = match (area, sh.inter()) {
+        // The root's receive buffer itself when its type is contiguous:
+        // the blocks land in it, nothing is copied in or out.
+        (Some((Area::Direct(mem), b)), None) => {
+            check_blocks(mem.len(), &b)?;
+            let mut s = Sched::new(vec![Vec::new(), Vec::new()], None);
+            if let Some(m) = mine {
+                if let Some(&at) = b.get(sh.rank as usize) {
+                    place(mem, at, &m);
+                }
+                s.bufs[0] = m;
+            }
+            s.on_caller_memory(1, mem);
+            algo::gatherv(&mut s, sh.local, sh.rank, 0, 1, &b, sh.root_rank(role));
+            return Ok((s, nothing()));
+        }
         (Some((mut a, b)), _) => {
             let all = pool::copied(a.bytes());
             check_blocks(all.len(), &b)?;

@@ -106,6 +106,16 @@ int main(int argc, char **argv) {
     MPI_Op_free(&op);
     MPI_Waitall(2, two, MPI_STATUSES_IGNORE);
     CHECK(pv[0] == 7 && pv[2] == 8 && pv[1] == -1 && mo == n - 1);
+    /* Igatherv into blocks two ints apart, at the root's receive buffer
+     * itself: the ints between them keep their values. */
+    int *gap = malloc(sizeof(int) * (size_t)(2 * n)), *gdsp = malloc(sizeof(int) * (size_t)n);
+    for (i = 0; i < 2 * n; i++) gap[i] = -9;
+    for (i = 0; i < n; i++) gdsp[i] = 2 * i;
+    MPI_Igatherv(&rank, 1, MPI_INT, gap, cnt, gdsp, MPI_INT, 0, MPI_COMM_WORLD, &b);
+    MPI_Wait(&b, MPI_STATUS_IGNORE);
+    if (rank == 0)
+        for (i = 0; i < n; i++) CHECK(gap[2 * i] == i && gap[2 * i + 1] == -9);
+    free(gap), free(gdsp);
     free(g), free(ag), free(sc), free(a2a), free(a2b), free(cnt), free(dsp), free(gv), free(agv), free(a2v),
         free(ones);
     MPI_Barrier(MPI_COMM_WORLD);
