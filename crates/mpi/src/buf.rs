@@ -177,6 +177,9 @@ pub(crate) struct Lender {
     /// vector there stays empty): receives land in it and sends read
     /// from it, no local step touches it.
     caller: Option<(usize, &'static mut [u8])>,
+    /// The caller's send buffer standing for another (its index; the
+    /// vector there stays empty): sends read from it, nothing writes it.
+    source: Option<(usize, &'static [u8])>,
     /// Start and length of each buffer, taken when the first loan of a
     /// round went out (no `&mut` of `bufs` exists until the last returns).
     bases: Vec<(usize, usize)>,
@@ -185,12 +188,18 @@ pub(crate) struct Lender {
 }
 
 impl Lender {
-    /// A lender of `bufs`, and of `caller` (MPI lends the library a
-    /// receive buffer until the collective completes) as one of them.
-    pub(crate) fn new(bufs: Vec<Vec<u8>>, caller: Option<(usize, &'static mut [u8])>) -> Lender {
+    /// A lender of `bufs`, of `caller` (MPI lends the library a
+    /// receive buffer until the collective completes) as one of them, and
+    /// of `source` (a send buffer, lent the same way) as another.
+    pub(crate) fn new(
+        bufs: Vec<Vec<u8>>,
+        caller: Option<(usize, &'static mut [u8])>,
+        source: Option<(usize, &'static [u8])>,
+    ) -> Lender {
         Lender {
             bufs,
             caller,
+            source,
             bases: Vec::new(),
             lent: Vec::new(),
         }
@@ -221,6 +230,14 @@ impl Lender {
                     *b = (m.as_mut_ptr() as usize, m.len());
                 }
             }
+            if let Some((i, d)) = self.source {
+                if let Some(b) = self.bases.get_mut(i) {
+                    *b = (d.as_ptr() as usize, d.len());
+                }
+            }
+        }
+        if self.source.is_some_and(|(i, _)| i == buf) {
+            return Ok(false);
         }
         let inside = self
             .bases
@@ -251,8 +268,9 @@ impl Lender {
     pub(crate) fn bytes(&self, buf: usize, at: usize, len: usize) -> Option<&[u8]> {
         let end = at.checked_add(len)?;
         if self.lent.is_empty() {
-            return match &self.caller {
-                Some((i, m)) if *i == buf => m.get(at..end),
+            return match (&self.caller, self.source) {
+                (Some((i, m)), _) if *i == buf => m.get(at..end),
+                (_, Some((i, d))) if i == buf => d.get(at..end),
                 _ => self.bufs.get(buf)?.get(at..end),
             };
         }
@@ -596,14 +614,21 @@ mod tests {
     /// while a block is out, sends read only blocks apart from every
     /// loan, overlapping or outside blocks are refused (the receive then
     /// lands in memory of its own), the caller's memory stands for its
-    /// buffer, and a lender dropped with loans out frees nothing.
+    /// buffer, its send buffer is read and never written, and a lender
+    /// dropped with loans out frees nothing.
     #[test]
     fn a_lender_keeps_loaned_blocks_apart_from_everything_else() {
         use super::Lender;
         let mem: &'static mut [u8] = Box::leak(vec![5u8; 32].into_boxed_slice());
-        let mut l = Lender::new(vec![vec![1u8; 64], Vec::new()], Some((1, mem)));
+        let src: &'static [u8] = Box::leak(vec![3u8; 8].into_boxed_slice());
+        let mut l = Lender::new(
+            vec![vec![1u8; 64], Vec::new(), Vec::new()],
+            Some((1, mem)),
+            Some((2, src)),
+        );
         assert!(l.bufs().is_some());
         assert_eq!(l.bytes(1, 30, 2), Some(&[5u8, 5][..]));
+        assert_eq!(l.bytes(2, 6, 2), Some(&[3u8, 3][..]));
         let mut ids = 0;
         let mut post = |u: super::UserBuf| {
             ids += 1;
@@ -617,8 +642,12 @@ mod tests {
         // Overlapping a loan, outside the buffer, empty: refused.
         assert_eq!(l.lend((0, 31, 16), |_| Ok::<_, ()>(9)), Ok(false));
         assert_eq!(l.lend((0, 60, 16), |_| Ok::<_, ()>(9)), Ok(false));
-        assert_eq!(l.lend((2, 0, 16), |_| Ok::<_, ()>(9)), Ok(false));
+        assert_eq!(l.lend((3, 0, 16), |_| Ok::<_, ()>(9)), Ok(false));
         assert_eq!(l.lend((0, 0, 0), |_| Ok::<_, ()>(9)), Ok(false));
+        // The caller's send buffer: read, never received into.
+        assert_eq!(l.lend((2, 0, 4), |_| Ok::<_, ()>(9)), Ok(false));
+        assert_eq!(l.bytes(2, 0, 8), Some(&[3u8; 8][..]));
+        assert_eq!(l.bytes(2, 4, 8), None, "outside");
         assert_eq!(l.bytes(0, 0, 16), Some(&[1u8; 16][..]));
         assert_eq!(l.bytes(0, 8, 16), None, "overlaps a loan");
         assert_eq!(l.bytes(1, 8, 16), None, "overlaps a loan");
@@ -626,8 +655,13 @@ mod tests {
         assert_eq!(l.bytes(0, 60, 16), None, "outside");
         // Dropped with loans out: the buffers are left alone.
         drop(l);
-        let mut l = Lender::new(vec![vec![0u8; 8]], None);
+        let mut l = Lender::new(vec![vec![0u8; 8], Vec::new()], None, Some((1, src)));
         assert!(l.put(0, 4, &[7, 7]) && !l.put(0, 7, &[1, 1]));
-        assert_eq!(l.into_bufs(), Some(vec![vec![0, 0, 0, 0, 7, 7, 0, 0]]));
+        assert!(!l.put(1, 0, &[1]), "the send buffer is not written");
+        assert_eq!(src, &[3u8; 8][..]);
+        assert_eq!(
+            l.into_bufs(),
+            Some(vec![vec![0, 0, 0, 0, 7, 7, 0, 0], Vec::new()])
+        );
     }
 }

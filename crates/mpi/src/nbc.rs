@@ -111,6 +111,9 @@ pub(crate) struct Sched {
     /// The caller's memory standing for one buffer (see
     /// [`Sched::on_caller_memory`]).
     caller: Option<(usize, &'static mut [u8])>,
+    /// The caller's send buffer standing for another (see
+    /// [`Sched::sends_caller_memory`]).
+    source: Option<(usize, &'static [u8])>,
 }
 
 impl Sched {
@@ -120,6 +123,17 @@ impl Sched {
             rounds: VecDeque::new(),
             red,
             caller: None,
+            source: None,
+        }
+    }
+
+    /// Buffer `buf` is `data`, the caller's send buffer (MPI lends it,
+    /// unchanged, until the collective completes): messages leave from
+    /// it, with no copy at the start. Only sends may name it.
+    pub(crate) fn sends_caller_memory(&mut self, buf: usize, data: &'static [u8]) {
+        if let Some(b) = self.bufs.get_mut(buf) {
+            *b = Vec::new();
+            self.source = Some((buf, data));
         }
     }
 
@@ -136,21 +150,24 @@ impl Sched {
 
     /// Length of buffer `buf`.
     pub(crate) fn len(&self, buf: usize) -> usize {
-        match &self.caller {
-            Some((i, m)) if *i == buf => m.len(),
+        match (&self.caller, &self.source) {
+            (Some((i, m)), _) if *i == buf => m.len(),
+            (_, Some((i, d))) if *i == buf => d.len(),
             _ => self.bufs.get(buf).map_or(0, Vec::len),
         }
     }
 
-    /// Whether a local step names the buffer in the caller's memory.
+    /// Whether a local step names a buffer in the caller's memory, or a
+    /// receive the caller's send buffer.
     fn steps_on_caller(&self) -> bool {
-        let Some((c, _)) = self.caller else {
-            return false;
-        };
+        let c = self.caller.as_ref().map(|&(c, _)| c);
+        let src = self.source.as_ref().map(|&(c, _)| c);
+        let lent = |b: usize| c == Some(b) || src == Some(b);
         self.rounds.iter().flatten().any(|a| match *a {
-            Act::Fold { inv, inout } | Act::FoldBack { inv, inout } => inv == c || inout == c,
-            Act::Copy { from, to, .. } => from == c || to == c,
-            Act::Send { .. } | Act::Recv { .. } => false,
+            Act::Fold { inv, inout } | Act::FoldBack { inv, inout } => lent(inv) || lent(inout),
+            Act::Copy { from, to, .. } => lent(from) || lent(to),
+            Act::Recv { buf, .. } => src == Some(buf),
+            Act::Send { .. } => false,
         })
     }
 
@@ -500,7 +517,11 @@ pub(crate) fn start(comm: usize, mut sched: Sched, finish: Finish) -> Result<usi
         ctx,
         tag: TAG_BASE + seq as i32,
         group,
-        bufs: Lender::new(std::mem::take(&mut sched.bufs), sched.caller.take()),
+        bufs: Lender::new(
+            std::mem::take(&mut sched.bufs),
+            sched.caller.take(),
+            sched.source.take(),
+        ),
         sched,
         inflight: Vec::new(),
         after: Vec::new(),

@@ -332,7 +332,7 @@ pub(crate) fn report(
          \"posted_first_bytes\":{},\"posted_first_pct\":{:.3},\"direct_copy_messages\":{},\
          \"direct_copy_bytes\":{},\"ring_messages\":{},\"ring_bytes\":{},\
          \"peer_read_messages\":{},\"peer_read_bytes\":{},\"staged_bytes\":{},\"staging_segments\":{},\
-         \"lent_messages\":{},\"staged_ahead_messages\":{},\"nbc_signals\":{},\"requests\":{},\"blocking_recvs\":{},\
+         \"lent_messages\":{},\"staged_ahead_messages\":{},\"nbc_signals\":{},\"nbc_copied_bytes\":{},\"requests\":{},\"blocking_recvs\":{},\
          \"blocking_recv_looks\":{},\"library_locks\":{},\"direct_writes\":{},\"notices\":{},\
          \"notice_placeholders\":{},\"direct_received\":{},\"direct_misordered\":{},\
          \"direct_stops\":{},\"bad_messages\":{},\"collectives\":{{",
@@ -364,6 +364,7 @@ pub(crate) fn report(
         c.lent_msgs,
         c.staged_ahead_msgs,
         c.nbc_signals,
+        crate::nbc::pool::caller_bytes(),
         c.requests,
         c.blocking_recvs,
         c.blocking_recv_looks,

@@ -467,3 +467,33 @@ fn waits_see_what_woke_them() {
         }
     }
 }
+
+/// Nonblocking rooted collectives and Iallgather of contiguous types on
+/// an intracommunicator send from and receive into the program's
+/// buffers (`tests/c/nbccopy.c`): no byte copied between those and the
+/// library's (`nbc_copied_bytes`), where the root of Iscatter copied its
+/// whole send buffer, every receiver its block out, and every sender of
+/// Igather its block in. A strided receive is still packed and copied
+/// out: its N ints on every task.
+#[test]
+fn contiguous_rooted_nonblocking_collectives_copy_nothing() {
+    let dir = scratch();
+    let exe = compile(&dir, "nbccopy.c", false);
+    let mut places = PLACES.to_vec();
+    places.push(("3 tasks, one node", &["-n", "3"]));
+    for &(what, place) in &places {
+        let tasks = if what.starts_with('3') { 3 } else { 2 };
+        for (mode, bytes) in [("contiguous", 0), ("strided", 4096 * 4)] {
+            let (code, out, err) = LAUNCHER.run(place, &exe, &[mode], &[("SSS_STATS", "json")]);
+            assert!(
+                code == Some(0) && out.contains(&format!("nbccopy: ok {mode} {tasks} tasks")),
+                "{what}: exit {code:?}\n{out}\n{err}"
+            );
+            let t = objects(&err);
+            assert_eq!(t.len(), tasks, "{what}: {err}");
+            for t in &t {
+                assert_eq!(num(t, "nbc_copied_bytes"), bytes, "{what} {mode}: {t}");
+            }
+        }
+    }
+}

@@ -36,9 +36,16 @@ impl Out {
         let mut a = self.0;
         let b = a.bytes();
         let n = b.len().min(bufs[buf].len().saturating_sub(at));
+        pool::caller_copy(n);
         sss_mbcf::copy_bytes(&mut b[..n], &bufs[buf][at..at + n]);
         a.finish();
     }
+}
+
+/// A copy of the caller's `d` in a buffer of ours (counted).
+fn copied_in(d: &[u8]) -> Vec<u8> {
+    pool::caller_copy(d.len());
+    pool::copied(d)
 }
 
 fn write_back(area: Area<'static>, buf: usize) -> Finish {
@@ -61,7 +68,7 @@ fn area_buffer(s: &mut Sched, buf: usize, area: Area<'static>, back: bool) -> Fi
             nothing()
         }
         mut packed => {
-            s.bufs[buf] = pool::copied(packed.bytes());
+            s.bufs[buf] = copied_in(packed.bytes());
             if back {
                 write_back(packed, buf)
             } else {
@@ -92,7 +99,7 @@ fn place(dst: &mut [u8], (at, len): Block, src: &[u8]) {
 /// MPI's contract for the buffer.
 unsafe fn owned(p: *const c_void, count: c_int, dt: Handle) -> Result<Vec<u8>, MpiErr> {
     // SAFETY: the caller's contract.
-    Ok(pool::copied(&unsafe { send_data(p, count, dt) }?))
+    Ok(copied_in(&unsafe { send_data(p, count, dt) }?))
 }
 
 /// What we send, read where it is (copied only when its type is not
@@ -220,14 +227,26 @@ fn allreduce_sched(sh: &Shape, acc: Vec<u8>, red: Reduction) -> (Sched, usize) {
 }
 
 /// Gather (`v`: gatherv) of `mine` (None: nothing of ours to send) into
-/// `area`, split into `blocks`, at the root.
+/// `area`, split into `blocks`, at the root. On an intracommunicator
+/// `mine` leaves from where it lies when it is the caller's.
 fn gather_plan(
     sh: &Shape,
     role: Role,
-    mine: Option<Vec<u8>>,
+    mine: Option<Cow<'static, [u8]>>,
     area: Option<(Area<'static>, Vec<Block>)>,
     v: bool,
 ) -> Result<Plan, MpiErr> {
+    // Never read through one slice what another writes.
+    let mine = match (&area, mine) {
+        (Some((a, _)), Some(m)) => Some(a.apart(m)),
+        (_, m) => m,
+    };
+    // Buffer 0 of `s`: what we send.
+    let sending = |s: &mut Sched, m: Cow<'static, [u8]>| match (m, sh.inter()) {
+        (Cow::Borrowed(b), None) => s.sends_caller_memory(0, b),
+        (Cow::Borrowed(b), Some(_)) => s.bufs[0] = copied_in(b),
+        (Cow::Owned(v), _) => s.bufs[0] = v,
+    };
     let (all, blocks, fin) = match (area, sh.inter()) {
         // The root's receive buffer itself when its type is contiguous:
         // the blocks land in it, nothing is copied in or out.
@@ -238,20 +257,20 @@ fn gather_plan(
                 if let Some(&at) = b.get(sh.rank as usize) {
                     place(mem, at, &m);
                 }
-                s.bufs[0] = m;
+                sending(&mut s, m);
             }
             s.on_caller_memory(1, mem);
             algo::gatherv(&mut s, sh.local, sh.rank, 0, 1, &b, sh.root_rank(role));
             return Ok((s, nothing()));
         }
         (Some((mut a, b)), _) => {
-            let all = pool::copied(a.bytes());
+            let all = copied_in(a.bytes());
             check_blocks(all.len(), &b)?;
             (all, b, write_back(a, 1))
         }
         // An intercommunicator's leader gathers its group's blocks first.
         (None, Some(x)) if x.rank == 0 && !v => {
-            let chunk = mine.as_ref().map_or(0, Vec::len);
+            let chunk = mine.as_ref().map_or(0, |m| m.len());
             let b = equal_blocks(chunk, sh.local);
             (pool::zeroed(chunk * sh.local as usize), b, nothing())
         }
@@ -262,7 +281,7 @@ fn gather_plan(
         if let Some(&b) = blocks.get(sh.rank as usize) {
             place(&mut s.bufs[1], b, &m);
         }
-        s.bufs[0] = m;
+        sending(&mut s, m);
     }
     match sh.inter() {
         Some(x) if v => algo::inter_rooted_v(&mut s, x, role, &blocks, true),
@@ -272,23 +291,23 @@ fn gather_plan(
     Ok((s, fin))
 }
 
-/// What a gather sends from `sendbuf`: None where `Shape::own_part`
-/// says nothing.
+/// What a gather sends from `sendbuf`, where it lies when its type is
+/// contiguous: None where `Shape::own_part` says nothing.
 ///
 /// # Safety
-/// MPI's contract for the buffer.
+/// MPI's contract for the buffer, unchanged until completion.
 unsafe fn gathered(
     sh: &Shape,
     role: Role,
     sendbuf: *const c_void,
     count: c_int,
     dt: Handle,
-) -> Result<Option<Vec<u8>>, MpiErr> {
+) -> Result<Option<Cow<'static, [u8]>>, MpiErr> {
     if !sh.own_part(role, sendbuf)? {
         return Ok(None);
     }
     // SAFETY: the caller's contract.
-    unsafe { owned(sendbuf, count, dt) }.map(Some)
+    unsafe { send_data(sendbuf, count, dt) }.map(Some)
 }
 
 /// # Safety
@@ -350,44 +369,73 @@ pub(super) unsafe fn igatherv(
 }
 
 /// Scatter (`v`: scatterv) of `all` (split into `blocks`) at the root
-/// into `out` (None: nothing of ours to receive).
+/// into `out` (None: nothing of ours to receive). The root sends from
+/// `all` where it lies when it is the caller's (on an
+/// intracommunicator), and a contiguous `out` receives in place.
 fn scatter_plan(
     sh: &Shape,
     role: Role,
-    all: Option<(Vec<u8>, Vec<Block>)>,
+    all: Option<(Cow<'static, [u8]>, Vec<Block>)>,
     out: Option<Area<'static>>,
     v: bool,
 ) -> Result<Plan, MpiErr> {
-    let mut out = out;
-    let len = out.as_mut().map_or(0, |a| a.bytes().len());
-    let mut mine = pool::zeroed(len);
-    let (mut all, mut blocks) = all.unwrap_or_default();
-    match (role, sh.inter()) {
-        (Role::Root, None) => {
-            check_blocks(all.len(), &blocks)?;
-            let (at, l) = blocks[sh.rank as usize];
-            place(&mut mine, (0, len), &all[at..at + l]);
-        }
-        (Role::Root, Some(_)) => check_blocks(all.len(), &blocks)?,
-        // An intercommunicator's leader receives its group's blocks.
-        (_, Some(x)) if !v => {
-            blocks = equal_blocks(len, sh.local);
-            if x.rank == 0 {
-                all = pool::zeroed(len * sh.local as usize);
-            }
-        }
-        _ => {}
+    let (all, mut blocks) = all.unwrap_or_default();
+    if role == Role::Root {
+        check_blocks(all.len(), &blocks)?;
     }
-    let mut s = Sched::new(vec![all, mine], None);
+    // Never read through one slice what another writes.
+    let all = match &out {
+        Some(o) => o.apart(all),
+        None => all,
+    };
+    let intra = sh.inter().is_none();
+    let own = |mem: &mut [u8]| {
+        if role == Role::Root && intra {
+            let (at, l) = blocks[sh.rank as usize];
+            let len = mem.len();
+            place(mem, (0, len), &all[at..at + l]);
+        }
+    };
+    let (mine, direct, fin) = match (out, intra) {
+        // Bytes past a short block stay as they were.
+        (Some(Area::Direct(mem)), true) => {
+            own(mem);
+            (Vec::new(), Some(mem), nothing())
+        }
+        (Some(mut a), _) => {
+            let mut mine = pool::zeroed(a.bytes().len());
+            own(&mut mine);
+            (mine, None, write_back(a, 1))
+        }
+        (None, _) => (Vec::new(), None, nothing()),
+    };
+    let mut s = match (all, sh.inter()) {
+        (Cow::Borrowed(b), None) => {
+            let mut s = Sched::new(vec![Vec::new(), mine], None);
+            s.sends_caller_memory(0, b);
+            s
+        }
+        // An intercommunicator's leader receives its group's blocks.
+        (_, Some(x)) if role != Role::Root && !v => {
+            blocks = equal_blocks(mine.len(), sh.local);
+            let all = if x.rank == 0 {
+                pool::zeroed(mine.len() * sh.local as usize)
+            } else {
+                Vec::new()
+            };
+            Sched::new(vec![all, mine], None)
+        }
+        (Cow::Borrowed(b), _) => Sched::new(vec![copied_in(b), mine], None),
+        (Cow::Owned(a), _) => Sched::new(vec![a, mine], None),
+    };
+    if let Some(mem) = direct {
+        s.on_caller_memory(1, mem);
+    }
     match sh.inter() {
         Some(x) if v => algo::inter_rooted_v(&mut s, x, role, &blocks, false),
         Some(x) => algo::inter_scatter(&mut s, x, role, &blocks),
         None => algo::scatterv(&mut s, sh.local, sh.rank, 0, &blocks, 1, sh.root_rank(role)),
     }
-    let fin = match out {
-        Some(a) => write_back(a, 1),
-        None => nothing(),
-    };
     Ok((s, fin))
 }
 
@@ -428,8 +476,9 @@ pub(super) unsafe fn iscatter(
     let all = if role == Role::Root {
         let n = sh.peers();
         let chunk = nbytes(sendcount, sendtype)?;
-        // SAFETY: the caller's contract: `n * sendcount` elements.
-        let a = unsafe { owned(sendbuf, times(sendcount, n)?, sendtype) }?;
+        // SAFETY: the caller's contract: `n * sendcount` elements, left
+        // unchanged until completion.
+        let a = unsafe { send_data(sendbuf, times(sendcount, n)?, sendtype) }?;
         Some((a, equal_blocks(chunk, n)))
     } else {
         None
@@ -458,8 +507,7 @@ pub(super) unsafe fn iscatterv(
     };
     let all = if role == Role::Root {
         // SAFETY: the caller's contract: one int per task.
-        let (a, b) = unsafe { send_v(sendbuf, sendcounts, displs, sh.peers(), sendtype) }?;
-        Some((pool::copied(&a), b))
+        Some(unsafe { send_v(sendbuf, sendcounts, displs, sh.peers(), sendtype) }?)
     } else {
         None
     };
@@ -498,7 +546,7 @@ fn allgather_plan(
         // ours or received, and nothing of the caller's is copied in
         // first; blocks of allgatherv may leave bytes between them.
         let mut all = if v {
-            pool::copied(area.bytes())
+            copied_in(area.bytes())
         } else {
             let mut all = pool::overwritten(area.bytes().len());
             if mine.is_none() {
@@ -513,9 +561,9 @@ fn allgather_plan(
         algo::allgatherv(&mut s, sh.local, sh.rank, 0, &blocks);
         return Ok((s, write_back(area, 0)));
     };
-    let all = pool::copied(area.bytes());
+    let all = copied_in(area.bytes());
     // An intercommunicator refused MPI_IN_PLACE.
-    let mine = pool::copied(&mine.unwrap_or_default());
+    let mine = copied_in(&mine.unwrap_or_default());
     let chunk = mine.len();
     if v {
         let mut s = Sched::new(vec![mine, all], None);
@@ -594,7 +642,7 @@ fn alltoall_plan(
     // In place: the blocks leave from a copy of the receive buffer.
     let (send, sblocks) = match send {
         Some(s) => s,
-        None => (pool::copied(area.bytes()), rblocks.clone()),
+        None => (copied_in(area.bytes()), rblocks.clone()),
     };
     check_blocks(send.len(), &sblocks)?;
     let x = sh.inter();
@@ -660,7 +708,7 @@ pub(super) unsafe fn ialltoallv(
     } else {
         // SAFETY: the caller's contract: one int per task.
         let (s, b) = unsafe { send_v(sendbuf, sendcounts, sdispls, n, sendtype) }?;
-        Some((pool::copied(&s), b))
+        Some((copied_in(&s), b))
     };
     // SAFETY: the caller's contract: one int per task.
     let (area, rb) = unsafe { recv_v(recvbuf, recvcounts, rdispls, n, recvtype) }?;
@@ -690,7 +738,7 @@ pub(super) unsafe fn ialltoallw(
         // SAFETY: the caller's contract; the send blocks are only read.
         let (mut s, b) =
             unsafe { blocks_w(sendbuf.cast_mut(), sendcounts, sdispls, sendtypes, n) }?;
-        Some((pool::copied(s.bytes()), b))
+        Some((copied_in(s.bytes()), b))
     };
     // SAFETY: the caller's contract.
     let (area, rb) = unsafe { blocks_w(recvbuf, recvcounts, rdispls, recvtypes, n) }?;

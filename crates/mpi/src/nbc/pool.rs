@@ -10,6 +10,7 @@
 //! which cost more than the messages themselves. Buffers kept here stay
 //! mapped between calls.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Smallest buffer worth keeping: malloc's bins serve smaller ones
@@ -21,6 +22,21 @@ const MAX_BUFS: usize = 16;
 const MAX_BYTES: usize = 64 << 20;
 
 static KEPT: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// Bytes nonblocking collectives copied between their caller's buffers
+/// and buffers of ours: in at the call, out at completion
+/// (`nbc_copied_bytes` of the statistics).
+static CALLER_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `n` bytes copied between a caller's buffer and ours.
+pub(crate) fn caller_copy(n: usize) {
+    CALLER_BYTES.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// Bytes counted by [`caller_copy`] so far.
+pub(crate) fn caller_bytes() -> u64 {
+    CALLER_BYTES.load(Ordering::Relaxed)
+}
 
 fn kept() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
     KEPT.lock().unwrap_or_else(|e| e.into_inner())

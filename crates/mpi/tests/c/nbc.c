@@ -116,6 +116,18 @@ int main(int argc, char **argv) {
     if (rank == 0)
         for (i = 0; i < n; i++) CHECK(gap[2 * i] == i && gap[2 * i + 1] == -9);
     free(gap), free(gdsp);
+    /* Iscatterv from the last task of blocks of 1 or 2 ints, each
+     * received in the receive buffer itself: the int past a block of 1
+     * keeps its value, and so does the root's. */
+    int *src = malloc(sizeof(int) * (size_t)(2 * n)), *scnt = malloc(sizeof(int) * (size_t)n);
+    int *sdsp = malloc(sizeof(int) * (size_t)n), got2[3] = {-9, -9, -9};
+    for (i = 0; i < 2 * n; i++) src[i] = 1000 + i;
+    for (i = 0; i < n; i++) scnt[i] = 1 + i % 2, sdsp[i] = 2 * i;
+    MPI_Iscatterv(src, scnt, sdsp, MPI_INT, got2, scnt[rank], MPI_INT, n - 1, MPI_COMM_WORLD, &b);
+    MPI_Wait(&b, MPI_STATUS_IGNORE);
+    CHECK(got2[0] == 1000 + 2 * rank && got2[2] == -9);
+    CHECK(got2[1] == (rank % 2 ? 1001 + 2 * rank : -9));
+    free(src), free(scnt), free(sdsp);
     free(g), free(ag), free(sc), free(a2a), free(a2b), free(cnt), free(dsp), free(gv), free(agv), free(a2v),
         free(ones);
     MPI_Barrier(MPI_COMM_WORLD);
