@@ -181,15 +181,16 @@ impl Coll {
         Ok(())
     }
 
-    /// Waits for `ids`; the data each received (empty for sends).
+    /// Waits for `ids`; the data each received (empty for sends), taken
+    /// in the look that finds them all done.
     fn wait(&self, ids: &[usize], partner: Option<u32>) -> Result<Vec<Vec<u8>>, MpiErr> {
         let partner = partner.map(|p| self.group[p as usize]);
+        let mut out = Vec::with_capacity(ids.len());
+        let mut first_err = None;
         wait_until(partner, |e| {
-            Ok(ids.iter().all(|id| e.reqs.get(id).is_none_or(|r| r.done)))
-        })?;
-        with(|e| {
-            let mut out = Vec::with_capacity(ids.len());
-            let mut first_err = None;
+            if !ids.iter().all(|id| e.reqs.get(id).is_none_or(|r| r.done)) {
+                return Ok(false);
+            }
             for &id in ids {
                 let data = e.take_data(id);
                 let st = e.take(id).unwrap_or_default();
@@ -198,11 +199,12 @@ impl Coll {
                 }
                 out.push(data);
             }
-            match first_err {
-                Some(c) => Err(MpiErr::new(c, "a message of the collective failed")),
-                None => Ok(out),
-            }
-        })
+            Ok(true)
+        })?;
+        match first_err {
+            Some(c) => Err(MpiErr::new(c, "a message of the collective failed")),
+            None => Ok(out),
+        }
     }
 
     /// Receives from `from` straight into `buf` (a shorter message
@@ -228,12 +230,24 @@ impl Coll {
         let n = buf.len();
         let mut lent = Lent::new(buf, settle);
         self.recv_into(&mut lent, from, tag, (0, n))?;
-        let s = self.send(to, tag, data)?;
+        // A send that leaves at once (eager, a credit free) makes no
+        // request.
+        let w = self.group[to as usize];
+        let s = with(|e| {
+            e.stats.coll_msgs += 1;
+            e.stats.coll_bytes += data.len() as u64;
+            if e.send_now_ctx(self.ctx, w, tag, data)? {
+                return Ok(None);
+            }
+            let id = e.handle();
+            e.send_ctx(self.comm, self.ctx, w, tag, data, false, id)?;
+            Ok(Some(id))
+        })?;
         // One wait for both: it returns once both are done, failed or
         // not, so the loan ends after the receive either way.
-        lent.settled(|ids| {
-            let both = [ids, &[s]].concat();
-            self.wait(&both, Some(from))
+        lent.settled(|ids| match s {
+            None => self.wait(ids, Some(from)),
+            Some(s) => self.wait(&[ids, &[s]].concat(), Some(from)),
         })
         .map(|_| ())
     }

@@ -537,8 +537,21 @@ impl Engine {
         let Some((ctx, w)) = self.route(comm, dest, tag)? else {
             return Ok(true);
         };
+        self.send_now_ctx(ctx, w, tag, data)
+    }
+
+    /// [`Engine::send_now`] on context `ctx` to world rank `w` (a
+    /// collective's message).
+    pub(crate) fn send_now_ctx(
+        &mut self,
+        ctx: u32,
+        w: u32,
+        tag: i32,
+        data: &[u8],
+    ) -> Result<bool, MpiErr> {
         let i = w as usize;
-        if w == self.rank
+        if i >= self.eager.len()
+            || w == self.rank
             || data.len() > self.eager[i]
             || !self.outbox[i].is_empty()
             || !self.credit_ok(w)

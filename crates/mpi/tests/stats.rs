@@ -193,7 +193,8 @@ fn objects(err: &str) -> Vec<Value> {
 /// (`tests/c/recvalone.c`): eleven receives of messages already here
 /// take one look under the library's lock each (they took two, and a
 /// request each, when every receive was a request); a ping-pong's
-/// receives make none either, on one node and across nodes.
+/// receives make none either, nor `MPI_Sendrecv`'s exchanges, on one
+/// node and across nodes.
 #[test]
 fn blocking_receives_posted_alone_make_no_request() {
     let dir = scratch();
@@ -229,6 +230,18 @@ fn blocking_receives_posted_alone_make_no_request() {
             // program's few other calls).
             let locks = num(t, "library_locks");
             assert!((2000..=3100).contains(&locks), "{what}: {t}");
+        }
+
+        // MPI_Sendrecv of a message that leaves at once sends it without
+        // a request and receives it as MPI_Recv does: the 1000 exchanges
+        // made 2000 requests a task before. The rendezvous one makes at
+        // most two; MPI_Comm_split a few. The 1000 allreduces' sends
+        // make none either: their receives 1000 (2000 before).
+        let t = run("exchange");
+        for (r, t) in t.iter().enumerate() {
+            assert!(num(t, "requests") <= 1010, "{what}: {t}");
+            let want = 1000 + u64::from(r == 0);
+            assert_eq!(num(t, "blocking_recvs"), want, "{what}: {t}");
         }
     }
 }

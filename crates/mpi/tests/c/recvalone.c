@@ -11,6 +11,12 @@
  *              request on either task (tests/stats.rs).
  *   "pingpong" ranks 0 and 1: 1000 round trips of MPI_Send/MPI_Recv, no
  *              request on either task.
+ *   "exchange" ranks 0 and 1: 1000 MPI_Sendrecv of 8 bytes each way, then
+ *              one of 1 and 100000 bytes (a rendezvous: requests), and
+ *              one with MPI_PROC_NULL both ways; the 1000 make no
+ *              request. Then 1000 MPI_Allreduce of one long between
+ *              the two: one request each (the receive), none for the
+ *              send.
  *   otherwise  the semantics, on 2 or more tasks (ranks past 1 idle).
  * Prints "recvalone: ok <mode>" on rank 0. */
 #include <mpi.h>
@@ -57,6 +63,40 @@ static void pingpong(void) {
             MPI_Send(b, 8, MPI_CHAR, 0, 5, MPI_COMM_WORLD);
         }
     }
+}
+
+static void exchange(void) {
+    long mine, got;
+    MPI_Status st;
+    int other = 1 - rank;
+    for (long i = 0; i < 1000; i++) {
+        mine = rank * 1000000 + i;
+        MPI_Sendrecv(&mine, 1, MPI_LONG, other, 7, &got, 1, MPI_LONG, other, 7, MPI_COMM_WORLD, &st);
+        CHECK(got == other * 1000000 + i && st.MPI_SOURCE == other && st.MPI_TAG == 7);
+    }
+    static char big[BIG];
+    char one = (char)rank;
+    memset(big, 0, BIG);
+    if (rank == 0)
+        MPI_Sendrecv(&one, 1, MPI_CHAR, 1, 8, big, BIG, MPI_CHAR, 1, 8, MPI_COMM_WORLD, &st);
+    else {
+        memset(big, 'x', BIG);
+        MPI_Sendrecv(big, BIG, MPI_CHAR, 0, 8, &one, 1, MPI_CHAR, 0, 8, MPI_COMM_WORLD, &st);
+    }
+    int n;
+    MPI_Get_count(&st, MPI_CHAR, &n);
+    CHECK(rank == 0 ? n == BIG && big[0] == 'x' && big[BIG - 1] == 'x' : n == 1 && one == 0);
+    MPI_Sendrecv(&mine, 1, MPI_LONG, MPI_PROC_NULL, 9, &got, 1, MPI_LONG, MPI_PROC_NULL, 9, MPI_COMM_WORLD,
+                 &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL);
+    MPI_Comm two;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &two);
+    for (long i = 0; i < 1000; i++) {
+        mine = i + rank;
+        MPI_Allreduce(&mine, &got, 1, MPI_LONG, MPI_SUM, two);
+        CHECK(got == 2 * i + 1);
+    }
+    MPI_Comm_free(&two);
 }
 
 /* Rank 1 tells rank 0 it is about to block in a receive. */
@@ -191,6 +231,13 @@ int main(int argc, char **argv) {
         counts();
     else if (strcmp(mode, "pingpong") == 0)
         pingpong();
+    else if (strcmp(mode, "exchange") == 0) {
+        if (rank < 2) exchange();
+        else {
+            MPI_Comm none;
+            MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, rank, &none);
+        }
+    }
     else
         semantics();
     if (rank == 0) printf("recvalone: ok %s\n", mode);
