@@ -465,6 +465,60 @@ fn combine(red: &Reduction, acc: &mut [u8], got: &mut [u8], got_first: bool) -> 
     }
 }
 
+/// `MPI_Reduce_scatter` on an intracommunicator: every task's `acc`,
+/// cut into `blocks` by rank (back to back), reduced; ours ends in
+/// `out`. A commutative operation on a power-of-two group goes by
+/// recursive halving: log2(n) exchanges, each of the half of what is
+/// left that the partner keeps (the reduce and scatter it replaces took
+/// twice as many steps, and the root sent n - 1 blocks at the end).
+/// Otherwise reduced at task 0, then scattered.
+pub(crate) fn reduce_scatter(
+    comm: usize,
+    acc: &mut [u8],
+    red: &Reduction,
+    blocks: &[Block],
+    out: &mut [u8],
+) -> Result<(), MpiErr> {
+    let c = coll(comm)?;
+    if !c.n.is_power_of_two() || !red.commute() || blocks.len() != c.n as usize {
+        reduce_in(&c, acc, red, 0)?;
+        return scatterv(comm, acc, blocks, Some(out), 0);
+    }
+    // Bytes of the blocks of ranks `lo..hi`.
+    let span = |(lo, hi): (u32, u32)| {
+        let (first, last) = (blocks[lo as usize], blocks[hi as usize - 1]);
+        (first.0, last.0 + last.1)
+    };
+    if span((0, c.n)).1 > acc.len() {
+        return Err(MpiErr::new(
+            err::BUFFER,
+            "reduction shorter than the counts",
+        ));
+    }
+    let mut got = Scratch::take(acc.len());
+    let (mut lo, mut hi) = (0, c.n);
+    let mut mask = c.n / 2;
+    while mask >= 1 {
+        let mid = lo + mask;
+        let (keep, give) = if c.rank < mid {
+            ((lo, mid), (mid, hi))
+        } else {
+            ((mid, hi), (lo, mid))
+        };
+        let p = c.rank ^ mask;
+        let ((ka, ke), (ga, ge)) = (span(keep), span(give));
+        let got = &mut got[..ke - ka];
+        c.exchange_in(p, &acc[ga..ge], p, TAG_REDUCE, got)?;
+        red.apply(got, &mut acc[ka..ke])?;
+        (lo, hi) = keep;
+        mask /= 2;
+    }
+    let (at, len) = blocks[c.rank as usize];
+    let n = len.min(out.len());
+    out[..n].copy_from_slice(&acc[at..at + n]);
+    Ok(())
+}
+
 /// `MPI_Allreduce`: `acc` holds our contribution and ends with the result.
 pub(crate) fn allreduce(comm: usize, acc: &mut [u8], red: &Reduction) -> Result<(), MpiErr> {
     if crate::inter::is_inter(comm) {

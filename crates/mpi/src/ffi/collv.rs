@@ -239,8 +239,8 @@ pub unsafe extern "C" fn MPI_Exscan(
 }
 
 /// `MPI_Reduce_scatter`: the reduction of every task's `sum(recvcounts)`
-/// elements, task p getting `recvcounts[p]` of them (reduced at task 0,
-/// then scattered); on an intercommunicator each group's tasks get, cut
+/// elements, task p getting `recvcounts[p]` of them
+/// (`coll::reduce_scatter`); on an intercommunicator each group's tasks get, cut
 /// by their own counts, the reduction of the other group's vectors.
 ///
 /// # Safety
@@ -273,9 +273,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
                 .ok_or_else(|| MpiErr::new(err::INTERN, "reduction shorter than the counts"))?;
             out.bytes().copy_from_slice(got);
         } else {
-            // Reduced at task 0, then scattered.
-            coll::reduce(hv(comm), &mut acc, &red, 0)?;
-            coll::scatterv(hv(comm), &acc, &b, Some(out.bytes()), 0)?;
+            coll::reduce_scatter(hv(comm), &mut acc, &red, &b, out.bytes())?;
         }
         crate::nbc::pool::give(acc);
         out.finish();

@@ -154,6 +154,19 @@ static void vectors(MPI_Comm comm, int r, int n) {
     int blk[2];
     MPI_Reduce_scatter_block(rin, blk, 1, MPI_INT, MPI_MAX, comm);
     CHECK(blk[0] == r + n - 1);
+    /* Uneven blocks, the first empty: rank p gets 3 * p longs. */
+    int *rc3 = malloc(sizeof(int) * (size_t)n), t3 = 0;
+    for (i = 0; i < n; i++) rc3[i] = 3 * i, t3 += 3 * i;
+    long *lin = malloc(sizeof(long) * (size_t)(t3 + 1)), lout[3 * 64 + 1];
+    for (i = 0; i < t3; i++) lin[i] = (long)i * (r + 1);
+    lout[3 * r] = -5;
+    if (n <= 64) {
+        MPI_Reduce_scatter(lin, lout, rc3, MPI_LONG, MPI_SUM, comm);
+        int at = 3 * r * (r - 1) / 2;
+        for (i = 0; i < 3 * r; i++) CHECK(lout[i] == (long)(at + i) * n * (n + 1) / 2);
+        CHECK(lout[3 * r] == -5);
+    }
+    free(rc3), free(lin);
     free(rin), free(rout);
     /* Scans. */
     long v = r + 1, pre = -1;
