@@ -226,7 +226,12 @@ pub unsafe extern "C" fn MPI_Recv(
 /// A blocking receive into `dest`: posted in the wait's first look,
 /// without a request when nothing posted before could match the same
 /// messages (`engine/alone.rs`); its status.
-fn recv_blocking(comm: usize, source: c_int, tag: c_int, dest: Dest) -> Result<St, MpiErr> {
+pub(super) fn recv_blocking(
+    comm: usize,
+    source: c_int,
+    tag: c_int,
+    dest: Dest,
+) -> Result<St, MpiErr> {
     // Until the receive completes or becomes a request, the engine's
     // place for it names the caller's buffer: however the wait ends, the
     // place is then withdrawn.

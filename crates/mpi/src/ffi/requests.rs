@@ -1,8 +1,11 @@
 //! The rest of point-to-point: persistent requests, buffered and ready
 //! sends, `Sendrecv_replace`, and the `some`/`any` completion calls.
 
-use super::p2p::{collect_all, finish, ids, start_recv, start_send, status_error, SendHow};
-use super::{call, empty_status, hv, mk, nbytes, out, put_status, Handle, MpiStatus};
+use super::p2p::{
+    collect_all, finish, ids, recv_blocking, recv_dest, start_recv, start_send, status_error,
+    SendHow,
+};
+use super::{call, empty_status, hv, mk, nbytes, out, put_status, send_data, Handle, MpiStatus};
 use crate::consts::{err, h, PROC_NULL, UNDEFINED};
 use crate::engine::{Dest, MpiErr};
 use crate::runtime::{wait_until, with};
@@ -490,6 +493,26 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Sendrecv_replace", hv(comm), || {
+        // A send that leaves at once takes its bytes with it: the reply
+        // is then received into the buffer as `MPI_Recv` does, without
+        // requests (see `MPI_Sendrecv`).
+        let sent = {
+            // SAFETY: MPI's contract: `count` elements of `dt` at `buf`.
+            let data = unsafe { send_data(buf, count, dt) }?;
+            with(|e| {
+                e.recv_args(hv(comm), source, recvtag)?;
+                e.send_now(hv(comm), dest, sendtag, &data)
+            })?
+        };
+        if sent {
+            // SAFETY: the caller's buffer, as MPI's contract lends it; our
+            // read of it ended above.
+            let rdest = unsafe { recv_dest(buf, count, dt) }?;
+            let st = recv_blocking(hv(comm), source, recvtag, rdest)?;
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, &st) };
+            return status_error(&st, "MPI_Sendrecv_replace");
+        }
         let cap = nbytes(count, dt)?;
         let r = with(|e| {
             e.irecv(

@@ -12,11 +12,12 @@
  *   "pingpong" ranks 0 and 1: 1000 round trips of MPI_Send/MPI_Recv, no
  *              request on either task.
  *   "exchange" ranks 0 and 1: 1000 MPI_Sendrecv of 8 bytes each way, then
- *              one of 1 and 100000 bytes (a rendezvous: requests), and
- *              one with MPI_PROC_NULL both ways; the 1000 make no
- *              request. Then 1000 MPI_Allreduce of one long between
- *              the two: one request each (the receive), none for the
- *              send.
+ *              one of 1 and 100000 bytes (a rendezvous: requests), one
+ *              with MPI_PROC_NULL both ways, 1000 MPI_Sendrecv_replace
+ *              of 8 bytes and one of a strided type: none but the
+ *              rendezvous one makes a request. Then 1000 MPI_Allreduce
+ *              of one long between the two: one request each (the
+ *              receive), none for the send.
  *   otherwise  the semantics, on 2 or more tasks (ranks past 1 idle).
  * Prints "recvalone: ok <mode>" on rank 0. */
 #include <mpi.h>
@@ -89,6 +90,18 @@ static void exchange(void) {
     MPI_Sendrecv(&mine, 1, MPI_LONG, MPI_PROC_NULL, 9, &got, 1, MPI_LONG, MPI_PROC_NULL, 9, MPI_COMM_WORLD,
                  &st);
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL);
+    for (long i = 0; i < 1000; i++) {
+        long v = rank * 1000000 + i;
+        MPI_Sendrecv_replace(&v, 1, MPI_LONG, other, 10, other, 10, MPI_COMM_WORLD, &st);
+        CHECK(v == other * 1000000 + i && st.MPI_SOURCE == other && st.MPI_TAG == 10);
+    }
+    int sv[4] = {rank, -1, rank + 10, -1};
+    MPI_Datatype every2;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &every2);
+    MPI_Type_commit(&every2);
+    MPI_Sendrecv_replace(sv, 1, every2, other, 11, other, 11, MPI_COMM_WORLD, &st);
+    CHECK(sv[0] == other && sv[2] == other + 10 && sv[1] == -1 && sv[3] == -1);
+    MPI_Type_free(&every2);
     MPI_Comm two;
     MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &two);
     for (long i = 0; i < 1000; i++) {
