@@ -281,7 +281,8 @@ impl Lender {
         if len == 0 {
             return Some(&[]);
         }
-        // SAFETY: inside buffer `buf`, alive while `self` is borrowed;
+        // SAFETY: inside buffer `buf`, alive while `self` is borrowed
+        // (the caller's, by MPI's contract until the collective ends);
         // no loan covers these bytes, so no delivery writes them.
         Some(unsafe { std::slice::from_raw_parts((base as *const u8).wrapping_add(at), len) })
     }

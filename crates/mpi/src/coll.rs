@@ -113,6 +113,24 @@ impl Coll {
         })
     }
 
+    /// [`Coll::send`], without a request (None) when the message leaves
+    /// at once (eager, a credit free).
+    fn send_at_once(&self, to: u32, tag: i32, data: &[u8]) -> Result<Option<usize>, MpiErr> {
+        let w = self.group[to as usize];
+        with(|e| {
+            let id = if e.send_now_ctx(self.ctx, w, tag, data)? {
+                None
+            } else {
+                let id = e.handle();
+                e.send_ctx(self.comm, self.ctx, w, tag, data, false, id)?;
+                Some(id)
+            };
+            e.stats.coll_msgs += 1;
+            e.stats.coll_bytes += data.len() as u64;
+            Ok(id)
+        })
+    }
+
     /// [`Coll::send`] of data the caller leaves in place until the send
     /// completes: a large message to a task on this node is then read
     /// from it by the receiver instead of staged (`engine/peer_read.rs`).
@@ -230,19 +248,7 @@ impl Coll {
         let n = buf.len();
         let mut lent = Lent::new(buf, settle);
         self.recv_into(&mut lent, from, tag, (0, n))?;
-        // A send that leaves at once (eager, a credit free) makes no
-        // request.
-        let w = self.group[to as usize];
-        let s = with(|e| {
-            e.stats.coll_msgs += 1;
-            e.stats.coll_bytes += data.len() as u64;
-            if e.send_now_ctx(self.ctx, w, tag, data)? {
-                return Ok(None);
-            }
-            let id = e.handle();
-            e.send_ctx(self.comm, self.ctx, w, tag, data, false, id)?;
-            Ok(Some(id))
-        })?;
+        let s = self.send_at_once(to, tag, data)?;
         // One wait for both: it returns once both are done, failed or
         // not, so the loan ends after the receive either way.
         lent.settled(|ids| match s {

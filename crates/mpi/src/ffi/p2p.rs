@@ -226,12 +226,7 @@ pub unsafe extern "C" fn MPI_Recv(
 /// A blocking receive into `dest`: posted in the wait's first look,
 /// without a request when nothing posted before could match the same
 /// messages (`engine/alone.rs`); its status.
-pub(super) fn recv_blocking(
-    comm: usize,
-    source: c_int,
-    tag: c_int,
-    dest: Dest,
-) -> Result<St, MpiErr> {
+fn recv_blocking(comm: usize, source: c_int, tag: c_int, dest: Dest) -> Result<St, MpiErr> {
     // Until the receive completes or becomes a request, the engine's
     // place for it names the caller's buffer: however the wait ends, the
     // place is then withdrawn.
@@ -362,6 +357,30 @@ pub unsafe extern "C" fn MPI_Irecv(
     })
 }
 
+/// `MPI_Sendrecv(_replace)` without requests: `data` sent to `dest`
+/// when it leaves at once (eager, to another task, nothing queued, a
+/// credit free; the receive's arguments checked before), then the reply
+/// received into `into` as `MPI_Recv` does; its status. None when
+/// nothing was sent: the send takes the general path. Two looks under
+/// the library's lock where two requests took six. `data` is let go
+/// before anything is written into `into` (they may be one buffer).
+pub(super) fn exchange_at_once(
+    comm: usize,
+    data: std::borrow::Cow<'_, [u8]>,
+    ((dest, sendtag), (source, recvtag)): ((c_int, c_int), (c_int, c_int)),
+    into: Dest,
+) -> Result<Option<St>, MpiErr> {
+    let sent = with(|e| {
+        e.recv_args(comm, source, recvtag)?;
+        e.send_now(comm, dest, sendtag, &data)
+    })?;
+    drop(data);
+    if !sent {
+        return Ok(None);
+    }
+    recv_blocking(comm, source, recvtag, into).map(Some)
+}
+
 /// `MPI_Sendrecv`.
 ///
 /// # Safety
@@ -382,26 +401,17 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MpiStatus,
 ) -> c_int {
     call("MPI_Sendrecv", hv(comm), || {
-        // A send that leaves at once (eager, to another task, a credit
-        // free) needs no request, nor does a receive posted alone: the
-        // exchange then takes two looks under the library's lock where
-        // two requests took six. Both checked before anything leaves.
         // SAFETY: the caller's buffer, as MPI's contract lends it.
         let rdest = unsafe { recv_dest(recvbuf, recvcount, recvtype) }?;
         // SAFETY: MPI's contract: `sendbuf` holds `sendcount` elements,
         // unchanged during the call.
         let data = unsafe { send_data(sendbuf, sendcount, sendtype) }?;
-        let sent = with(|e| {
-            e.recv_args(hv(comm), source, recvtag)?;
-            e.send_now(hv(comm), dest, sendtag, &data)
-        })?;
-        if sent {
-            let st = recv_blocking(hv(comm), source, recvtag, rdest)?;
+        let pair = ((dest, sendtag), (source, recvtag));
+        if let Some(st) = exchange_at_once(hv(comm), data, pair, rdest)? {
             // SAFETY: the caller's contract.
             unsafe { put_status(status, &st) };
             return status_error(&st, "MPI_Sendrecv");
         }
-        drop(rdest);
         // SAFETY: the caller's buffer, as MPI's contract lends it.
         let r = unsafe { start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
         // SAFETY: the caller's buffer, as MPI's contract lends it.

@@ -2,7 +2,7 @@
 //! sends, `Sendrecv_replace`, and the `some`/`any` completion calls.
 
 use super::p2p::{
-    collect_all, finish, ids, recv_blocking, recv_dest, start_recv, start_send, status_error,
+    collect_all, exchange_at_once, finish, ids, recv_dest, start_recv, start_send, status_error,
     SendHow,
 };
 use super::{call, empty_status, hv, mk, nbytes, out, put_status, send_data, Handle, MpiStatus};
@@ -494,21 +494,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 ) -> c_int {
     call("MPI_Sendrecv_replace", hv(comm), || {
         // A send that leaves at once takes its bytes with it: the reply
-        // is then received into the buffer as `MPI_Recv` does, without
-        // requests (see `MPI_Sendrecv`).
-        let sent = {
-            // SAFETY: MPI's contract: `count` elements of `dt` at `buf`.
-            let data = unsafe { send_data(buf, count, dt) }?;
-            with(|e| {
-                e.recv_args(hv(comm), source, recvtag)?;
-                e.send_now(hv(comm), dest, sendtag, &data)
-            })?
-        };
-        if sent {
-            // SAFETY: the caller's buffer, as MPI's contract lends it; our
-            // read of it ended above.
-            let rdest = unsafe { recv_dest(buf, count, dt) }?;
-            let st = recv_blocking(hv(comm), source, recvtag, rdest)?;
+        // is then received straight into the buffer.
+        // SAFETY: MPI's contract: `count` elements of `dt` at `buf`,
+        // written only once the send's read of them ended.
+        let (data, into) = unsafe { (send_data(buf, count, dt)?, recv_dest(buf, count, dt)?) };
+        let pair = ((dest, sendtag), (source, recvtag));
+        if let Some(st) = exchange_at_once(hv(comm), data, pair, into)? {
             // SAFETY: the caller's contract.
             unsafe { put_status(status, &st) };
             return status_error(&st, "MPI_Sendrecv_replace");
